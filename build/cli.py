@@ -1,0 +1,72 @@
+"""`mnote-evidence`: a thin shell over the library (flags in, library call, report out)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from build import __version__
+from build.pipeline import BuildOptions, BuildReport, build
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mnote-evidence")
+def main() -> None:
+    """Trace every fact in a folder of Markdown notes and attachments to the exact
+    place it came from: PDF page and box, Word paragraph, Markdown lines.
+
+    \b
+    Typical use:
+      mnote-evidence build ~/notes            # parse + index into ./_site/
+      mnote-evidence build ~/notes --json     # machine-readable summary
+    """
+
+
+@main.command("build")
+@click.argument("workspace", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("_site"),
+              show_default=True, help="Output folder: receives evidence.sqlite (and the site).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=max(1, os.cpu_count() or 1),
+              show_default="CPU count", help="Parse this many files in parallel.")
+@click.option("--max-file-mb", type=click.FloatRange(min=0, min_open=True), default=200.0, show_default=True,
+              help="Files larger than this are recorded as errors (file_too_large), not parsed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON on stdout.")
+@click.option("--strict", is_flag=True, help="Exit with status 1 if any file was recorded as an error.")
+def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, as_json: bool,
+                  strict: bool) -> None:
+    """Parse WORKSPACE (a folder of notes) into sidecars and OUT/evidence.sqlite.
+
+    Incremental: files whose content hash is unchanged are not parsed again.
+    Bad files (corrupt, encrypted, empty, too large...) are recorded with an
+    error code and message; the rest of the build completes. Sidecars are
+    written next to the owning note (`Note.ocr/`) or under `.mnote/sidecars/`.
+    """
+    options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb,
+                           progress=sys.stderr.isatty() and not as_json)
+    report = build(workspace, options)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+    else:
+        _print_report(report)
+    if strict and report.errors:
+        sys.exit(1)
+
+
+def _print_report(report: BuildReport) -> None:
+    counts = ", ".join(f"{n} {status}" for status, n in report.status_counts.items()) or "no files"
+    what = "updated" if report.changed else "up to date"
+    click.echo(f"{report.db_path}: {what} in {report.seconds:.2f}s ({counts})")
+    click.echo(f"  parsed {report.parsed}, reused sidecars {report.reused_sidecars}, "
+               f"unchanged {report.unchanged}, newly stale {report.stale}, removed {report.removed}")
+    for err in report.errors:
+        click.echo(f"  error   {err['path']}: [{err['code']}] {err['message']}", err=True)
+    for warn in report.warnings:
+        click.echo(f"  warning {warn['path']}: [{warn['code']}] {warn['message']}", err=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""`evidence.sqlite` tables (SPEC §6). Columns may grow, never shrink."""
+
+from __future__ import annotations
+
+import sqlite3
+
+SCHEMA_VERSION = "1"
+
+LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
+
+DDL = """
+CREATE TABLE IF NOT EXISTS evidence_resource (
+    resource_id TEXT PRIMARY KEY,
+    owner_document_path TEXT,
+    source_root_relative_path TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    provider TEXT,
+    provider_version TEXT,
+    source_hash TEXT,
+    artifact_path TEXT,
+    source_map_path TEXT,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'stale', 'error', 'unsupported')),
+    error_code TEXT,
+    error_message TEXT,
+    page_count INTEGER,
+    block_count INTEGER NOT NULL DEFAULT 0,
+    warnings_json TEXT NOT NULL DEFAULT '[]',
+    updated_at_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS evidence_block (
+    id INTEGER PRIMARY KEY,           -- also the rowid of evidence_fts
+    block_id TEXT NOT NULL UNIQUE,
+    resource_id TEXT NOT NULL REFERENCES evidence_resource(resource_id),
+    ordinal INTEGER NOT NULL,         -- position in the resource, for neighbours
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    section_id TEXT,
+    section_path_json TEXT NOT NULL DEFAULT '[]',
+    page INTEGER,
+    bbox_json TEXT,
+    char_range_json TEXT,
+    line_range_json TEXT,
+    paragraph_index INTEGER,
+    para_id TEXT,
+    locator_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block(resource_id, ordinal);
+CREATE INDEX IF NOT EXISTS evidence_block_section ON evidence_block(section_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS evidence_fts USING fts5(
+    text, block_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS evidence_section (
+    section_id TEXT PRIMARY KEY,
+    resource_id TEXT NOT NULL REFERENCES evidence_resource(resource_id),
+    title TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    path_json TEXT NOT NULL,
+    page_start INTEGER,
+    page_end INTEGER,
+    parent_section_id TEXT,
+    block_count INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_section_resource ON evidence_section(resource_id);
+CREATE TABLE IF NOT EXISTS evidence_edge (
+    edge_id TEXT PRIMARY KEY,
+    from_id TEXT NOT NULL,
+    to_id TEXT NOT NULL,
+    edge_type TEXT NOT NULL,
+    source_block_id TEXT NOT NULL REFERENCES evidence_block(block_id),
+    confidence REAL NOT NULL,
+    created_by TEXT NOT NULL,
+    resource_id TEXT NOT NULL         -- whose artifact produced it (replaced with it)
+);
+CREATE INDEX IF NOT EXISTS evidence_edge_from ON evidence_edge(from_id, edge_type);
+CREATE INDEX IF NOT EXISTS evidence_edge_to ON evidence_edge(to_id, edge_type);
+CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge(resource_id);
+CREATE TABLE IF NOT EXISTS evidence_link (
+    resource_id TEXT NOT NULL,        -- the note
+    source_block_id TEXT NOT NULL,
+    target TEXT NOT NULL,             -- as written in the note
+    kind TEXT NOT NULL,               -- link | image | wikilink | embed
+    target_path TEXT,                 -- resolved root-relative path, NULL if unresolved
+    problem TEXT                      -- outside_root | missing | NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
+CREATE TABLE IF NOT EXISTS knowledge_source (
+    source_root_relative_path TEXT PRIMARY KEY,
+    lightrag_doc_id TEXT,
+    lightrag_file_path TEXT,
+    source_hash TEXT,
+    status TEXT,
+    ocr_text_exposed INTEGER NOT NULL DEFAULT 0,
+    updated_at_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS build_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT
+);
+"""
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    conn.executescript(DDL)

@@ -1,0 +1,200 @@
+"""Stage 4: write `evidence.sqlite`, atomically and incrementally.
+
+The previous database is copied to a temporary file next to it, the changes
+are applied there (a changed resource replaces only its own rows), and the
+result is renamed over the old file. A build killed at any moment leaves the
+previous database complete; readers never see a half-written one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import sqlite_utils
+
+from build.ids import edge_id
+from build.index.schema import LINK_EDGE_TYPES, create_schema
+from build.locator import locator
+from build.model import ParsedResourceArtifact
+from build.text import segment_for_index
+
+CREATED_BY = "mnote-evidence build"
+
+
+@dataclass
+class ResourceUpdate:
+    """A resource whose rows are (re)written: its evidence_resource row and, if ok, its artifact."""
+
+    row: dict[str, Any]
+    artifact: ParsedResourceArtifact | None = None
+
+
+@dataclass
+class IndexChanges:
+    updates: list[ResourceUpdate] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # resource ids to mark stale
+    removed: list[str] = field(default_factory=list)  # resource ids to delete
+    links: list[dict[str, Any]] = field(default_factory=list)  # every evidence_link row
+    link_edges: list[dict[str, Any]] = field(default_factory=list)  # every link-type edge
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _open_working_copy(db_path: Path) -> tuple[Path, sqlite3.Connection]:
+    tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    if db_path.exists() and is_valid_db(db_path):
+        shutil.copyfile(db_path, tmp)
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    # The working copy is thrown away on any failure, so no journal is needed while writing.
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    create_schema(conn)
+    return tmp, conn
+
+
+def is_valid_db(path: Path) -> bool:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            conn.execute("SELECT count(*) FROM evidence_resource").fetchone()
+            return conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _delete_resource_rows(conn: sqlite3.Connection, resource_id: str) -> None:
+    conn.execute("DELETE FROM evidence_fts WHERE rowid IN "
+                 "(SELECT id FROM evidence_block WHERE resource_id = ?)", [resource_id])
+    for table in ("evidence_edge", "evidence_block", "evidence_section", "evidence_resource"):
+        conn.execute(f"DELETE FROM {table} WHERE resource_id = ?", [resource_id])
+
+
+def _block_rows(artifact: ParsedResourceArtifact, row: dict[str, Any], first_id: int):
+    sections = artifact.section_by_id()
+    for ordinal, block in enumerate(artifact.blocks):
+        path = sections[block.section_id].path if block.section_id else []
+        loc = locator(resource_path=artifact.source_path, kind=artifact.kind,
+                      owner_path=row["owner_document_path"], source_map_path=row["source_map_path"],
+                      block=block, section_path=path)
+        yield {
+            "id": first_id + ordinal, "block_id": block.id, "resource_id": row["resource_id"],
+            "ordinal": ordinal, "kind": block.type, "text": block.text, "section_id": block.section_id,
+            "section_path_json": _json(path), "page": block.page, "bbox_json": _json(block.bbox),
+            "char_range_json": _json(block.char_range), "line_range_json": _json(block.line_range),
+            "paragraph_index": block.paragraph_index, "para_id": block.para_id,
+            "locator_json": _json(loc),
+        }
+
+
+def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[dict[str, Any]]:
+    """resource_contains_page, page_contains_block, section_contains_block; each from a block."""
+    first_on_page: dict[int, str] = {}
+    for block in artifact.blocks:
+        edges = []
+        if block.page is not None:
+            page_node = f"{resource_id}:page-{block.page}"
+            if block.page not in first_on_page:
+                first_on_page[block.page] = block.id
+                edges.append((resource_id, page_node, "resource_contains_page"))
+            edges.append((page_node, block.id, "page_contains_block"))
+        if block.section_id:
+            edges.append((block.section_id, block.id, "section_contains_block"))
+        for frm, to, kind in edges:
+            yield edge_row(frm, to, kind, block.id, resource_id)
+
+
+def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: str) -> dict[str, Any]:
+    return {"edge_id": edge_id(frm, to, kind, source_block_id), "from_id": frm, "to_id": to,
+            "edge_type": kind, "source_block_id": source_block_id, "confidence": 1.0,
+            "created_by": CREATED_BY, "resource_id": resource_id}
+
+
+def _insert_update(db: sqlite_utils.Database, update: ResourceUpdate, next_id: int) -> int:
+    row = update.row
+    db["evidence_resource"].insert(row)
+    artifact = update.artifact
+    if artifact is None:
+        return next_id
+    blocks = list(_block_rows(artifact, row, next_id))
+    db["evidence_block"].insert_all(blocks, batch_size=500)
+    db.conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
+                        ((b["id"], segment_for_index(b["text"]), b["block_id"]) for b in blocks))
+    db["evidence_section"].insert_all(({
+        "section_id": s.id, "resource_id": row["resource_id"], "title": s.title, "level": s.level,
+        "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
+        "parent_section_id": s.parent_id, "block_count": len(s.block_ids),
+    } for s in artifact.sections), batch_size=500)
+    db["evidence_edge"].insert_all(structural_edges(artifact, row["resource_id"]), batch_size=500,
+                                   ignore=True)
+    return next_id + len(blocks)
+
+
+def _replace_links(conn: sqlite3.Connection, db: sqlite_utils.Database, changes: IndexChanges) -> None:
+    conn.execute("DELETE FROM evidence_link")
+    db["evidence_link"].insert_all(changes.links, batch_size=500)
+    marks = ",".join("?" * len(LINK_EDGE_TYPES))
+    conn.execute(f"DELETE FROM evidence_edge WHERE edge_type IN ({marks})", LINK_EDGE_TYPES)
+    known = {r[0] for r in conn.execute("SELECT block_id FROM evidence_block")}
+    # An edge without a locatable source block is rejected (SPEC §6).
+    db["evidence_edge"].insert_all((e for e in changes.link_edges if e["source_block_id"] in known),
+                                   batch_size=500, ignore=True)
+
+
+def write_index(db_path: Path, changes: IndexChanges) -> None:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp, conn = _open_working_copy(db_path)
+    try:
+        db = sqlite_utils.Database(conn)
+        conn.execute("BEGIN")
+        for rid in changes.removed + [u.row["resource_id"] for u in changes.updates]:
+            _delete_resource_rows(conn, rid)
+        stamp = now_ms()
+        conn.executemany("UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? "
+                         "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
+        next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
+        for update in changes.updates:
+            next_id = _insert_update(db, update, next_id)
+        _replace_links(conn, db, changes)
+        db["build_meta"].upsert_all(({"key": k, "value": v} for k, v in changes.meta.items()), pk="key")
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, db_path)
+        _fsync_dir(db_path.parent)
+    except BaseException:
+        conn.close()
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def cleanup_stray_temps(db_path: Path) -> None:
+    """Remove working copies left by builds that were killed."""
+    for stray in db_path.parent.glob(f".{db_path.name}.*.tmp"):
+        stray.unlink(missing_ok=True)

@@ -1,0 +1,99 @@
+"""Resolve note links and decide which note owns each resource (SPEC §2).
+
+Links are resolved against the scanned file set only, so a link can never
+name anything outside the root: `../../etc/passwd` normalises to a path that
+starts with `..` and is reported, never opened.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+@dataclass(frozen=True)
+class NoteLink:
+    note: str  # root-relative note path
+    block_id: str  # the block the link appears in
+    target: str  # as written
+    kind: str  # link | image | wikilink | embed
+
+
+@dataclass(frozen=True)
+class Resolution:
+    path: str | None
+    problem: str | None = None  # "outside_root" | "missing" | None (external links: both None)
+
+
+class LinkResolver:
+    def __init__(self, paths: set[str]):
+        self._paths = paths
+        self._by_name: dict[str, list[str]] = defaultdict(list)
+        for p in sorted(paths):
+            name = posixpath.basename(p)
+            self._by_name[name.lower()].append(p)
+            if name.lower().endswith(".md"):
+                self._by_name[name[:-3].lower()].append(p)
+
+    def resolve(self, note: str, target: str, kind: str) -> Resolution:
+        if kind in ("wikilink", "embed"):
+            return self._wikilink(note, target)
+        if not target or target.startswith("#") or _SCHEME.match(target) or target.startswith("//"):
+            return Resolution(None)
+        target = unquote(target.split("#", 1)[0].split("?", 1)[0])
+        if not target:
+            return Resolution(None)
+        if target.startswith("/"):
+            joined = posixpath.normpath(target.lstrip("/"))
+        else:
+            joined = posixpath.normpath(posixpath.join(posixpath.dirname(note), target))
+        if joined == ".." or joined.startswith("../"):
+            return Resolution(None, "outside_root")
+        for candidate in (joined, joined + ".md"):
+            if candidate in self._paths:
+                return Resolution(candidate)
+        return Resolution(None, "missing")
+
+    def _wikilink(self, note: str, target: str) -> Resolution:
+        name = target.split("#", 1)[0].strip()
+        if not name:
+            return Resolution(None)  # [[#Heading]] points into the same note
+        if "/" in name:
+            hit = self.resolve(note, name, "link")
+            if hit.path or hit.problem == "outside_root":
+                return hit
+            name = posixpath.basename(name)
+        candidates = self._by_name.get(name.lower(), [])
+        if not candidates:
+            return Resolution(None, "missing")
+        here = posixpath.dirname(note)
+        best = min(candidates, key=lambda p: (posixpath.dirname(p) != here, p.count("/"), p))
+        return Resolution(best)
+
+
+def assets_owner(resource: str, notes: set[str]) -> str | None:
+    """The note `X.md` whose `X.assets/` folder holds `resource`, if that note exists."""
+    parts = resource.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        folder = parts[i - 1]
+        if folder.endswith(".assets"):
+            note = "/".join(parts[: i - 1] + [folder[: -len(".assets")] + ".md"])
+            if note in notes:
+                return note
+    return None
+
+
+def owners(resources: list[str], notes: set[str], linkers: dict[str, set[str]]) -> dict[str, str | None]:
+    """Owner note per resource: its `.assets` note, else the first note linking to it, else None."""
+    out = {}
+    for res in resources:
+        owner = assets_owner(res, notes)
+        if owner is None and linkers.get(res):
+            owner = sorted(linkers[res])[0]
+        out[res] = owner
+    return out

@@ -1,0 +1,42 @@
+"""The one Markdown dialect: parser configuration shared by the provider and the renderer.
+
+CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`,
+`[[Note#Heading]]`, `![[image.png]]`). Raw HTML is parsed (so its text can be
+indexed) but the renderer neutralises it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+
+def _wikilink_rule(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    embed = src.startswith("![[", pos)
+    start = pos + (3 if embed else 2)
+    if not (embed or src.startswith("[[", pos)):
+        return False
+    end = src.find("]]", start)
+    if end < 0 or "\n" in src[start:end] or end == start:
+        return False
+    if not silent:
+        raw = src[start:end]
+        target, _, alias = raw.partition("|")
+        token = state.push("wikilink", "", 0)
+        token.meta = {"target": target.strip(), "alias": alias.strip(), "embed": embed}
+        token.content = alias.strip() or target.strip()
+    state.pos = end + 2
+    return True
+
+
+def wikilink_plugin(md: MarkdownIt) -> None:
+    md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+
+
+@lru_cache(maxsize=1)
+def markdown_parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin).use(wikilink_plugin)

@@ -1,0 +1,373 @@
+"""The build, top to bottom: scan -> parse (providers) -> sidecars -> index.
+
+`build(root, options)` is the library entry point the CLI and the tests call.
+It is incremental by content hash: a resource whose bytes, provider version
+and owner note are unchanged is not touched; a changed one is re-parsed (or
+its intact sidecar reused) and replaces only its own rows; a vanished one is
+marked `stale` on the first build that misses it and removed on the next.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import click
+
+from build import __version__
+from build.ids import resource_id
+from build.index.previous import PreviousBuild, PreviousResource, load_previous
+from build.index.schema import SCHEMA_VERSION
+from build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
+from build.links import LinkResolver, owners
+from build.model import (
+    KIND_MARKDOWN,
+    KIND_OTHER,
+    STATUS_ERROR,
+    STATUS_OK,
+    STATUS_STALE,
+    STATUS_UNSUPPORTED,
+    ParsedResourceArtifact,
+    ProviderError,
+)
+from build.providers import ParseInput, provider_for
+from build.scan import SourceFile, scan
+from build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
+
+DB_NAME = "evidence.sqlite"
+
+
+@dataclass
+class BuildOptions:
+    out: Path = Path("_site")
+    jobs: int = max(1, os.cpu_count() or 1)
+    max_file_mb: float = 200.0
+    progress: bool = False
+
+
+@dataclass
+class BuildReport:
+    root: str
+    db_path: str
+    changed: bool = False
+    parsed: int = 0
+    reused_sidecars: int = 0
+    unchanged: int = 0
+    stale: int = 0
+    removed: int = 0
+    status_counts: dict[str, int] = field(default_factory=dict)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _parse_one(root: str, path: str, kind: str, source_hash: str) -> ParsedResourceArtifact | ProviderError:
+    """Worker entry point: never raises, so one bad file cannot stop the build."""
+    provider = provider_for(kind)
+    try:
+        return provider.parse(ParseInput(Path(root), path, source_hash))
+    except ProviderError as exc:
+        return exc
+    except MemoryError:
+        return ProviderError("parse_failed", "ran out of memory while parsing this file")
+    except Exception as exc:  # a provider bug or a library crash on odd input
+        return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
+
+
+def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, bar) -> dict:
+    """Parse in worker processes. A worker that dies (a crash inside a native
+    library) breaks the pool; the files it took down are retried one per fresh
+    process, so only the file that really crashes is recorded as `parse_crashed`."""
+    results: dict[str, ParsedResourceArtifact | ProviderError] = {}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_parse_one, str(root), f.path, f.kind, f.source_hash): f for f in files}
+        for fut in as_completed(futures):
+            try:
+                results[futures[fut].path] = fut.result()
+                bar.update(1)
+            except Exception:
+                pass
+    for f in files:
+        if f.path in results:
+            continue
+        with ProcessPoolExecutor(max_workers=1) as solo:
+            try:
+                results[f.path] = solo.submit(_parse_one, str(root), f.path, f.kind, f.source_hash).result()
+            except Exception:
+                results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
+        bar.update(1)
+    return results
+
+
+@contextmanager
+def _build_lock(out: Path) -> Iterator[None]:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".build.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise click.ClickException(f"another build is writing {out}; wait for it to finish") from None
+        yield
+
+
+class _Build:
+    """One run's working state; each method is one step of `build()`."""
+
+    def __init__(self, root: Path, options: BuildOptions):
+        self.root = root
+        self.options = options
+        self.db_path = options.out / DB_NAME
+        self.report = BuildReport(root=root.name, db_path=str(self.db_path))
+        self.prev: PreviousBuild = load_previous(self.db_path)
+        self.changes = IndexChanges()
+        self.stamp = now_ms()
+
+    # -- rows -----------------------------------------------------------------
+    def _row(self, f: SourceFile, owner: str | None, status: str, provider: str | None = None,
+             version: str | None = None, paths: SidecarPaths | None = None,
+             artifact: ParsedResourceArtifact | None = None,
+             error: tuple[str, str] | None = None) -> dict[str, Any]:
+        warnings = [w.to_json() for w in artifact.warnings] if artifact else []
+        return {
+            "resource_id": resource_id(f.path), "owner_document_path": owner,
+            "source_root_relative_path": f.path, "kind": f.kind, "provider": provider,
+            "provider_version": version, "source_hash": f.sha256,
+            "artifact_path": paths.text if paths else None,
+            "source_map_path": paths.source_map if paths else None, "status": status,
+            "error_code": error[0] if error else None, "error_message": error[1] if error else None,
+            "page_count": len(artifact.pages) if artifact and artifact.pages else None,
+            "block_count": len(artifact.blocks) if artifact else 0,
+            "warnings_json": json.dumps(warnings, ensure_ascii=False),
+            "updated_at_ms": self.stamp,
+        }
+
+    def _record_error(self, f: SourceFile, owner: str | None, kind_status: str, code: str, message: str,
+                      provider: str | None = None, version: str | None = None) -> None:
+        prev = self.prev.resources.get(f.path)
+        if (prev and prev.status == kind_status and prev.error_code == code and prev.error_message == message
+                and prev.source_hash == f.sha256 and prev.owner == owner):
+            self.report.unchanged += 1
+            return
+        self._drop_old_sidecars(prev)
+        row = self._row(f, owner, kind_status, provider, version, error=(code, message))
+        self.changes.updates.append(ResourceUpdate(row))
+
+    def _drop_old_sidecars(self, prev: PreviousResource | None, keep: SidecarPaths | None = None) -> None:
+        if prev and prev.source_map_path and (keep is None or keep.source_map != prev.source_map_path):
+            remove_sidecars(self.root, SidecarPaths(prev.artifact_path, prev.source_map_path))
+
+    def _accept(self, f: SourceFile, owner: str | None, artifact: ParsedResourceArtifact) -> None:
+        prev = self.prev.resources.get(f.path)
+        paths = write_sidecars(self.root, artifact, owner)
+        self._drop_old_sidecars(prev, keep=paths)
+        for w in artifact.warnings:
+            self.report.warnings.append({"path": f.path, "code": w.code, "message": w.message})
+        row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
+        self.changes.updates.append(ResourceUpdate(row, artifact))
+
+    def _unchanged(self, f: SourceFile, owner: str | None, version: str) -> bool:
+        prev = self.prev.resources.get(f.path)
+        return bool(prev and prev.status == STATUS_OK and prev.source_hash == f.sha256
+                    and prev.provider_version == version and prev.owner == owner)
+
+    # -- steps ----------------------------------------------------------------
+    def screen(self, f: SourceFile, owner: str | None) -> bool:
+        """Record refused, unsupported, empty and oversized files. True if `f` should be parsed."""
+        if f.refused:
+            self._record_error(f, owner, STATUS_ERROR, *f.refused)
+        elif f.kind == KIND_OTHER:
+            self._record_error(f, owner, STATUS_UNSUPPORTED, "unsupported_type",
+                               f"no provider for '{Path(f.path).suffix or 'files without extension'}'")
+        elif f.size == 0 and f.kind != KIND_MARKDOWN:
+            self._record_error(f, owner, STATUS_ERROR, "empty_file", "file is empty (0 bytes)")
+        elif f.size > self.options.max_file_mb * 2**20:
+            self._record_error(f, owner, STATUS_ERROR, "file_too_large",
+                               f"{f.size / 2**20:.1f} MiB is over the {self.options.max_file_mb:g} MiB "
+                               "limit; raise --max-file-mb to index it")
+        else:
+            return True
+        return False
+
+    def notes(self, files: list[SourceFile]) -> dict[str, list[dict[str, str]]]:
+        """Parse changed notes; return every note's links (from the parse or the previous build)."""
+        links: dict[str, list[dict[str, str]]] = {}
+        provider = provider_for(KIND_MARKDOWN)
+        for f in files:
+            if not self.screen(f, f.path):
+                continue
+            rid = resource_id(f.path)
+            if self._unchanged(f, f.path, provider.version()):
+                self.report.unchanged += 1
+                links[f.path] = [{"block": r["source_block_id"], "target": r["target"], "kind": r["kind"]}
+                                 for r in self.prev.links.get(rid, [])]
+                continue
+            result = _parse_one(str(self.root), f.path, f.kind, f.source_hash)
+            self.report.parsed += 1
+            if isinstance(result, ProviderError):
+                self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
+                                   provider.name, provider.version())
+                continue
+            self._accept(f, f.path, result)
+            links[f.path] = [{"block": b.id, **link} for b in result.blocks for link in b.links]
+        return links
+
+    def resources(self, files: list[SourceFile], owner_of: dict[str, str | None]) -> None:
+        todo: list[tuple[SourceFile, str | None]] = []
+        for f in files:
+            owner = owner_of.get(f.path)
+            if not self.screen(f, owner):
+                continue
+            provider = provider_for(f.kind)
+            version = provider.version()
+            if self._unchanged(f, owner, version):
+                self.report.unchanged += 1
+                continue
+            prev = self.prev.resources.get(f.path)
+            cached = load_cached(self.root, f.path, owner, f.source_hash, version)
+            if cached is None and prev and prev.owner != owner:  # moved to another owner note
+                cached = load_cached(self.root, f.path, prev.owner, f.source_hash, version)
+            if cached is not None:
+                self.report.reused_sidecars += 1
+                self._accept(f, owner, cached)
+            else:
+                todo.append((f, owner))
+        self._parse_all(todo)
+
+    def _parse_all(self, todo: list[tuple[SourceFile, str | None]]) -> None:
+        if not todo:
+            return
+        self.report.parsed += len(todo)
+        results: dict[str, ParsedResourceArtifact | ProviderError] = {}
+        with click.progressbar(length=len(todo), label="Parsing", file=sys.stderr,
+                               hidden=not self.options.progress) as bar:
+            if self.options.jobs <= 1 or len(todo) == 1:
+                for f, _ in todo:
+                    results[f.path] = _parse_one(str(self.root), f.path, f.kind, f.source_hash)
+                    bar.update(1)
+            else:
+                results.update(_parse_in_pool([f for f, _ in todo], self.root, self.options.jobs, bar))
+        for f, owner in todo:  # in path order: deterministic
+            result = results[f.path]
+            if isinstance(result, ProviderError):
+                p = provider_for(f.kind)
+                self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
+            else:
+                self._accept(f, owner, result)
+
+    def vanished(self, present: set[str]) -> None:
+        for path, prev in sorted(self.prev.resources.items()):
+            if path in present:
+                continue
+            if prev.status == STATUS_STALE:
+                self.changes.removed.append(prev.resource_id)
+                self._drop_old_sidecars(prev)
+                self.report.removed += 1
+            else:
+                self.changes.stale.append(prev.resource_id)
+                self.report.stale += 1
+
+    def link_graph(self, links: dict[str, list[dict[str, str]]], resolver: LinkResolver,
+                   owner_of: dict[str, str | None]) -> None:
+        for note, note_links in sorted(links.items()):
+            note_id = resource_id(note)
+            for link in note_links:
+                hit = resolver.resolve(note, link["target"], link["kind"])
+                self.changes.links.append({
+                    "resource_id": note_id, "source_block_id": link["block"], "target": link["target"],
+                    "kind": link["kind"], "target_path": hit.path, "problem": hit.problem})
+                if hit.problem == "outside_root":
+                    self.report.warnings.append({"path": note, "code": "link_outside_root",
+                                                 "message": f"link '{link['target']}' leaves the workspace; "
+                                                            "it was not followed"})
+                if not hit.path or hit.path == note:
+                    continue
+                if hit.path in links:
+                    kind = "markdown_links_to"
+                elif owner_of.get(hit.path) == note:
+                    kind = "document_contains_resource"
+                else:
+                    kind = "resource_refers_to"
+                self.changes.link_edges.append(
+                    edge_row(note_id, resource_id(hit.path), kind, link["block"], note_id))
+
+    def links_changed(self) -> bool:
+        return self.prev.meta.get("links_fingerprint") != self.changes.meta.get("links_fingerprint")
+
+
+def _links_fingerprint(changes: IndexChanges) -> str:
+    """Changes whenever any note link or its resolution changes (so link edges must be redone)."""
+    h = hashlib.sha256()
+    for r in sorted(changes.links, key=lambda r: (r["resource_id"], r["source_block_id"], r["target"])):
+        h.update(repr(sorted(r.items())).encode())
+    return h.hexdigest()[:16]
+
+
+def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
+    started = time.perf_counter()
+    options = options or BuildOptions()
+    root = root.resolve()
+    if not root.is_dir():
+        raise click.ClickException(f"workspace '{root}' is not a folder")
+    with _build_lock(options.out):
+        cleanup_stray_temps(options.out / DB_NAME)
+        run = _Build(root, options)
+        files = scan(root, exclude=[options.out])
+        notes = [f for f in files if f.kind == KIND_MARKDOWN]
+        others = [f for f in files if f.kind != KIND_MARKDOWN]
+        links = run.notes(notes)
+        resolver = LinkResolver({f.path for f in files if not f.refused})
+        linkers: dict[str, set[str]] = {}
+        for note, note_links in links.items():
+            for link in note_links:
+                hit = resolver.resolve(note, link["target"], link["kind"])
+                if hit.path:
+                    linkers.setdefault(hit.path, set()).add(note)
+        owner_of = owners([f.path for f in others], set(links), linkers)
+        run.resources(others, owner_of)
+        run.vanished({f.path for f in files})
+        run.link_graph(links, resolver, owner_of)
+        run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes)}
+        changes = run.changes
+        run.report.changed = bool(changes.updates or changes.stale or changes.removed
+                                  or run.links_changed() or not run.db_path.exists())
+        if run.report.changed:
+            changes.meta.update({
+                "schema_version": SCHEMA_VERSION, "generator": f"mnote-evidence {__version__}",
+                "workspace_name": root.name, "built_at_ms": str(run.stamp),
+            })
+            write_index(run.db_path, changes)
+        run.report.status_counts = _status_counts(run.db_path)
+        run.report.errors = _recorded_errors(run.db_path)
+        run.report.seconds = round(time.perf_counter() - started, 3)
+        return run.report
+
+
+def _status_counts(db_path: Path) -> dict[str, int]:
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return dict(conn.execute("SELECT status, count(*) FROM evidence_resource GROUP BY status ORDER BY 1"))
+    finally:
+        conn.close()
+
+
+def _recorded_errors(db_path: Path) -> list[dict[str, str]]:
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return [{"path": p, "code": c, "message": m} for p, c, m in conn.execute(
+            "SELECT source_root_relative_path, error_code, error_message FROM evidence_resource "
+            "WHERE status = 'error' ORDER BY 1")]
+    finally:
+        conn.close()

@@ -1,0 +1,195 @@
+"""Text PDFs via PyMuPDF, no OCR (SPEC §3).
+
+One block per PyMuPDF text block, with its 1-based page, bbox in PDF points
+(top-left origin, PyMuPDF's convention, clamped to the page) and char range in
+the `*.parse.md` text. Sections come from the PDF outline when it has one, else
+from font-size headings (blocks set noticeably larger than the body text).
+
+Defensive checks, each a recorded error rather than a silent success: the
+`%PDF-` magic bytes (an HTML file named .pdf opens fine in PyMuPDF), zero pages
+(a truncated file can open without an exception), a password, and an
+extraction with no text at all (an encrypted file may "succeed" with empty
+text; a scanned PDF needs OCR).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import pymupdf
+
+from build.ids import BlockIdAllocator
+from build.model import KIND_PDF, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
+from build.providers.base import ParseInput
+from build.sections import SectionTree
+from build.text import join_lines, normalise
+
+REVISION = "1"
+# No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").
+_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
+_MAX_HEADING_CHARS = 200
+
+pymupdf.TOOLS.mupdf_display_errors(False)
+pymupdf.TOOLS.mupdf_display_warnings(False)
+
+
+@dataclass
+class _RawBlock:
+    page: int
+    bbox: list[float]
+    text: str
+    size: float  # dominant font size
+    lines: int
+
+
+def open_pdf(data: bytes) -> pymupdf.Document:
+    """Open PDF bytes or raise a ProviderError with a precise code."""
+    if b"%PDF-" not in data[:1024]:
+        raise ProviderError("not_a_pdf", "file has a .pdf name but is not a PDF (no %PDF- header); "
+                            "check what it really is and rename it")
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:  # MuPDF raises several types for broken files
+        raise ProviderError("pdf_corrupt", f"PyMuPDF cannot open it: {exc}") from exc
+    if doc.needs_pass:
+        raise ProviderError("pdf_encrypted", "PDF is password-protected; save an unprotected copy "
+                            "to index it")
+    if doc.page_count == 0:
+        raise ProviderError("pdf_corrupt", "PDF has no readable pages (truncated or damaged file)")
+    return doc
+
+
+def _page_blocks(page: pymupdf.Page, number: int) -> list[_RawBlock]:
+    rect = page.rect
+    out = []
+    for block in page.get_text("dict", flags=_FLAGS)["blocks"]:
+        if block.get("type") != 0:
+            continue
+        lines, sizes = [], Counter()
+        for line in block["lines"]:
+            spans = line["spans"]
+            lines.append("".join(s["text"] for s in spans))
+            for s in spans:
+                sizes[round(s["size"], 1)] += len(s["text"].strip())
+        text = join_lines(lines)
+        if not text:
+            continue
+        x0, y0, x1, y1 = block["bbox"]
+        bbox = [round(max(x0, rect.x0), 2), round(max(y0, rect.y0), 2),
+                round(min(x1, rect.x1), 2), round(min(y1, rect.y1), 2)]
+        out.append(_RawBlock(number, bbox, text, sizes.most_common(1)[0][0], len(lines)))
+    return out
+
+
+def _outline_starts(doc: pymupdf.Document, raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
+    """(block position, level, title) for each outline entry we can place."""
+    first_on_page: dict[int, int] = {}
+    for pos, b in enumerate(raw):
+        first_on_page.setdefault(b.page, pos)
+    starts = []
+    for level, title, page, *_ in doc.get_toc(simple=True):
+        if page < 1 or page not in first_on_page:
+            continue
+        want = normalise(title).lower()
+        pos = first_on_page[page]
+        for cand in range(pos, len(raw)):
+            if raw[cand].page != page:
+                break
+            if normalise(raw[cand].text).lower().startswith(want[:60]):
+                pos = cand
+                break
+        starts.append((pos, level, normalise(title)))
+    return starts
+
+
+def _font_heading_starts(raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
+    chars = Counter()
+    for b in raw:
+        chars[b.size] += len(b.text)
+    if not chars:
+        return []
+    body = chars.most_common(1)[0][0]
+    candidates = [
+        (pos, b) for pos, b in enumerate(raw)
+        if b.size >= body * 1.15 and b.size - body >= 1.0
+        and len(b.text) <= _MAX_HEADING_CHARS and b.lines <= 3
+    ]
+    sizes = sorted({round(b.size * 2) / 2 for _, b in candidates}, reverse=True)[:6]
+    level_of = {s: i + 1 for i, s in enumerate(sizes)}
+    return [(pos, level_of.get(round(b.size * 2) / 2, len(sizes)), b.text) for pos, b in candidates]
+
+
+class PdfProvider:
+    name = "pymupdf"
+    kind = KIND_PDF
+
+    def version(self) -> str:
+        return f"{pymupdf.VersionBind}+m{REVISION}"
+
+    def parse(self, item: ParseInput) -> ParsedResourceArtifact:
+        data = item.full_path.read_bytes()
+        doc = open_pdf(data)
+        try:
+            return self._parse_doc(doc, item)
+        finally:
+            doc.close()
+
+    def _parse_doc(self, doc: pymupdf.Document, item: ParseInput) -> ParsedResourceArtifact:
+        pages, raw = [], []
+        for number, page in enumerate(doc, start=1):
+            pages.append(Page(number, round(page.rect.width, 2), round(page.rect.height, 2)))
+            raw.extend(_page_blocks(page, number))
+        if not raw:
+            if doc.is_repaired:
+                raise ProviderError("pdf_corrupt", "PDF is damaged (MuPDF had to repair it) and no text "
+                                    "could be recovered; re-export or re-download it")
+            if doc.is_encrypted:
+                raise ProviderError("pdf_encrypted", "PDF is encrypted and no text could be extracted")
+            raise ProviderError("pdf_no_text", "PDF has no extractable text (a scanned document "
+                                "needs OCR)")
+        starts = _outline_starts(doc, raw) or _font_heading_starts(raw)
+        text, blocks, sections = _blocks(item.path, raw, starts)
+        warnings = [Warning_("pdf_repaired", "PDF is damaged; MuPDF repaired it and some text may be "
+                             "missing")] if doc.is_repaired else []
+        return ParsedResourceArtifact(
+            kind=KIND_PDF, provider=self.name, provider_version=self.version(),
+            source_path=item.path, source_hash=item.source_hash, text=text,
+            blocks=blocks, sections=sections, pages=pages, warnings=warnings,
+        )
+
+
+def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]]):
+    """Blocks in reading order, the `*.parse.md` text they index into, and sections."""
+    starts_at: dict[int, list[tuple[int, str]]] = {}
+    for pos, level, title in starts:
+        starts_at.setdefault(pos, []).append((level, title))
+    new_id = BlockIdAllocator(path)
+    tree = SectionTree(path)
+    parts: list[str] = []
+    length = 0
+    blocks: list[Block] = []
+    page = 0
+
+    def emit(s: str) -> int:
+        nonlocal length
+        parts.append(s)
+        length += len(s)
+        return length
+
+    for pos, b in enumerate(raw):
+        if b.page != page:
+            page = b.page
+            emit(("\n\n" if pos else "") + f"<!-- page {page} -->")
+        kind = "paragraph"
+        for level, title in starts_at.get(pos, []):
+            tree.open(level, title, b.page)
+            if normalise(b.text).lower().startswith(normalise(title).lower()[:60]):
+                kind = "heading"
+        prefix = "#" * min(tree.current.level, 6) + " " if kind == "heading" else ""
+        start = emit("\n\n" + prefix)
+        end = emit(b.text)
+        blocks.append(tree.add(Block(new_id(kind, b.text), kind, b.text, page=b.page,
+                                     bbox=b.bbox, char_range=[start, end])))
+    emit("\n")
+    return "".join(parts), blocks, tree.sections

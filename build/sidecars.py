@@ -1,0 +1,158 @@
+"""Stage 3: sidecars, the on-disk truth of a parse (SPEC §1, §2, §5).
+
+Where they go (root-relative):
+- a resource owned by note `docs/Page.md`: `docs/Page.ocr/<name>.parse.md` and
+  `docs/Page.ocr/<name>.source-map.json`, where <name> is the resource's path
+  inside `docs/Page.assets/` (usually just its file name), else its path
+  relative to the note's folder, else `_root/<root-relative path>`;
+- an unowned resource: `.mnote/sidecars/<root-relative path>.*`;
+- a note: only `.mnote/sidecars/<note path>.source-map.json` (the note itself
+  is its text, so no copy is written and the user's folders stay clean).
+
+`*.ocr.md` replaces `*.parse.md` when the text came from OCR. Files are written
+atomically and only when their bytes change; the same input gives
+byte-identical files (no timestamps inside). A sidecar whose `sourceHash` and
+`providerVersion` match the file is reused instead of parsing again, which is
+also how a deleted `evidence.sqlite` is rebuilt without re-parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from build.fsutil import atomic_write_text
+from build.model import (
+    KIND_MARKDOWN,
+    SOURCE_MAP_SCHEMA,
+    Block,
+    Page,
+    ParsedResourceArtifact,
+    Section,
+    Warning_,
+)
+
+UNOWNED_DIR = ".mnote/sidecars"
+SOURCE_MAP_SUFFIX = ".source-map.json"
+
+
+@dataclass(frozen=True)
+class SidecarPaths:
+    text: str | None  # root-relative, None for notes
+    source_map: str
+
+
+def sidecar_base(resource_path: str, owner_path: str | None) -> str:
+    if owner_path is None or owner_path == resource_path:
+        return f"{UNOWNED_DIR}/{resource_path}"
+    owner_dir, owner_name = posixpath.split(owner_path)
+    stem = posixpath.splitext(owner_name)[0]
+    assets = posixpath.join(owner_dir, stem + ".assets")
+    sidecar_dir = posixpath.join(owner_dir, stem + ".ocr")
+    rel = posixpath.relpath(resource_path, assets)
+    if rel.startswith("../"):
+        rel = posixpath.relpath(resource_path, owner_dir or ".")
+    if rel.startswith("../"):
+        rel = "_root/" + resource_path
+    return posixpath.join(sidecar_dir, rel)
+
+
+def sidecar_paths(artifact: ParsedResourceArtifact, owner_path: str | None) -> SidecarPaths:
+    base = sidecar_base(artifact.source_path, owner_path)
+    if artifact.kind == KIND_MARKDOWN:
+        return SidecarPaths(None, base + SOURCE_MAP_SUFFIX)
+    return SidecarPaths(base + (".ocr.md" if artifact.from_ocr else ".parse.md"), base + SOURCE_MAP_SUFFIX)
+
+
+def _sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def source_map(artifact: ParsedResourceArtifact, owner_path: str | None, paths: SidecarPaths) -> dict[str, Any]:
+    """The `mnote.resource_source_map.v1` document for an artifact."""
+    out: dict[str, Any] = {
+        "schema": SOURCE_MAP_SCHEMA,
+        "provider": artifact.provider,
+        "providerVersion": artifact.provider_version,
+        "resourceKind": artifact.kind,
+        "ownerDocumentPath": owner_path,
+        "sourceRootRelativePath": artifact.source_path,
+        "sourceHash": artifact.source_hash,
+        "fromOcr": artifact.from_ocr,
+    }
+    if paths.text is not None:
+        out["textFile"] = posixpath.basename(paths.text)
+        out["textHash"] = _sha(artifact.text)
+    if artifact.pages:
+        by_page: dict[int, list[dict[str, Any]]] = {p.page: [] for p in artifact.pages}
+        for block in artifact.blocks:
+            by_page[block.page].append(block.to_json())
+        out["pageCount"] = len(artifact.pages)
+        out["pages"] = [{**p.to_json(), "blocks": by_page[p.page]} for p in artifact.pages]
+    else:
+        out["blocks"] = [b.to_json() for b in artifact.blocks]
+    out["sections"] = [s.to_json() for s in artifact.sections]
+    out["warnings"] = [w.to_json() for w in artifact.warnings]
+    return out
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+
+
+def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None) -> SidecarPaths:
+    paths = sidecar_paths(artifact, owner_path)
+    if paths.text is not None:
+        atomic_write_text(root / paths.text, artifact.text)
+    atomic_write_text(root / paths.source_map, dumps(source_map(artifact, owner_path, paths)))
+    return paths
+
+
+def remove_sidecars(root: Path, paths: SidecarPaths) -> None:
+    for rel in (paths.text, paths.source_map):
+        if rel:
+            (root / rel).unlink(missing_ok=True)
+
+
+def artifact_from_source_map(doc: dict[str, Any], text: str) -> ParsedResourceArtifact:
+    pages, blocks = [], []
+    for p in doc.get("pages", []):
+        pages.append(Page(p["page"], p["width"], p["height"], p.get("source")))
+        blocks.extend(Block.from_json(b, page=p["page"]) for b in p["blocks"])
+    blocks.extend(Block.from_json(b) for b in doc.get("blocks", []))
+    return ParsedResourceArtifact(
+        kind=doc["resourceKind"], provider=doc["provider"], provider_version=doc["providerVersion"],
+        source_path=doc["sourceRootRelativePath"], source_hash=doc["sourceHash"], text=text,
+        blocks=blocks, sections=[Section.from_json(s) for s in doc["sections"]], pages=pages,
+        warnings=[Warning_(**w) for w in doc.get("warnings", [])], from_ocr=doc.get("fromOcr", False),
+    )
+
+
+def load_cached(root: Path, path: str, owner_path: str | None, source_hash: str,
+                provider_version: str) -> ParsedResourceArtifact | None:
+    """A previous parse of exactly these bytes by this provider version, if its sidecars are intact."""
+    map_path = root / (sidecar_base(path, owner_path) + SOURCE_MAP_SUFFIX)
+    try:
+        doc = json.loads(map_path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (doc.get("schema") != SOURCE_MAP_SCHEMA or doc.get("sourceHash") != source_hash
+            or doc.get("providerVersion") != provider_version
+            or doc.get("sourceRootRelativePath") != path):
+        return None
+    text = ""
+    if "textFile" in doc:
+        try:
+            text = (map_path.parent / doc["textFile"]).read_text("utf-8")
+        except OSError:
+            return None
+        if _sha(text) != doc.get("textHash"):
+            return None
+    try:
+        return artifact_from_source_map(doc, text)
+    except (KeyError, TypeError):
+        return None

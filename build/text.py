@@ -1,0 +1,111 @@
+"""Text normalisation and the CJK-aware FTS segmentation shared by index and query.
+
+SQLite's stock `unicode61` tokenizer treats a whole run of Chinese characters as
+one token, so 线程作用域 inside 线程作用域的规则 is not found; `trigram` finds
+substrings but nothing shorter than three characters (吗啉, 线程). We segment CJK
+runs into overlapping bigrams *before* indexing (what search engines' CJK
+analyzers do) and keep unicode61 for everything else:
+
+    "Thread scope 线程作用域"  ->  "Thread scope 线程 程作 作用 用域 域"
+
+The trailing unigram makes every character the start of some token, so a
+one-character query works as a prefix query. A query is segmented the same way
+and each CJK run becomes an FTS5 phrase, which matches the consecutive bigrams
+of the substring exactly. The file stays self-contained: no custom tokenizer is
+needed to read or query it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WS = re.compile(r"\s+")
+
+# Han (incl. ext. A and compatibility), kana, Hangul, CJK symbols are not.
+_CJK_CLASS = (
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3400-\u4dbf"  # CJK ext A
+    "\u4e00-\u9fff"  # CJK unified
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+)
+CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+
+
+def normalise(text: str) -> str:
+    """NFKC + collapsed whitespace: what ids and matching compare."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def is_cjk(ch: str) -> bool:
+    return bool(_CJK_CHAR.match(ch))
+
+
+def join_lines(lines: list[str]) -> str:
+    """Join wrapped lines: no space between two CJK characters, one space otherwise."""
+    out = ""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if out and not (is_cjk(out[-1]) and is_cjk(line[0])):
+            if out.endswith("-") and len(out) > 1 and out[-2].isalpha() and line[0].islower():
+                out = out[:-1]  # re-join a hyphenated word
+            else:
+                out += " "
+        out += line
+    return out
+
+
+def _bigrams(run: str) -> str:
+    if len(run) == 1:
+        return run
+    grams = [run[i : i + 2] for i in range(len(run) - 1)]
+    grams.append(run[-1])
+    return " ".join(grams)
+
+
+def segment_for_index(text: str) -> str:
+    """The string stored in the FTS column for `text`."""
+    text = unicodedata.normalize("NFKC", text)
+    return CJK_RUN.sub(lambda m: f" {_bigrams(m.group(0))} ", text)
+
+
+class QueryError(ValueError):
+    """A user query we cannot turn into FTS syntax (reported as HTTP 400)."""
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(query: str) -> str:
+    """Turn free text into a safe FTS5 MATCH expression (all terms must match).
+
+    User input is never passed through as FTS syntax: words become quoted
+    tokens, CJK runs become phrases of their bigrams, a single CJK character
+    becomes a prefix token. Operators and quotes in the input are just text.
+    """
+    query = unicodedata.normalize("NFKC", query or "").replace("\x00", " ")
+    terms: list[str] = []
+    for piece in CJK_RUN.split(query):
+        terms.extend(f'"{w}"' for w in _WORD.findall(piece) if not _CJK_CHAR.search(w))
+    for run in CJK_RUN.findall(query):
+        if len(run) == 1:
+            terms.append(f'"{run}" *')
+        else:
+            grams = [run[i : i + 2] for i in range(len(run) - 1)]
+            terms.append('"' + " ".join(grams) + '"')
+    if not terms:
+        raise QueryError("query has no searchable words")
+    return " AND ".join(terms)
+
+
+def query_terms(query: str) -> list[str]:
+    """The literal terms of a query, for highlighting and re-ranking."""
+    query = unicodedata.normalize("NFKC", query or "")
+    terms = CJK_RUN.findall(query)
+    for piece in CJK_RUN.split(query):
+        terms.extend(_WORD.findall(piece))
+    return [t for t in terms if t.strip()]
