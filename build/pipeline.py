@@ -173,8 +173,6 @@ class _Build:
         prev = self.prev.resources.get(f.path)
         paths = write_sidecars(self.root, artifact, owner)
         self._drop_old_sidecars(prev, keep=paths)
-        for w in artifact.warnings:
-            self.report.warnings.append({"path": f.path, "code": w.code, "message": w.message})
         row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
         self.changes.updates.append(ResourceUpdate(row, artifact))
 
@@ -288,10 +286,6 @@ class _Build:
                 self.changes.links.append({
                     "resource_id": note_id, "source_block_id": link["block"], "target": link["target"],
                     "kind": link["kind"], "target_path": hit.path, "problem": hit.problem})
-                if hit.problem == "outside_root":
-                    self.report.warnings.append({"path": note, "code": "link_outside_root",
-                                                 "message": f"link '{link['target']}' leaves the workspace; "
-                                                            "it was not followed"})
                 if not hit.path or hit.path == note:
                     continue
                 if hit.path in links:
@@ -349,25 +343,28 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 "workspace_name": root.name, "built_at_ms": str(run.stamp),
             })
             write_index(run.db_path, changes)
-        run.report.status_counts = _status_counts(run.db_path)
-        run.report.errors = _recorded_errors(run.db_path)
+        run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
         run.report.seconds = round(time.perf_counter() - started, 3)
         return run.report
 
 
-def _status_counts(db_path: Path) -> dict[str, int]:
+def _recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[dict[str, str]]]:
+    """Status counts, errors and warnings as the database now records them (all files, not just this run's)."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
-        return dict(conn.execute("SELECT status, count(*) FROM evidence_resource GROUP BY status ORDER BY 1"))
-    finally:
-        conn.close()
-
-
-def _recorded_errors(db_path: Path) -> list[dict[str, str]]:
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    try:
-        return [{"path": p, "code": c, "message": m} for p, c, m in conn.execute(
+        counts = dict(conn.execute("SELECT status, count(*) FROM evidence_resource GROUP BY status ORDER BY 1"))
+        errors = [{"path": p, "code": c, "message": m} for p, c, m in conn.execute(
             "SELECT source_root_relative_path, error_code, error_message FROM evidence_resource "
             "WHERE status = 'error' ORDER BY 1")]
+        warnings = [{"path": p, **w} for p, ws in conn.execute(
+            "SELECT source_root_relative_path, warnings_json FROM evidence_resource "
+            "WHERE warnings_json != '[]' ORDER BY 1") for w in json.loads(ws)]
+        warnings += [{"path": p, "code": "link_outside_root",
+                      "message": f"link '{t}' leaves the workspace; it was not followed"}
+                     for p, t in conn.execute(
+                         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+                         "JOIN evidence_resource r USING (resource_id) WHERE l.problem = 'outside_root' "
+                         "ORDER BY 1, 2")]
+        return counts, errors, warnings
     finally:
         conn.close()

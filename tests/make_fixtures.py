@@ -54,6 +54,7 @@ def write_story_pdf(path: Path, html: str, toc: bool) -> None:
                     entries.append([level, title, pno])
                     break
         doc.set_toc(entries)
+    doc.subset_fonts()  # embed only the glyphs used (the CJK font is megabytes otherwise)
     tmp = path.with_suffix(".tmp")
     doc.save(str(tmp), garbage=3, deflate=True, no_new_id=True)
     doc.close()

@@ -25,7 +25,7 @@ from build.providers.base import ParseInput
 from build.sections import SectionTree
 from build.text import join_lines, normalise
 
-REVISION = "1"
+REVISION = "2"
 # No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").
 _FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
 _MAX_HEADING_CHARS = 200

@@ -1,0 +1,1 @@
+"""Query-side functions over `evidence.sqlite` (pure: request in, response out)."""

@@ -1,0 +1,69 @@
+"""Shared fixtures: a fresh copy of content_fixtures/ and builds of it (real files, real parsers)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from build.pipeline import BuildOptions, build
+from build.schemas import load_schema
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "content_fixtures"
+FACTS = json.loads((REPO / "tests" / "fixture_facts.json").read_text("utf-8"))
+
+SPEC_PDF = "Projects/Evidence Kernel.assets/evidence-kernel-spec.pdf"
+CHEM_DOCX = "研究/化学笔记.assets/溶剂与杂环.docx"
+
+
+def copy_workspace(dest: Path) -> Path:
+    shutil.copytree(FIXTURES, dest)
+    return dest
+
+
+def run_build(root: Path, out: Path, **kw):
+    return build(root, BuildOptions(out=out, jobs=kw.pop("jobs", 1), **kw))
+
+
+def connect(out: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Path:
+    return copy_workspace(tmp_path / "ws")
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """(workspace, out, report) of one full build of the fixtures, shared read-only."""
+    base = tmp_path_factory.mktemp("built")
+    root = copy_workspace(base / "ws")
+    out = base / "out"
+    report = run_build(root, out)
+    return root, out, report
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    registry = Registry().with_resources(
+        (n, Resource.from_contents(load_schema(n))) for n in ("locator.schema.json", "source_map.schema.json"))
+    return jsonschema.Draft202012Validator(load_schema(name), registry=registry)
+
+
+@pytest.fixture(scope="session")
+def validate():
+    validators = {n: _validator(n) for n in ("locator.schema.json", "source_map.schema.json")}
+
+    def check(name: str, doc) -> None:
+        errors = sorted(validators[name].iter_errors(doc), key=str)
+        assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
+
+    return check
