@@ -25,7 +25,7 @@ from build.providers.base import ParseInput
 from build.sections import SectionTree
 from build.text import join_lines, normalise
 
-REVISION = "2"
+REVISION = "3"
 # No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").
 _FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
 _MAX_HEADING_CHARS = 200
@@ -60,35 +60,56 @@ def open_pdf(data: bytes) -> pymupdf.Document:
     return doc
 
 
-def _page_blocks(page: pymupdf.Page, number: int) -> list[_RawBlock]:
+def _clamp(bbox, rect) -> list[float]:
+    x0, y0, x1, y1 = bbox
+    return [round(max(x0, rect.x0), 2), round(max(y0, rect.y0), 2),
+            round(min(x1, rect.x1), 2), round(min(y1, rect.y1), 2)]
+
+
+def _page_blocks_fast(page: pymupdf.Page, number: int) -> list[_RawBlock]:
+    """Text + bbox per block from MuPDF's C-side "blocks" output (no font sizes needed)."""
+    rect = page.rect
+    out = []
+    for x0, y0, x1, y1, text, _no, kind in page.get_text("blocks", flags=_FLAGS):
+        if kind != 0:
+            continue
+        lines = text.split("\n")
+        joined = join_lines(lines)
+        if joined:
+            out.append(_RawBlock(number, _clamp((x0, y0, x1, y1), rect), joined, 0.0, len(lines)))
+    return out
+
+
+def _page_blocks_sized(page: pymupdf.Page, number: int) -> list[_RawBlock]:
+    """Like `_page_blocks_fast`, plus each block's dominant font size (for heading detection)."""
     rect = page.rect
     out = []
     for block in page.get_text("dict", flags=_FLAGS)["blocks"]:
         if block.get("type") != 0:
             continue
-        lines, sizes = [], Counter()
+        lines = []
+        sizes: dict[float, int] = {}
         for line in block["lines"]:
-            spans = line["spans"]
-            lines.append("".join(s["text"] for s in spans))
-            for s in spans:
-                sizes[round(s["size"], 1)] += len(s["text"].strip())
+            parts = []
+            for span in line["spans"]:
+                text = span["text"]
+                parts.append(text)
+                sizes[span["size"]] = sizes.get(span["size"], 0) + len(text)
+            lines.append("".join(parts))
         text = join_lines(lines)
-        if not text:
-            continue
-        x0, y0, x1, y1 = block["bbox"]
-        bbox = [round(max(x0, rect.x0), 2), round(max(y0, rect.y0), 2),
-                round(min(x1, rect.x1), 2), round(min(y1, rect.y1), 2)]
-        out.append(_RawBlock(number, bbox, text, sizes.most_common(1)[0][0], len(lines)))
+        if text:
+            size = round(max(sizes, key=sizes.__getitem__), 1)
+            out.append(_RawBlock(number, _clamp(block["bbox"], rect), text, size, len(lines)))
     return out
 
 
-def _outline_starts(doc: pymupdf.Document, raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
+def _outline_starts(toc: list, raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
     """(block position, level, title) for each outline entry we can place."""
     first_on_page: dict[int, int] = {}
     for pos, b in enumerate(raw):
         first_on_page.setdefault(b.page, pos)
     starts = []
-    for level, title, page, *_ in doc.get_toc(simple=True):
+    for level, title, page, *_ in toc:
         if page < 1 or page not in first_on_page:
             continue
         want = normalise(title).lower()
@@ -136,10 +157,12 @@ class PdfProvider:
             doc.close()
 
     def _parse_doc(self, doc: pymupdf.Document, item: ParseInput) -> ParsedResourceArtifact:
+        toc = doc.get_toc(simple=True)
+        extract = _page_blocks_fast if toc else _page_blocks_sized
         pages, raw = [], []
         for number, page in enumerate(doc, start=1):
             pages.append(Page(number, round(page.rect.width, 2), round(page.rect.height, 2)))
-            raw.extend(_page_blocks(page, number))
+            raw.extend(extract(page, number))
         if not raw:
             if doc.is_repaired:
                 raise ProviderError("pdf_corrupt", "PDF is damaged (MuPDF had to repair it) and no text "
@@ -148,7 +171,7 @@ class PdfProvider:
                 raise ProviderError("pdf_encrypted", "PDF is encrypted and no text could be extracted")
             raise ProviderError("pdf_no_text", "PDF has no extractable text (a scanned document "
                                 "needs OCR)")
-        starts = _outline_starts(doc, raw) or _font_heading_starts(raw)
+        starts = _outline_starts(toc, raw) if toc else _font_heading_starts(raw)
         text, blocks, sections = _blocks(item.path, raw, starts)
         warnings = [Warning_("pdf_repaired", "PDF is damaged; MuPDF repaired it and some text may be "
                              "missing")] if doc.is_repaired else []

@@ -1,0 +1,34 @@
+"""The command line: --help, --json, --strict (through click's runner; a real process only in test_atomic)."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from build.cli import main
+
+
+def test_help_explains_the_build():
+    result = CliRunner().invoke(main, ["build", "--help"])
+    assert result.exit_code == 0
+    for flag in ("--out", "--jobs", "--json", "--strict", "--max-file-mb"):
+        assert flag in result.output
+
+
+def test_json_summary_and_strict_exit(workspace, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "out"
+    result = runner.invoke(main, ["build", str(workspace), "--out", str(out), "--json", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["changed"] is True and summary["status_counts"]["ok"] >= 14
+    assert {e["code"] for e in summary["errors"]} >= {"pdf_corrupt", "pdf_encrypted", "empty_file"}
+    strict = runner.invoke(main, ["build", str(workspace), "--out", str(out), "--strict"])
+    assert strict.exit_code == 1
+    assert "pdf_encrypted" in strict.output
+
+
+def test_missing_workspace_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(main, ["build", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "does not exist" in result.output
