@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_WS = re.compile(r"\s+")
 
 # Han (incl. ext. A and compatibility), kana, Hangul, CJK symbols are not.
 _CJK_CLASS = (
@@ -36,7 +35,7 @@ _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
 
 def normalise(text: str) -> str:
     """NFKC + collapsed whitespace: what ids and matching compare."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+    return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
 def is_cjk(ch: str) -> bool:
