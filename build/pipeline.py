@@ -29,7 +29,7 @@ from build.ids import resource_id
 from build.index.previous import PreviousBuild, PreviousResource, load_previous
 from build.index.schema import SCHEMA_VERSION
 from build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
-from build.links import LinkResolver, owners
+from build.links import LinkResolver, Resolution, owners
 from build.model import (
     KIND_MARKDOWN,
     KIND_OTHER,
@@ -177,8 +177,12 @@ class _Build:
         self.changes.updates.append(ResourceUpdate(row, artifact))
 
     def _unchanged(self, f: SourceFile, owner: str | None, version: str) -> bool:
+        """Same bytes, same provider version, same owner: the previous outcome stands.
+
+        That includes a recorded parse error: providers are deterministic, so the same
+        bytes fail the same way (a new provider version retries them)."""
         prev = self.prev.resources.get(f.path)
-        return bool(prev and prev.status == STATUS_OK and prev.source_hash == f.sha256
+        return bool(prev and prev.status in (STATUS_OK, STATUS_ERROR) and prev.source_hash == f.sha256
                     and prev.provider_version == version and prev.owner == owner)
 
     # -- steps ----------------------------------------------------------------
@@ -277,25 +281,22 @@ class _Build:
                 self.changes.stale.append(prev.resource_id)
                 self.report.stale += 1
 
-    def link_graph(self, links: dict[str, list[dict[str, str]]], resolver: LinkResolver,
+    def link_graph(self, resolved: list[tuple[str, dict[str, str], Resolution]], notes: set[str],
                    owner_of: dict[str, str | None]) -> None:
-        for note, note_links in sorted(links.items()):
+        for note, link, hit in resolved:
             note_id = resource_id(note)
-            for link in note_links:
-                hit = resolver.resolve(note, link["target"], link["kind"])
-                self.changes.links.append({
-                    "resource_id": note_id, "source_block_id": link["block"], "target": link["target"],
-                    "kind": link["kind"], "target_path": hit.path, "problem": hit.problem})
-                if not hit.path or hit.path == note:
-                    continue
-                if hit.path in links:
-                    kind = "markdown_links_to"
-                elif owner_of.get(hit.path) == note:
-                    kind = "document_contains_resource"
-                else:
-                    kind = "resource_refers_to"
-                self.changes.link_edges.append(
-                    edge_row(note_id, resource_id(hit.path), kind, link["block"], note_id))
+            self.changes.links.append({
+                "resource_id": note_id, "source_block_id": link["block"], "target": link["target"],
+                "kind": link["kind"], "target_path": hit.path, "problem": hit.problem})
+            if not hit.path or hit.path == note:
+                continue
+            if hit.path in notes:
+                kind = "markdown_links_to"
+            elif owner_of.get(hit.path) == note:
+                kind = "document_contains_resource"
+            else:
+                kind = "resource_refers_to"
+            self.changes.link_edges.append(edge_row(note_id, resource_id(hit.path), kind, link["block"], note_id))
 
     def links_changed(self) -> bool:
         return self.prev.meta.get("links_fingerprint") != self.changes.meta.get("links_fingerprint")
@@ -323,16 +324,16 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         others = [f for f in files if f.kind != KIND_MARKDOWN]
         links = run.notes(notes)
         resolver = LinkResolver({f.path for f in files if not f.refused})
+        resolved = [(note, link, resolver.resolve(note, link["target"], link["kind"]))
+                    for note, note_links in sorted(links.items()) for link in note_links]
         linkers: dict[str, set[str]] = {}
-        for note, note_links in links.items():
-            for link in note_links:
-                hit = resolver.resolve(note, link["target"], link["kind"])
-                if hit.path:
-                    linkers.setdefault(hit.path, set()).add(note)
+        for note, _, hit in resolved:
+            if hit.path:
+                linkers.setdefault(hit.path, set()).add(note)
         owner_of = owners([f.path for f in others], set(links), linkers)
         run.resources(others, owner_of)
         run.vanished({f.path for f in files})
-        run.link_graph(links, resolver, owner_of)
+        run.link_graph(resolved, set(links), owner_of)
         run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes)}
         changes = run.changes
         run.report.changed = bool(changes.updates or changes.stale or changes.removed

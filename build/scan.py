@@ -83,7 +83,8 @@ def scan(root: Path, exclude: list[Path] | None = None) -> list[SourceFile]:
         keep = []
         for name in sorted(dirnames):
             full = here / name
-            if _skip_dir(name) or full.resolve() in excluded or any(full == e for e in excluded):
+            # `root` is resolved, so `full` is a real path unless it is a symlink (handled below)
+            if _skip_dir(name) or full in excluded:
                 continue
             if full.is_symlink():
                 found.append(_refused_link(root, full, is_dir=True))
