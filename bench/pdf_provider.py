@@ -34,6 +34,16 @@ def ours(pdf: Path, work: Path) -> int:
     return len(art.blocks)
 
 
+def ours_without_outline(pdf: Path, work: Path) -> int:
+    """Our font-size-heading path (what a PDF without an outline takes): needs the full dict."""
+    original = pymupdf.Document.get_toc
+    pymupdf.Document.get_toc = lambda self, simple=True: []
+    try:
+        return ours(pdf, work)
+    finally:
+        pymupdf.Document.get_toc = original
+
+
 def raw_dict(pdf: Path) -> int:
     with pymupdf.open(pdf) as doc:
         return sum(len(page.get_text("dict")["blocks"]) for page in doc)
@@ -68,6 +78,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp())
     rss = rss_of_ours(pdf)
     rows = {"ours (blocks+bbox+sections+sidecar)": best_of(lambda: ours(pdf, work)),
+            "ours, no-outline path (font-size headings)": best_of(lambda: ours_without_outline(pdf, work)),
             "raw PyMuPDF get_text('dict')": best_of(lambda: raw_dict(pdf))}
     for name, fn in (("pdfplumber extract_words()", pdfplumber_words), ("liteparse (json, no OCR)", liteparse_json)):
         try:

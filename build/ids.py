@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from functools import lru_cache
 
 from build.text import normalise
 
@@ -30,6 +31,7 @@ def short_hash(*parts: str, length: int = _ID_CHARS) -> str:
     return "".join(_PAIRS[(bits >> (70 - 10 * i)) & 1023] for i in range(length // 2))
 
 
+@lru_cache(maxsize=65536)
 def resource_id(path: str) -> str:
     return "r-" + short_hash("resource", path)
 

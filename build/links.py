@@ -33,12 +33,14 @@ class Resolution:
 class LinkResolver:
     def __init__(self, paths: set[str]):
         self._paths = paths
-        self._by_name: dict[str, list[str]] = defaultdict(list)
+        # name -> [(folder, depth, path)]: what wikilink tie-breaking compares, computed once
+        self._by_name: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
         for p in sorted(paths):
-            name = posixpath.basename(p)
-            self._by_name[name.lower()].append(p)
+            folder, name = posixpath.split(p)
+            entry = (folder, p.count("/"), p)
+            self._by_name[name.lower()].append(entry)
             if name.lower().endswith(".md"):
-                self._by_name[name[:-3].lower()].append(p)
+                self._by_name[name[:-3].lower()].append(entry)
 
     def resolve(self, note: str, target: str, kind: str) -> Resolution:
         if kind in ("wikilink", "embed"):
@@ -72,8 +74,9 @@ class LinkResolver:
         if not candidates:
             return Resolution(None, "missing")
         here = posixpath.dirname(note)
-        best = min(candidates, key=lambda p: (posixpath.dirname(p) != here, p.count("/"), p))
-        return Resolution(best)
+        # same folder first, then the shallowest, then alphabetical
+        best = min(candidates, key=lambda c: (c[0] != here, c[1], c[2]))
+        return Resolution(best[2])
 
 
 def assets_owner(resource: str, notes: set[str]) -> str | None:

@@ -53,7 +53,7 @@ def kind_for(path: str) -> str:
     return KIND_BY_SUFFIX.get(Path(path).suffix.lower(), KIND_OTHER)
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path | str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -91,10 +91,11 @@ def scan(root: Path, exclude: list[Path] | None = None) -> list[SourceFile]:
                 continue
             keep.append(name)
         dirnames[:] = keep
+        prefix = "" if here == root else here.relative_to(root).as_posix() + "/"
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            found.append(_entry(root, here / name))
+            found.append(_entry(root, os.path.join(dirpath, name), prefix + name))
     found.sort(key=lambda f: f.path)
     return found
 
@@ -115,14 +116,13 @@ def _refused_link(root: Path, full: Path, is_dir: bool) -> SourceFile:
                        "link to the real path instead"))
 
 
-def _entry(root: Path, full: Path) -> SourceFile:
-    rel = _rel(root, full)
-    if full.is_symlink():
-        target = full.resolve()
+def _entry(root: Path, full: str, rel: str) -> SourceFile:
+    if os.path.islink(full):
+        target = Path(full).resolve()
         if not is_inside(target, root) or not target.is_file():
-            return _refused_link(root, full, is_dir=False)
+            return _refused_link(root, Path(full), is_dir=False)
     try:
-        size = full.stat().st_size
+        size = os.stat(full).st_size
         digest = file_sha256(full)
     except OSError as exc:
         return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
