@@ -14,6 +14,7 @@ text; a scanned PDF needs OCR).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from build.providers.base import ParseInput
 from build.sections import SectionTree
 from build.text import join_lines, normalise
 
-REVISION = "3"
+REVISION = "4"
 # No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").
 _FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
 _MAX_HEADING_CHARS = 200
@@ -66,41 +67,49 @@ def _clamp(bbox, rect) -> list[float]:
             round(min(x1, rect.x1), 2), round(min(y1, rect.y1), 2)]
 
 
-def _page_blocks_fast(page: pymupdf.Page, number: int) -> list[_RawBlock]:
-    """Text + bbox per block from MuPDF's C-side "blocks" output (no font sizes needed)."""
+def _raw_blocks(page: pymupdf.Page, number: int, entries, sizes: list[float] | None) -> list[_RawBlock]:
     rect = page.rect
     out = []
-    for x0, y0, x1, y1, text, _no, kind in page.get_text("blocks", flags=_FLAGS):
+    for i, (x0, y0, x1, y1, text, _no, kind) in enumerate(entries):
         if kind != 0:
             continue
         lines = text.split("\n")
         joined = join_lines(lines)
         if joined:
-            out.append(_RawBlock(number, _clamp((x0, y0, x1, y1), rect), joined, 0.0, len(lines)))
+            size = sizes[i] if sizes else 0.0
+            out.append(_RawBlock(number, _clamp((x0, y0, x1, y1), rect), joined, size, len(lines)))
     return out
+
+
+def _page_blocks_fast(page: pymupdf.Page, number: int) -> list[_RawBlock]:
+    """Text + bbox per block from MuPDF's C-side "blocks" output (no font sizes needed)."""
+    return _raw_blocks(page, number, page.get_text("blocks", flags=_FLAGS), None)
+
+
+# MuPDF's HTML output: one <p> per text line, positioned, with sized spans. It is built in C,
+# so reading sizes from it costs a fraction of get_text("dict") (236 pages: 0.57 s vs 1.28 s).
+_HTML_LINE = re.compile(r'<p style="top:([-\d.]+)pt;left:([-\d.]+)pt[^"]*">(.*?)</p>', re.S)
+_HTML_SPAN = re.compile(r"font-size:([\d.]+)pt[^>]*>([^<]*)")
+
+
+def _block_sizes(entries, html: str) -> list[float]:
+    """Dominant font size of each block: its lines' spans weighted by text length."""
+    weights: list[dict[float, int]] = [{} for _ in entries]
+    for top, left, inner in _HTML_LINE.findall(html):
+        x, y = float(left) + 0.5, float(top) + 0.5
+        for i, (x0, y0, x1, y1, *_rest) in enumerate(entries):
+            if x0 <= x <= x1 and y0 <= y <= y1:
+                for size, text in _HTML_SPAN.findall(inner):
+                    weights[i][float(size)] = weights[i].get(float(size), 0) + len(text)
+                break
+    return [round(max(w, key=w.__getitem__), 1) if w else 0.0 for w in weights]
 
 
 def _page_blocks_sized(page: pymupdf.Page, number: int) -> list[_RawBlock]:
     """Like `_page_blocks_fast`, plus each block's dominant font size (for heading detection)."""
-    rect = page.rect
-    out = []
-    for block in page.get_text("dict", flags=_FLAGS)["blocks"]:
-        if block.get("type") != 0:
-            continue
-        lines = []
-        sizes: dict[float, int] = {}
-        for line in block["lines"]:
-            parts = []
-            for span in line["spans"]:
-                text = span["text"]
-                parts.append(text)
-                sizes[span["size"]] = sizes.get(span["size"], 0) + len(text)
-            lines.append("".join(parts))
-        text = join_lines(lines)
-        if text:
-            size = round(max(sizes, key=sizes.__getitem__), 1)
-            out.append(_RawBlock(number, _clamp(block["bbox"], rect), text, size, len(lines)))
-    return out
+    textpage = page.get_textpage(flags=_FLAGS)
+    entries = textpage.extractBLOCKS()
+    return _raw_blocks(page, number, entries, _block_sizes(entries, textpage.extractHTML()))
 
 
 def _outline_starts(toc: list, raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
