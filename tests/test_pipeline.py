@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from build.pipeline import DB_NAME
+from build.providers import docx as docx_provider
 from functions.fts import search_blocks
 from tests.conftest import CHEM_DOCX, SPEC_PDF, connect, run_build
 
@@ -181,7 +183,10 @@ def test_deleted_source_goes_stale_then_is_removed(workspace, tmp_path):
     assert not (workspace / "Projects/Evidence Kernel.ocr/evidence-kernel-spec.pdf.source-map.json").exists()
 
 
-def test_more_bad_input_is_recorded_and_loses_nothing(workspace, tmp_path):
+def test_more_bad_input_is_recorded_and_loses_nothing(workspace, tmp_path, monkeypatch):
+    monkeypatch.setattr(docx_provider, "MAX_UNCOMPRESSED", 8 * 2**20)  # a small bomb suffices
+    with zipfile.ZipFile(workspace / "Inbox/bomb.docx", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("word/document.xml", b"<" + b"a" * (16 * 2**20) + b">")
     (workspace / "Inbox/huge.pdf").write_bytes(b"%PDF-1.7\n" + b"0" * (2 * 2**20))
     os.symlink("/etc/hostname", workspace / "Inbox/escape.md")
     (workspace / "Inbox/fake.png").write_bytes(b"not an image at all")
@@ -191,6 +196,7 @@ def test_more_bad_input_is_recorded_and_loses_nothing(workspace, tmp_path):
     assert codes["Inbox/huge.pdf"] == "file_too_large"
     assert codes["Inbox/escape.md"] == "outside_root"
     assert codes["Inbox/fake.png"] == "image_corrupt"
+    assert codes["Inbox/bomb.docx"] == "docx_zip_bomb"
     conn = connect(out)
     assert conn.execute("SELECT count(*) FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
                         "WHERE r.source_root_relative_path = ?", [SPEC_PDF]).fetchone()[0] > 20
