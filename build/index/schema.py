@@ -92,6 +92,14 @@ CREATE TABLE IF NOT EXISTS knowledge_source (
     ocr_text_exposed INTEGER NOT NULL DEFAULT 0,
     updated_at_ms INTEGER
 );
+CREATE TABLE IF NOT EXISTS evidence_anchor (
+    old_block_id TEXT PRIMARY KEY,    -- a block id some earlier build published
+    resource_id TEXT NOT NULL,
+    successor_block_id TEXT,          -- where it lands now; NULL = removed, land on the page
+    similarity REAL NOT NULL,
+    retired_at_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS evidence_anchor_resource ON evidence_anchor(resource_id);
 CREATE TABLE IF NOT EXISTS build_meta (
     key TEXT PRIMARY KEY,
     value TEXT

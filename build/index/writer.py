@@ -20,6 +20,7 @@ from typing import Any, Iterable
 import sqlite_utils
 
 from build.ids import edge_id
+from build.index import anchors
 from build.index.schema import LINK_EDGE_TYPES, create_schema
 from build.locator import locator
 from build.model import ParsedResourceArtifact
@@ -163,14 +164,19 @@ def write_index(db_path: Path, changes: IndexChanges) -> None:
     try:
         db = sqlite_utils.Database(conn)
         conn.execute("BEGIN")
-        for rid in changes.removed + [u.row["resource_id"] for u in changes.updates]:
-            _delete_resource_rows(conn, rid)
         stamp = now_ms()
+        previous = {u.row["resource_id"]: anchors.old_blocks(conn, u.row["resource_id"])
+                    for u in changes.updates}
+        for rid in changes.removed + list(previous):
+            _delete_resource_rows(conn, rid)
         conn.executemany("UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? "
                          "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
         next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
         for update in changes.updates:
             next_id = _insert_update(db, update, next_id)
+            rid = update.row["resource_id"]
+            if previous[rid]:
+                anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
         _replace_links(conn, db, changes)
         db["build_meta"].upsert_all(({"key": k, "value": v} for k, v in changes.meta.items()), pk="key")
         conn.execute("COMMIT")

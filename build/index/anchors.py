@@ -1,0 +1,74 @@
+"""The anchor map: where a block id that disappeared should now land (SPEC §4).
+
+When a resource is re-parsed, each of its old block ids that is no longer
+produced is "retired" with its most similar successor in the same resource
+(character-bigram Jaccard similarity, searched within a window of nearby
+ordinals so a re-exported 3,000-block PDF stays cheap), or with none when
+nothing is similar enough. Aliases chain: if a successor itself retires, every
+alias pointing at it moves on. An id that comes back (an edit undone) is
+un-retired. The site renders each alias as an extra anchor at its successor,
+so citation URLs from any earlier build still land somewhere meaningful.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from build.text import normalise
+
+MIN_SIMILARITY = 0.3
+WINDOW = 50  # ordinals on each side of the old position
+
+
+@dataclass(frozen=True)
+class OldBlock:
+    block_id: str
+    ordinal: int
+    text: str
+
+
+def _grams(text: str) -> frozenset[str]:
+    t = normalise(text).lower()
+    return frozenset(t[i : i + 2] for i in range(len(t) - 1)) or frozenset([t])
+
+
+def similarity(a: str, b: str) -> float:
+    ga, gb = _grams(a), _grams(b)
+    return len(ga & gb) / len(ga | gb) if ga or gb else 0.0
+
+
+def best_successor(old: OldBlock, new: list[OldBlock]) -> tuple[str | None, float]:
+    lo, hi = max(0, old.ordinal - WINDOW), old.ordinal + WINDOW
+    best: tuple[float, int, str] | None = None
+    old_grams = _grams(old.text)
+    for cand in new[lo : hi + 1]:
+        grams = _grams(cand.text)
+        score = len(old_grams & grams) / len(old_grams | grams)
+        key = (score, -abs(cand.ordinal - old.ordinal), cand.block_id)
+        if best is None or key > best:
+            best = key
+    if best is None or best[0] < MIN_SIMILARITY:
+        return None, 0.0
+    return best[2], round(best[0], 3)
+
+
+def old_blocks(conn: sqlite3.Connection, resource_id: str) -> list[OldBlock]:
+    return [OldBlock(*r) for r in conn.execute(
+        "SELECT block_id, ordinal, text FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
+        [resource_id])]
+
+
+def retire(conn: sqlite3.Connection, resource_id: str, old: list[OldBlock], new: list[OldBlock],
+           stamp: int) -> None:
+    """Record aliases for `old` ids missing from `new` (both in ordinal order)."""
+    new_ids = {b.block_id for b in new}
+    conn.executemany("DELETE FROM evidence_anchor WHERE old_block_id = ?", [(i,) for i in new_ids])
+    for block in old:
+        if block.block_id in new_ids:
+            continue
+        successor, score = best_successor(block, new)
+        conn.execute("INSERT OR REPLACE INTO evidence_anchor VALUES (?, ?, ?, ?, ?)",
+                     [block.block_id, resource_id, successor, score, stamp])
+        conn.execute("UPDATE evidence_anchor SET successor_block_id = ?, similarity = ? "
+                     "WHERE successor_block_id = ?", [successor, score, block.block_id])
