@@ -41,6 +41,8 @@ from build.model import (
     ProviderError,
 )
 from build.providers import ParseInput, provider_for
+from build.render.page_images import DEFAULT_ZOOM
+from build.render.site import RenderOptions, RenderReport, render_site
 from build.scan import SourceFile, scan
 from build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
 
@@ -53,6 +55,8 @@ class BuildOptions:
     jobs: int = max(1, os.cpu_count() or 1)
     max_file_mb: float = 200.0
     progress: bool = False
+    site: bool = True  # render the static site after indexing
+    page_zoom: float = DEFAULT_ZOOM
 
 
 @dataclass
@@ -68,6 +72,7 @@ class BuildReport:
     status_counts: dict[str, int] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    site: dict[str, Any] | None = None
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -345,8 +350,20 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             })
             write_index(run.db_path, changes)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
+        if options.site:
+            run.report.site = _render(root, options, run.db_path).__dict__
         run.report.seconds = round(time.perf_counter() - started, 3)
         return run.report
+
+
+def _render(root: Path, options: BuildOptions, db_path: Path) -> RenderReport:
+    render_options = RenderOptions(jobs=options.jobs, zoom=options.page_zoom, progress=options.progress)
+    with click.progressbar(length=0, label="Rendering pages", file=sys.stderr,
+                           hidden=not options.progress) as bar:
+        def advance(n: int) -> None:
+            bar.length = max(bar.length or 0, bar.pos + n)
+            bar.update(n)
+        return render_site(root, options.out, db_path, render_options, on_progress=advance)
 
 
 def _recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[dict[str, str]]]:

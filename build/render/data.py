@@ -1,0 +1,120 @@
+"""What the renderer reads from `evidence.sqlite`, as plain records (no HTML here)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from build.index.schema import LINK_EDGE_TYPES
+
+
+@dataclass
+class Resource:
+    resource_id: str
+    path: str
+    kind: str
+    status: str
+    owner: str | None
+    source_hash: str | None
+    provider_version: str | None
+    error_code: str | None
+    error_message: str | None
+    warnings: list[dict[str, str]]
+    page_count: int | None
+
+
+@dataclass
+class BlockRow:
+    block_id: str
+    kind: str
+    text: str
+    ordinal: int
+    section_id: str | None
+    page: int | None
+    bbox: list[float] | None
+    paragraph_index: int | None
+
+
+@dataclass
+class SectionNode:
+    section_id: str
+    title: str
+    level: int
+    target: str | None  # block id the outline links to
+    children: list["SectionNode"] = field(default_factory=list)
+
+
+@dataclass
+class Backlink:
+    from_path: str
+    block_id: str
+    text: str
+
+
+@dataclass
+class Alias:
+    old_id: str
+    successor: str | None
+
+
+def connect_ro(db_path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def resources(conn: sqlite3.Connection) -> list[Resource]:
+    return [Resource(r["resource_id"], r["source_root_relative_path"], r["kind"], r["status"],
+                     r["owner_document_path"], r["source_hash"], r["provider_version"], r["error_code"],
+                     r["error_message"], json.loads(r["warnings_json"]), r["page_count"])
+            for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
+
+
+def blocks(conn: sqlite3.Connection, resource_id: str) -> list[BlockRow]:
+    return [BlockRow(r["block_id"], r["kind"], r["text"], r["ordinal"], r["section_id"], r["page"],
+                     json.loads(r["bbox_json"]) if r["bbox_json"] else None, r["paragraph_index"])
+            for r in conn.execute("SELECT * FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
+                                  [resource_id])]
+
+
+def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode]:
+    rows = conn.execute(
+        "SELECT s.section_id, s.title, s.level, s.parent_section_id, "
+        "(SELECT block_id FROM evidence_block b WHERE b.section_id = s.section_id ORDER BY ordinal LIMIT 1) "
+        "AS target FROM evidence_section s WHERE s.resource_id = ? ORDER BY rowid", [resource_id]).fetchall()
+    nodes = {r["section_id"]: SectionNode(r["section_id"], r["title"], r["level"], r["target"]) for r in rows}
+    roots = []
+    for r in rows:
+        parent = nodes.get(r["parent_section_id"])
+        (parent.children if parent else roots).append(nodes[r["section_id"]])
+    return roots
+
+
+def backlinks(conn: sqlite3.Connection, resource_id: str) -> list[Backlink]:
+    marks = ",".join("?" * len(LINK_EDGE_TYPES))
+    return [Backlink(r[0], r[1], r[2]) for r in conn.execute(
+        "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_edge e "
+        "JOIN evidence_block b ON b.block_id = e.source_block_id "
+        "JOIN evidence_resource src ON src.resource_id = b.resource_id "
+        f"WHERE e.to_id = ? AND e.edge_type IN ({marks}) ORDER BY 1, b.ordinal",
+        [resource_id, *LINK_EDGE_TYPES])]
+
+
+def aliases(conn: sqlite3.Connection, resource_id: str) -> list[Alias]:
+    return [Alias(r[0], r[1]) for r in conn.execute(
+        "SELECT old_block_id, successor_block_id FROM evidence_anchor WHERE resource_id = ? ORDER BY 1",
+        [resource_id])]
+
+
+def page_key(res: Resource, extra: list[Any]) -> str:
+    """Changes whenever anything a resource's page shows may have changed."""
+    payload = json.dumps([res.__dict__, extra], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
+
+
+def dependency_fingerprint(conn: sqlite3.Connection, resource_id: str) -> list[Any]:
+    """Backlinks and aliases: what other resources' changes can alter on this page."""
+    return [[b.__dict__ for b in backlinks(conn, resource_id)], [a.__dict__ for a in aliases(conn, resource_id)]]

@@ -1,0 +1,315 @@
+"""Stage 5: render the static site from `evidence.sqlite` + sidecars (SPEC §8).
+
+Incremental: every page has a key (hash of the resource row, its backlinks and
+aliases, the note's link resolutions, the templates and the zoom); only pages
+whose key changed are written. PDF page images are cached by content hash
+(`page_images.py`). A resource that disappeared leaves a tombstone page, so
+old citation URLs still land somewhere that says what happened.
+
+Every URL is relative (`build.urls.relative_url`): the site works from any
+base path and from `file://`. Pages are written atomically, one by one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from build.assets import asset_dir
+from build.fsutil import atomic_write_text
+from build.links import LinkResolver
+from build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, STATUS_OK, STATUS_STALE
+from build.providers.markdown import decode_note
+from build.render import data, page_images
+from build.render.note_html import BlockMismatch, render_note
+from build.scan import is_inside
+from build.sidecars import artifact_from_source_map
+from build.urls import page_path, relative_url
+
+STATE_FILE = ".mnote-site.json"
+STATIC_DIR = "_static"
+
+
+@dataclass
+class RenderOptions:
+    jobs: int = 1
+    zoom: float = page_images.DEFAULT_ZOOM
+    progress: bool = False
+
+
+@dataclass
+class RenderReport:
+    pages_written: int = 0
+    pages_unchanged: int = 0
+    page_images: int = 0
+    tombstones: int = 0
+    seconds: float = 0.0
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+
+def _templates_dir() -> Path:
+    return asset_dir("site_templates")
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(_templates_dir()), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["pct"] = lambda v: f"{v:.4f}".rstrip("0").rstrip(".")
+    return env
+
+
+def _templates_hash() -> str:
+    h = hashlib.sha256()
+    for path in sorted(_templates_dir().rglob("*")):
+        if path.is_file():
+            h.update(path.relative_to(_templates_dir()).as_posix().encode() + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class _Site:
+    def __init__(self, root: Path, out: Path, db_path: Path, options: RenderOptions):
+        self.root, self.out, self.options = root, out, options
+        self.conn = data.connect_ro(db_path)
+        self.env = _environment()
+        self.report = RenderReport()
+        self.resources = data.resources(self.conn)
+        self.by_path = {r.path: r for r in self.resources}
+        self.resolver = LinkResolver({r.path for r in self.resources if r.status != STATUS_STALE})
+        self.generated = {page_path(r.path) for r in self.resources} | {"index.html"}
+        self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
+
+    # -- common context ----------------------------------------------------------
+    def _base(self, page: str, title: str, source_path: str | None) -> dict[str, Any]:
+        parts = (source_path or page).split("/")
+        crumbs = [{"name": "Workspace", "url": relative_url(page, "index.html")}]
+        crumbs += [{"name": p, "url": None} for p in parts[:-1]]
+        return {"title": title, "page": page, "crumbs": crumbs, "file_name": parts[-1],
+                "static": relative_url(page, STATIC_DIR), "home": relative_url(page, "index.html"),
+                "workspace": self.meta.get("workspace_name", "workspace")}
+
+    def _resource_context(self, res: data.Resource, page: str) -> dict[str, Any]:
+        aliases = data.aliases(self.conn, res.resource_id)
+        ctx = self._base(page, posixpath.basename(res.path), res.path)
+        owner = self.by_path.get(res.owner) if res.owner and res.owner != res.path else None
+        ctx.update({
+            "res": res,
+            "source_url": relative_url(page, res.path) if self._copyable(res) else None,
+            "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))} if owner else None,
+            "outline": data.section_tree(self.conn, res.resource_id),
+            "backlinks": [{"path": b.from_path, "text": b.text,
+                           "url": relative_url(page, page_path(b.from_path), b.block_id)}
+                          for b in data.backlinks(self.conn, res.resource_id)],
+            "removed_aliases": [a.old_id for a in aliases if a.successor is None],
+            "aliases": _aliases_by_successor(aliases),
+        })
+        return ctx
+
+    def _copyable(self, res: data.Resource) -> bool:
+        return bool(res.source_hash) and res.status != STATUS_STALE and res.path not in self.generated
+
+    # -- one page per resource ----------------------------------------------------
+    def render_resource(self, res: data.Resource) -> str:
+        page = page_path(res.path)
+        ctx = self._resource_context(res, page)
+        artifact = self._artifact(res)
+        if artifact is None:
+            return self.env.get_template("problem.html").render(ctx)
+        if res.kind == KIND_MARKDOWN:
+            return self._note(res, ctx, artifact)
+        if res.kind in (KIND_PDF, KIND_IMAGE):
+            return self._paged(res, ctx, artifact, page)
+        if res.kind == KIND_OFFICE:
+            return self._docx(ctx, artifact)
+        return self.env.get_template("problem.html").render(ctx)
+
+    def _artifact(self, res: data.Resource):
+        row = self.conn.execute("SELECT source_map_path, artifact_path FROM evidence_resource "
+                                "WHERE resource_id = ?", [res.resource_id]).fetchone()
+        if res.status not in (STATUS_OK, STATUS_STALE) or not row["source_map_path"]:
+            return None
+        try:
+            doc = json.loads((self.root / row["source_map_path"]).read_text("utf-8"))
+        except (OSError, ValueError):
+            self.report.problems.append({"path": res.path, "code": "sidecar_missing",
+                                         "message": "source map not readable; rebuild to recreate it"})
+            return None
+        return artifact_from_source_map(doc, "")
+
+    def _note(self, res, ctx, artifact) -> str:
+        try:
+            text, _ = decode_note((self.root / res.path).read_bytes())
+            body = render_note(text, res.path, [b.id for b in artifact.blocks], ctx["aliases"], self.resolver)
+        except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
+            self.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
+            body = None
+        headings = [b for b in artifact.blocks if b.type == "heading"]
+        ctx["title"] = headings[0].text if headings else posixpath.splitext(posixpath.basename(res.path))[0]
+        ctx.update({"body": body, "blocks": artifact.blocks})
+        return self.env.get_template("note.html").render(ctx)
+
+    def _paged(self, res, ctx, artifact, page: str) -> str:
+        by_page: dict[int, list] = {p.page: [] for p in artifact.pages}
+        for block in artifact.blocks:
+            by_page[block.page].append(block)
+        if res.kind == KIND_PDF:
+            folder = page_images.image_folder(res.source_hash, self.options.zoom)
+            image = lambda n: relative_url(page, f"{folder}/{page_images.image_name(n)}")  # noqa: E731
+        else:
+            image = lambda n: ctx["source_url"]  # noqa: E731
+        ctx["pages"] = [{"n": p.page, "width": p.width, "height": p.height, "image": image(p.page),
+                         "blocks": by_page[p.page]} for p in artifact.pages]
+        return self.env.get_template("paged.html").render(ctx)
+
+    def _docx(self, ctx, artifact) -> str:
+        levels = {s.id: s.level for s in artifact.sections}
+        items: list[dict[str, Any]] = []
+        for block in artifact.blocks:
+            if block.type == "table_row":
+                if not items or items[-1]["type"] != "table":
+                    items.append({"type": "table", "rows": []})
+                items[-1]["rows"].append({"block": block, "cells": block.text.split(" | ")})
+            else:
+                level = min(levels.get(block.section_id, 1) + 1, 6) if block.type == "heading" else None
+                items.append({"type": block.type, "block": block, "level": level})
+        ctx["items"] = items
+        return self.env.get_template("docx.html").render(ctx)
+
+    def render_tombstone(self, page: str, source: str) -> str:
+        ctx = self._base(page, posixpath.basename(source), source)
+        return self.env.get_template("tombstone.html").render(ctx)
+
+    def render_index(self) -> str:
+        ctx = self._base("index.html", self.meta.get("workspace_name", "Workspace"), None)
+        ctx["crumbs"] = []
+        ctx.update({
+            "tree": _tree(self.resources),
+            "errors": [{"res": r, "url": relative_url("index.html", page_path(r.path))}
+                       for r in self.resources if r.status == "error"],
+            "warnings": [(r, w) for r in self.resources for w in r.warnings],
+            "stale": [r for r in self.resources if r.status == STATUS_STALE],
+            "counts": _counts(self.resources),
+            "built_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(self.meta.get("built_at_ms", 0)) / 1000)),
+        })
+        return self.env.get_template("index.html").render(ctx)
+
+
+def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for a in aliases:
+        if a.successor:
+            out.setdefault(a.successor, []).append(a.old_id)
+    return out
+
+
+def _counts(resources: list[data.Resource]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in resources:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return counts
+
+
+def _tree(resources: list[data.Resource]) -> dict[str, Any]:
+    """Nested folders: {"dirs": {name: subtree}, "files": [resource]}."""
+    root: dict[str, Any] = {"dirs": {}, "files": []}
+    for res in resources:
+        node = root
+        for part in res.path.split("/")[:-1]:
+            node = node["dirs"].setdefault(part, {"dirs": {}, "files": []})
+        node["files"].append({"res": res, "name": res.path.rsplit("/", 1)[-1],
+                              "url": relative_url("index.html", page_path(res.path))})
+    return root
+
+
+def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
+    extra = data.dependency_fingerprint(site.conn, res.resource_id)
+    if res.kind == KIND_MARKDOWN:
+        extra.append(site.conn.execute(
+            "SELECT group_concat(coalesce(target_path, '') || '|' || coalesce(problem, ''), ',') "
+            "FROM evidence_link WHERE resource_id = ?", [res.resource_id]).fetchone()[0])
+    return data.page_key(res, extra + salt)
+
+
+def _load_state(out: Path) -> dict[str, Any]:
+    try:
+        return json.loads((out / STATE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _copy_source(root: Path, out: Path, rel: str) -> None:
+    src, dest = root / rel, out / rel
+    if not is_inside(src.resolve(), root.resolve()) or not src.is_file():
+        return  # never copy anything that leaves the workspace
+    if dest.exists() and dest.stat().st_size == src.stat().st_size and dest.stat().st_mtime >= src.stat().st_mtime:
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dest)
+
+
+def _copy_static(out: Path) -> None:
+    src = _templates_dir() / STATIC_DIR
+    for path in src.rglob("*"):
+        if path.is_file():
+            dest = out / STATIC_DIR / path.relative_to(src)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(dest, path.read_text("utf-8"))
+
+
+def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
+                on_progress=lambda n: None) -> RenderReport:
+    started = time.perf_counter()
+    options = options or RenderOptions()
+    root = root.resolve()
+    site = _Site(root, out, db_path, options)
+    try:
+        salt = [_templates_hash(), options.zoom]
+        state = _load_state(out)
+        stamp = [site.meta.get("built_at_ms"), *salt]
+        if state.get("stamp") == stamp and (out / "index.html").exists():
+            site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
+            return site.report
+        pages: dict[str, Any] = state.get("pages", {})
+        image_jobs = []
+        current = set()
+        for res in site.resources:
+            page = page_path(res.path)
+            current.add(page)
+            key = _page_key(site, res, salt)
+            if site._copyable(res):
+                _copy_source(root, out, res.path)
+            if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
+                folder = out / page_images.image_folder(res.source_hash, options.zoom)
+                missing = page_images.missing_pages(folder, res.page_count)
+                if missing:
+                    image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
+                                                               options.zoom))
+            if pages.get(page, {}).get("key") == key and (out / page).exists():
+                site.report.pages_unchanged += 1
+                continue
+            atomic_write_text(out / page, site.render_resource(res))
+            pages[page] = {"key": key, "source": res.path}
+            site.report.pages_written += 1
+        for page, entry in list(pages.items()):
+            if page not in current and entry.get("key") != "tombstone":
+                atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))
+                pages[page] = {"key": "tombstone", "source": entry["source"]}
+                site.report.tombstones += 1
+        site.report.page_images = page_images.render_all(image_jobs, options.jobs, on_progress)
+        atomic_write_text(out / "index.html", site.render_index())
+        _copy_static(out)
+        atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages}, ensure_ascii=False,
+                                                       indent=0))
+    finally:
+        site.conn.close()
+        site.report.seconds = round(time.perf_counter() - started, 3)
+    return site.report

@@ -1,0 +1,80 @@
+// mnote-evidence: the small script behind ?hl=, ?page=&bbox= and the "not found" notice.
+// The #blockId form needs none of this: CSS :target highlights and the browser scrolls.
+(function () {
+  "use strict";
+  var params = new URLSearchParams(window.location.search);
+
+  function notice(text) {
+    var el = document.getElementById("notice");
+    el.textContent = text;
+    el.hidden = false;
+  }
+
+  function reveal(el) {
+    el.scrollIntoView({ block: "center" });
+  }
+
+  // ?hl=<blockId>,<blockId>: mark several blocks, possibly on several pages.
+  function highlightBlocks() {
+    var ids = (params.get("hl") || "").split(",").filter(Boolean);
+    var first = null, missing = 0;
+    ids.forEach(function (id) {
+      var el = document.getElementById(id);
+      if (!el) { missing += 1; return; }
+      el.classList.add("hl");
+      if (!first) first = el;
+    });
+    if (first) reveal(first);
+    if (missing) notice(missing + " of the highlighted passages are not in this version of the document.");
+    return first !== null;
+  }
+
+  // ?page=N&bbox=x0,y0,x1,y1: an arbitrary box in PDF points (or image pixels), top-left origin.
+  function highlightBox() {
+    var page = document.getElementById("page-" + params.get("page"));
+    var box = (params.get("bbox") || "").split(",").map(Number);
+    if (!page || box.length !== 4 || box.some(isNaN)) {
+      notice("That page or box is not in this document.");
+      return false;
+    }
+    var w = Number(page.dataset.width), h = Number(page.dataset.height);
+    var el = document.createElement("span");
+    el.className = "overlay hl adhoc";
+    el.style.left = (box[0] / w * 100) + "%";
+    el.style.top = (box[1] / h * 100) + "%";
+    el.style.width = ((box[2] - box[0]) / w * 100) + "%";
+    el.style.height = ((box[3] - box[1]) / h * 100) + "%";
+    page.appendChild(el);
+    reveal(el);
+    return true;
+  }
+
+  function checkFragment() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    if (id && !document.getElementById(id)) {
+      notice("The passage this link pointed to (" + id + ") is not in this version of the document: it was changed or removed.");
+    }
+  }
+
+  function searchBox() {
+    var form = document.querySelector("form.search");
+    if (!form) return;
+    form.addEventListener("submit", function (ev) {
+      if (window.location.protocol === "file:") {
+        ev.preventDefault();
+        notice("Search needs the query server: run `mnote-evidence serve` and open the site from the URL it prints.");
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (params.has("hl")) highlightBlocks();
+    else if (params.has("page") && params.has("bbox")) highlightBox();
+    checkFragment();
+    searchBox();
+  });
+  window.addEventListener("hashchange", function () {
+    document.getElementById("notice").hidden = true;
+    checkFragment();
+  });
+})();
