@@ -28,7 +28,10 @@ def copy_workspace(dest: Path) -> Path:
 
 
 def run_build(root: Path, out: Path, **kw):
-    return build(root, BuildOptions(out=out, jobs=kw.pop("jobs", 1), **kw))
+    """A library build; the site is only rendered where a test asks for it (site=True)."""
+    kw.setdefault("jobs", 1)
+    kw.setdefault("site", False)
+    return build(root, BuildOptions(out=out, **kw))
 
 
 def connect(out: Path) -> sqlite3.Connection:

@@ -1,0 +1,149 @@
+"""The site in real headless Chromium (Debian chromium + Playwright), opened from file://.
+
+Screenshots of every scenario are written to test-artifacts/ for a reviewer.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from tests.conftest import SPEC_PDF, run_build
+from tests.render.conftest import block_id, shoot
+
+PDF_PAGE = SPEC_PDF + ".html"
+HIGHLIGHT = "rgb(230, 119, 0)"  # --accent outline colour
+
+
+def open_page(page, out, rel: str, query: str = "", fragment: str = ""):
+    url = (out / rel).as_uri() + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
+    page.goto(url)
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(150)  # let scrolling settle
+
+
+def in_viewport(page, selector: str) -> bool:
+    return page.eval_on_selector(selector, """el => { const r = el.getBoundingClientRect();
+        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }""")
+
+
+def outline_color(page, selector: str) -> str:
+    return page.eval_on_selector(selector, "el => getComputedStyle(el).outlineColor")
+
+
+def rect(page, selector: str) -> dict:
+    return page.eval_on_selector(selector, "el => el.getBoundingClientRect().toJSON()")
+
+
+def test_pdf_block_url_highlights_the_box_on_the_words(site, page):
+    _, out = site
+    bid = block_id(out, "The retention period for audit evidence is seven%")
+    open_page(page, out, PDF_PAGE, fragment=bid)
+    sel = f'[id="{bid}"]'
+    assert in_viewport(page, sel)
+    assert outline_color(page, sel) == HIGHLIGHT
+    conn = sqlite3.connect(out / "evidence.sqlite")
+    bbox = json.loads(conn.execute("SELECT bbox_json FROM evidence_block WHERE block_id = ?", [bid]).fetchone()[0])
+    width, height = 595.0, 842.0
+    page.wait_for_function("document.querySelector('#page-2 img').complete")
+    img = rect(page, "#page-2 img")
+    box = rect(page, sel)
+    expected = {"x": img["x"] + bbox[0] / width * img["width"], "y": img["y"] + bbox[1] / height * img["height"],
+                "width": (bbox[2] - bbox[0]) / width * img["width"],
+                "height": (bbox[3] - bbox[1]) / height * img["height"]}
+    for key in expected:
+        assert abs(box[key] - expected[key]) <= 2, (key, box[key], expected[key])
+    # and the image really shows those words there: the rendered page image is 2x PDF points
+    natural = page.eval_on_selector("#page-2 img", "el => [el.naturalWidth, el.naturalHeight]")
+    assert natural == [1190, 1684]
+    shoot(page, "pdf-block-highlight")
+    assert page.dialogs == [] and page.console_errors == []
+
+
+def test_hl_param_highlights_blocks_on_two_pages(site, page):
+    _, out = site
+    first = block_id(out, "format-01 %")
+    last = block_id(out, "format-40 %")
+    open_page(page, out, PDF_PAGE, query=f"hl={first},{last}")
+    for bid in (first, last):
+        assert page.eval_on_selector(f'[id="{bid}"]', "el => el.classList.contains('hl')")
+        assert outline_color(page, f'[id="{bid}"]') == HIGHLIGHT
+    pages = page.eval_on_selector_all(".overlay.hl", "els => els.map(e => e.dataset.page)")
+    assert sorted(pages) == ["2", "3"]  # the table spans the page break
+    assert in_viewport(page, f'[id="{first}"]')
+    shoot(page, "pdf-hl-two-pages")
+
+
+def test_page_bbox_params_draw_an_arbitrary_box(site, page):
+    _, out = site
+    open_page(page, out, PDF_PAGE, query="page=3&bbox=72,100,300,160")
+    assert page.eval_on_selector("#page-3 .adhoc", "el => el.classList.contains('hl')")
+    assert in_viewport(page, "#page-3 .adhoc")
+    shoot(page, "pdf-page-bbox")
+
+
+def test_note_block_url_scrolls_and_marks(site, page):
+    _, out = site
+    bid = block_id(out, "The retention period for audit evidence comes from section 3%")
+    open_page(page, out, "Projects/Evidence Kernel.html", fragment=bid)
+    sel = f'[id="{bid}"]'
+    assert in_viewport(page, sel) and outline_color(page, sel) == HIGHLIGHT
+    shoot(page, "note-block")
+
+
+def test_docx_paragraph_url_scrolls_and_marks(site, page):
+    _, out = site
+    bid = block_id(out, "吡咯烷（pyrrolidine%")
+    page.set_viewport_size({"width": 1280, "height": 400})  # small window: must scroll
+    open_page(page, out, "研究/化学笔记.assets/溶剂与杂环.docx.html", fragment=bid)
+    sel = f'[id="{bid}"]'
+    assert in_viewport(page, sel) and outline_color(page, sel) == HIGHLIGHT
+    assert page.eval_on_selector(sel, "el => el.dataset.paragraph") == "5"
+    shoot(page, "docx-paragraph")
+
+
+def test_hostile_content_executes_nothing(site, page):
+    _, out = site
+    for rel in ("Inbox/Hostile.html", "Inbox/Hostile.assets/evil.pdf.html"):
+        open_page(page, out, rel)
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.__pwned === undefined")
+        scripts = page.eval_on_selector_all("script", "els => els.map(e => e.src.split('/').pop())")
+        assert scripts == ["site.js"]
+    open_page(page, out, "Inbox/Hostile.html")
+    page.click("text=click me")  # the javascript: link is plain text now
+    page.click("text=bold")  # its onclick attribute is shown, not attached
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.dialogs == [] and page.console_errors == []
+    shoot(page, "hostile-note")
+
+
+def test_old_anchor_lands_on_successor_after_edit(workspace, tmp_path, page):
+    out = tmp_path / "out"
+    run_build(workspace, out, site=True)
+    old = block_id(out, "The retention period for audit evidence comes from section 3%")
+    note = workspace / "Projects/Evidence Kernel.md"
+    note.write_text(note.read_text("utf-8").replace("comes from section 3", "is defined in section 3"), "utf-8")
+    run_build(workspace, out, site=True)
+    new = block_id(out, "The retention period for audit evidence is defined in section 3%")
+    assert new != old
+    open_page(page, out, "Projects/Evidence Kernel.html", fragment=old)
+    assert in_viewport(page, f'[id="{new}"]')
+    assert outline_color(page, f'[id="{new}"]') == HIGHLIGHT
+    notice = page.eval_on_selector(f'[id="{old}"]', "el => getComputedStyle(el, '::before').content")
+    assert "changed since it was cited" in notice
+    shoot(page, "anchor-successor")
+    # an id nothing resembles: the page says so instead of silently showing the top
+    open_page(page, out, "Projects/Evidence Kernel.html", fragment="b-aaaaaaaaaaaa")
+    assert page.is_visible("#notice") and "changed or removed" in page.inner_text("#notice")
+
+
+@pytest.mark.parametrize("rel", ["index.html", "研究/Rust 并发.assets/thread-scope.png.html"])
+def test_pages_load_without_errors(site, page, rel):
+    _, out = site
+    open_page(page, out, rel)
+    assert page.console_errors == []
+    shoot(page, rel.replace("/", "_").replace(" ", "_"))
