@@ -1,0 +1,294 @@
+"""Datasette plugin `mnote-evidence`: a thin HTTP adapter over `functions.evidence`.
+
+Registered by entry point (`datasette plugins` lists it). It adds:
+- `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open`: GET with query
+  parameters or POST with a JSON body, answered by the pure handlers;
+- `/site/...`: the static site next to the database (when one is there), and `/`
+  redirecting to it, so one URL serves browsing, querying and citations;
+- `?_search=` on `evidence_block` through our CJK-aware query builder
+  (registered as `escape_fts` on evidence databases only);
+- links from block ids, locators and resource paths to the site (`render_cell`);
+- canned queries and table descriptions (metadata);
+- a hot swap: when a build renames a new `evidence.sqlite` into place, the next
+  request sees it, without a restart and without a failed request.
+
+Settings (`plugins.mnote-evidence` in Datasette metadata), all optional:
+`site_dir` (default: the database's folder if it holds an index.html) and
+`site_base` (default `/site/`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from pathlib import Path
+from urllib.parse import unquote
+
+from datasette import hookimpl
+from datasette.database import Database
+from datasette.utils.asgi import Response, asgi_send_file
+
+from build.text import QueryError, fts_query
+from build.urls import page_url
+from functions import evidence
+from functions.db import EvidenceDB
+from functions.errors import call
+from functions.metadata import CANNED_QUERIES, TABLES
+
+PLUGIN = "mnote-evidence"
+LIST_PARAMS = {"resourceKinds"}
+INT_PARAMS = {"topK", "window"}
+BOOL_PARAMS = {"includeOcr"}
+NO_MATCH = '"\u2063"'  # an FTS phrase nothing is indexed under: "no results", not an SQL error
+
+
+# -- which database, which site --------------------------------------------------------
+def _is_evidence_db(path: str | None) -> bool:
+    if not path or not os.path.exists(path):
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'evidence_block'").fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return False
+
+
+class _State:
+    """Per-Datasette state: the evidence database, its connections, the site folder."""
+
+    def __init__(self, datasette):
+        # Discovery only: reading plugin settings here would recurse (settings come from
+        # metadata, and our get_metadata hook needs this state).
+        self.datasette = datasette
+        self.name, self.db = None, None
+        for name, db in datasette.databases.items():
+            if _is_evidence_db(db.path):
+                self.name, self.db = name, EvidenceDB(db.path)
+                break
+        self.identity = self._identity()
+        self._site: tuple[str, Path | None] | None = None
+
+    def _settings(self) -> tuple[str, Path | None]:
+        if self._site is None:
+            config = self.datasette.plugin_config(PLUGIN) or {}
+            site_dir = config.get("site_dir") or (str(self.db.path.parent) if self.db else None)
+            found = Path(site_dir).resolve() if site_dir and (Path(site_dir) / "index.html").exists() else None
+            self._site = (config.get("site_base", "/site/"), found)
+        return self._site
+
+    @property
+    def site_base(self) -> str:
+        return self._settings()[0]
+
+    @property
+    def site_dir(self) -> Path | None:
+        return self._settings()[1]
+
+    def _identity(self):
+        try:
+            st = os.stat(self.db.path)
+            return st.st_ino, st.st_mtime_ns
+        except (OSError, AttributeError):
+            return None
+
+    def refresh(self) -> None:
+        """If a build replaced the file, register a fresh Database object for Datasette's own views."""
+        if self.db is None:
+            return
+        ident = self._identity()
+        if ident is None or ident == self.identity:
+            return
+        old = self.datasette.databases.get(self.name)
+        fresh = Database(self.datasette, path=str(self.db.path), is_mutable=old.is_mutable if old else False)
+        # remove + add with no await between: atomic for the event loop
+        self.datasette.remove_database(self.name)
+        self.datasette.add_database(fresh, name=self.name)
+        self.identity = ident
+
+    def context(self) -> evidence.Context:
+        base = self.site_base if self.site_dir else ""
+        return evidence.Context(self.db, base)
+
+
+_STATES: dict[int, _State] = {}
+
+
+def _state(datasette) -> _State:
+    key = id(datasette)
+    if key not in _STATES:
+        _STATES[key] = _State(datasette)
+    return _STATES[key]
+
+
+# -- HTTP adapter ----------------------------------------------------------------------
+def request_from_query(args) -> dict:
+    """Query-string parameters -> the handler's typed request (lists comma-separated)."""
+    out: dict = {}
+    for key in args.keys():
+        value = args.get(key)
+        if key in LIST_PARAMS:
+            out[key] = [v for v in value.split(",") if v]
+        elif key in INT_PARAMS:
+            try:
+                out[key] = int(value)
+            except ValueError:
+                out[key] = value  # the handler rejects it with a message
+        elif key in BOOL_PARAMS:
+            out[key] = value.lower() in ("1", "true", "yes")
+        else:
+            out[key] = value
+    if "q" in out and "query" not in out:
+        out["query"] = out.pop("q")
+    return out
+
+
+def _endpoint(handler):
+    async def view(request, datasette):
+        state = _state(datasette)
+        if state.db is None:
+            return Response.json({"ok": False, "error": {"code": "no_evidence_db",
+                                  "message": "no evidence.sqlite among this Datasette's databases"}}, status=503)
+        if request.method == "POST":
+            try:
+                body = json.loads((await request.post_body()) or b"{}")
+            except (ValueError, UnicodeDecodeError):
+                return Response.json({"ok": False, "error": {"code": "bad_request",
+                                      "message": "body is not valid JSON"}}, status=400)
+        else:
+            body = request_from_query(request.args)
+        ctx = state.context()
+        status, payload = await asyncio.to_thread(call, lambda r: handler(r, ctx), body)
+        return Response.json(payload, status=status, headers={"Cache-Control": "no-store"})
+
+    return view
+
+
+async def _site_file(request, datasette):
+    state = _state(datasette)
+    if state.site_dir is None:
+        return Response.text("No static site next to this database (build without --no-site).", status=404)
+    rel = unquote(request.url_vars["path"])  # Datasette passes the raw, still-encoded path
+    if any(part.startswith(".") for part in rel.split("/")) or rel.endswith(".sqlite"):
+        return Response.text("Not found", status=404)
+    path = (state.site_dir / rel).resolve()
+    if path.is_dir():
+        path = path / "index.html"
+    try:
+        path.relative_to(state.site_dir)
+    except ValueError:
+        return Response.text("Not found", status=404)
+    if not path.is_file():
+        return Response.text("Not found", status=404)
+
+    return _FileResponse(path)
+
+
+class _FileResponse:
+    """A route answer that streams a file with Datasette's own helper."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    async def asgi_send(self, send):
+        await asgi_send_file(send, self.path, chunk_size=65536, headers={"Cache-Control": "no-cache"})
+
+
+async def _home(request, datasette):
+    state = _state(datasette)
+    target = state.site_base + "index.html" if state.site_dir else f"/{state.name or ''}"
+    return Response.redirect(target)
+
+
+@hookimpl
+def register_routes(datasette):
+    routes = [
+        (r"^/-/evidence/search$", _endpoint(evidence.search)),
+        (r"^/-/evidence/read$", _endpoint(evidence.read)),
+        (r"^/-/evidence/open$", _endpoint(evidence.open_)),
+        (r"^/site/(?P<path>.*)$", _site_file),
+    ]
+    if _state(datasette).site_dir is not None:
+        routes.append((r"^/$", _home))
+    return routes
+
+
+@hookimpl
+def skip_csrf(datasette, scope):
+    return scope.get("path", "").startswith("/-/evidence/")
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    def wrap(app):
+        async def add_refresh(scope, receive, send):
+            if scope.get("type") == "http":
+                _state(datasette).refresh()
+            await app(scope, receive, send)
+
+        return add_refresh
+
+    return wrap
+
+
+# -- Datasette's own views ---------------------------------------------------------------
+def _escape_fts(query: str) -> str:
+    try:
+        return fts_query(query)
+    except QueryError:
+        return NO_MATCH
+
+
+@hookimpl
+def prepare_connection(conn, database, datasette):
+    state = _state(datasette)
+    if database == state.name:
+        conn.create_function("escape_fts", 1, _escape_fts)
+
+
+@hookimpl
+def get_metadata(datasette, key, database, table):
+    state = _state(datasette)
+    if state.name is None:
+        return {}
+    return {"databases": {state.name: {
+        "description": "mnote-evidence index: every block of every note and attachment, with its locator.",
+        "tables": TABLES}}}
+
+
+@hookimpl
+def canned_queries(datasette, database, actor):
+    if database == _state(datasette).name:
+        return CANNED_QUERIES
+    return None
+
+
+@hookimpl
+def render_cell(row, value, column, table, database, datasette):
+    from markupsafe import Markup, escape
+
+    state = _state(datasette)
+    if database != state.name or value is None:
+        return None
+    base = state.site_base if state.site_dir else None
+    if base is None:
+        return None
+    try:
+        keys = row.keys()
+    except AttributeError:
+        return None
+    if column == "block_id" and "locator_json" in keys and row["locator_json"]:
+        url = base + json.loads(row["locator_json"])["openAction"]["url"]
+        return Markup(f'<a href="{escape(url)}">{escape(value)}</a>')
+    if column == "locator_json":
+        loc = json.loads(value)
+        where = f"p.{loc['page']}" if "page" in loc else loc.get("precision", "")
+        url = base + loc["openAction"]["url"]
+        return Markup(f'<a href="{escape(url)}">open {escape(where)} ▸</a> <code>{escape(value[:120])}…</code>')
+    if column == "source_root_relative_path":
+        return Markup(f'<a href="{escape(base + page_url(value))}">{escape(value)}</a>')
+    return None

@@ -1,0 +1,36 @@
+"""Read-only connections to `evidence.sqlite` that follow atomic replacement.
+
+A build replaces the file by rename. An open connection keeps reading the
+inode it opened (complete, old data), so in-flight queries never fail; the
+next query on that thread sees the new inode and reconnects. No request can
+observe a half-written database.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+
+class EvidenceDB:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._local = threading.local()
+
+    def _identity(self) -> tuple[int, int]:
+        st = os.stat(self.path)
+        return st.st_ino, st.st_mtime_ns
+
+    def connect(self) -> sqlite3.Connection:
+        ident = self._identity()
+        cached = getattr(self._local, "conn", None)
+        if cached is not None and self._local.ident == ident:
+            return cached
+        if cached is not None:
+            cached.close()
+        conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        self._local.conn, self._local.ident = conn, ident
+        return conn

@@ -1,0 +1,332 @@
+"""`evidence.search`, `evidence.read`, `evidence.open` (SPEC §9): pure handlers.
+
+Each takes a request dict and returns a response dict; bad input raises a
+`functions.errors.HandlerError` (answered as 4xx by `errors.call`). They read
+`evidence.sqlite` only through `EvidenceDB` and never interpolate input into
+SQL. Every answer is bounded (topK <= 50, quotes <= 280 chars, window <= 10).
+Locators' `openAction.url` is prefixed with the site's base URL so a client
+can open it as is.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from build.index.schema import LINK_EDGE_TYPES
+from build.locator import OPEN_ACTION
+from build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF
+from build.text import QueryError, query_terms
+from build.urls import page_url
+from functions.db import EvidenceDB
+from functions.errors import BadRequest, Gone, NotFound
+from functions.fts import Hit, search_blocks
+from functions.quotes import quote_window
+
+KINDS = (KIND_MARKDOWN, KIND_PDF, KIND_IMAGE, KIND_OFFICE)
+MODES = ("fts", "graph", "hybrid")
+MAX_TOP_K, DEFAULT_TOP_K = 50, 10
+MAX_QUERY_CHARS = 1000
+MAX_WINDOW, DEFAULT_WINDOW = 10, 2
+GRAPH_DECAY = 0.5
+
+
+@dataclass
+class Context:
+    db: EvidenceDB
+    site_base: str = ""  # prefix of openAction URLs: "" = site-relative, "/site/" when served
+
+
+# -- request validation ------------------------------------------------------------
+def _fields(request: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(request) - allowed)
+    if unknown:
+        raise BadRequest(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _str(request: dict, key: str, *, required: bool = False, max_len: int = MAX_QUERY_CHARS) -> str | None:
+    value = request.get(key)
+    if value is None:
+        if required:
+            raise BadRequest(f"'{key}' is required")
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"'{key}' must be a string")
+    if "\x00" in value:
+        raise BadRequest(f"'{key}' must not contain NUL characters")
+    if len(value) > max_len:
+        raise BadRequest(f"'{key}' is longer than {max_len} characters")
+    if required and not value.strip():
+        raise BadRequest(f"'{key}' must not be empty")
+    return value
+
+
+def _int(request: dict, key: str, default: int, lo: int, hi: int) -> int:
+    value = request.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"'{key}' must be an integer from {lo} to {hi}")
+    if not lo <= value <= hi:
+        raise BadRequest(f"'{key}' must be from {lo} to {hi} (got {value})")
+    return value
+
+
+def _choice(request: dict, key: str, default: str, choices: tuple[str, ...]) -> str:
+    value = request.get(key, default)
+    if value not in choices:
+        raise BadRequest(f"'{key}' must be one of {', '.join(choices)}")
+    return value
+
+
+def _kinds(request: dict) -> list[str] | None:
+    value = request.get("resourceKinds")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise BadRequest("'resourceKinds' must be a list of strings")
+    bad = [k for k in value if k not in KINDS]
+    if bad:
+        raise BadRequest(f"unknown resourceKinds {bad}; use {', '.join(KINDS)}")
+    return value or None
+
+
+def _bool(request: dict, key: str) -> bool:
+    value = request.get(key, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f"'{key}' must be true or false")
+    return value
+
+
+# -- shared pieces -------------------------------------------------------------------
+def with_base(locator: dict[str, Any], base: str) -> dict[str, Any]:
+    out = copy.deepcopy(locator)
+    out["openAction"]["url"] = base + out["openAction"]["url"]
+    return out
+
+
+def _result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float, via=None) -> dict[str, Any]:
+    out = {"evidenceId": hit.block_id, "quote": quote_window(hit.text, terms), "score": round(score, 4),
+           "matchSource": source, "source": with_base(hit.locator, ctx.site_base)}
+    if via:
+        out["via"] = via
+    return out
+
+
+def _hit_for(conn: sqlite3.Connection, block_id: str) -> Hit | None:
+    row = conn.execute(
+        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json FROM evidence_block b "
+        "JOIN evidence_resource r USING (resource_id) WHERE b.block_id = ? AND r.status = 'ok'",
+        [block_id]).fetchone()
+    return Hit(row[0], row[1], row[2], row[3], 0.0, json.loads(row[4])) if row else None
+
+
+def _passes(hit: Hit, kinds: list[str] | None, prefix: str | None) -> bool:
+    return (not kinds or hit.resource_kind in kinds) and (not prefix or hit.resource_path.startswith(prefix))
+
+
+def _graph(conn: sqlite3.Connection, seeds: list[Hit], query: str, kinds, prefix) -> list[tuple[Hit, float, dict]]:
+    """Follow link edges from each FTS hit: notes that link to its resource (their linking
+    block), and resources its block links to (their best block for the query)."""
+    marks = ",".join("?" * len(LINK_EDGE_TYPES))
+    found: list[tuple[Hit, float, dict]] = []
+    for seed in seeds:
+        rows = conn.execute(
+            "SELECT e.source_block_id, e.edge_type FROM evidence_edge e JOIN evidence_resource r "
+            f"ON r.resource_id = e.to_id WHERE r.source_root_relative_path = ? AND e.edge_type IN ({marks})",
+            [seed.resource_path, *LINK_EDGE_TYPES]).fetchall()
+        for source_block, edge_type in rows:
+            hit = _hit_for(conn, source_block)
+            if hit:
+                found.append((hit, seed.score * GRAPH_DECAY,
+                              {"edgeType": edge_type, "direction": "in", "fromEvidenceId": seed.block_id}))
+        for to_id, edge_type in conn.execute(
+                f"SELECT to_id, edge_type FROM evidence_edge WHERE source_block_id = ? AND edge_type IN ({marks})",
+                [seed.block_id, *LINK_EDGE_TYPES]).fetchall():
+            hit = _best_block_of(conn, to_id, query)
+            if hit:
+                found.append((hit, seed.score * GRAPH_DECAY,
+                              {"edgeType": edge_type, "direction": "out", "fromEvidenceId": seed.block_id}))
+    return [(h, s, v) for h, s, v in found if _passes(h, kinds, prefix)]
+
+
+def _best_block_of(conn: sqlite3.Connection, resource_id: str, query: str) -> Hit | None:
+    path = conn.execute("SELECT source_root_relative_path FROM evidence_resource WHERE resource_id = ? "
+                        "AND status = 'ok'", [resource_id]).fetchone()
+    if not path:
+        return None
+    hits = search_blocks(conn, query, 5, path_prefix=path[0])
+    hits = [h for h in hits if h.resource_path == path[0]]
+    if hits:
+        return hits[0]
+    first = conn.execute("SELECT block_id FROM evidence_block WHERE resource_id = ? ORDER BY ordinal LIMIT 1",
+                         [resource_id]).fetchone()
+    return _hit_for(conn, first[0]) if first else None
+
+
+# -- evidence.search -------------------------------------------------------------------
+SEARCH_FIELDS = {"query", "mode", "topK", "resourceKinds", "pathPrefix", "includeOcr"}
+
+
+def search(request: dict, ctx: Context) -> dict:
+    _fields(request, SEARCH_FIELDS)
+    query = _str(request, "query", required=True)
+    mode = _choice(request, "mode", "fts", MODES)
+    top_k = _int(request, "topK", DEFAULT_TOP_K, 1, MAX_TOP_K)
+    kinds = _kinds(request)
+    prefix = _str(request, "pathPrefix", max_len=500)
+    _bool(request, "includeOcr")  # accepted; OCR hits from LightRAG join with the knowledge functions
+    conn = ctx.db.connect()
+    try:
+        hits = search_blocks(conn, query, top_k, kinds=kinds, path_prefix=prefix)
+    except QueryError as exc:
+        raise BadRequest(f"query has nothing to search for: {exc}") from exc
+    except sqlite3.OperationalError as exc:  # defence in depth: fts_query never emits bad syntax
+        raise BadRequest(f"query could not be run: {exc}") from exc
+    terms = query_terms(query)
+    results: list[dict[str, Any]] = []
+    if mode in ("fts", "hybrid"):
+        results = [_result(h, terms, ctx, "fts", h.score) for h in hits]
+    if mode in ("graph", "hybrid"):
+        seen = {r["evidenceId"] for r in results} | ({h.block_id for h in hits} if mode == "graph" else set())
+        for hit, score, via in sorted(_graph(conn, hits, query, kinds, prefix), key=lambda t: -t[1]):
+            if hit.block_id not in seen:
+                seen.add(hit.block_id)
+                results.append(_result(hit, terms, ctx, "graph", score, via))
+    return {"ok": True, "query": query, "mode": mode, "results": results[:top_k],
+            "boundary": {"kind": "ordinary_local_search"}, "degraded": False}
+
+
+# -- evidence.read ----------------------------------------------------------------------
+READ_FIELDS = {"blockId", "locator", "window"}
+
+
+def _block_id(request: dict) -> str:
+    block_id = request.get("blockId")
+    locator = request.get("locator")
+    if block_id is None and isinstance(locator, dict):
+        block_id = locator.get("blockId")
+    if not isinstance(block_id, str) or not block_id:
+        raise BadRequest("give 'blockId' (a string) or a 'locator' with a blockId")
+    if len(block_id) > 64 or "\x00" in block_id:
+        raise BadRequest("'blockId' is not a block id")
+    return block_id
+
+
+def _resolve(conn: sqlite3.Connection, block_id: str) -> tuple[sqlite3.Row, str | None]:
+    """The block row (following the anchor map if the id was retired) and the id redirected from."""
+    redirected = None
+    row = _block_row(conn, block_id)
+    if row is None:
+        alias = conn.execute("SELECT successor_block_id FROM evidence_anchor WHERE old_block_id = ?",
+                             [block_id]).fetchone()
+        if alias is None:
+            raise NotFound(f"no block {block_id} in this index")
+        if alias[0] is None:
+            raise Gone(f"block {block_id} was removed from its document and has no successor", "removed")
+        redirected, row = block_id, _block_row(conn, alias[0])
+    if row["status"] != "ok":
+        raise Gone(f"block {row['block_id']} belongs to a deleted file ({row['path']})")
+    return row, redirected
+
+
+def _block_row(conn: sqlite3.Connection, block_id: str) -> sqlite3.Row | None:
+    return conn.execute(
+        "SELECT b.*, r.status, r.source_root_relative_path AS path, r.kind AS resource_kind FROM evidence_block b "
+        "JOIN evidence_resource r USING (resource_id) WHERE b.block_id = ?", [block_id]).fetchone()
+
+
+def _brief(row: sqlite3.Row, ctx: Context) -> dict[str, Any]:
+    return {"evidenceId": row["block_id"], "kind": row["kind"], "text": quote_window(row["text"], [], 600),
+            "source": with_base(json.loads(row["locator_json"]), ctx.site_base)}
+
+
+def read(request: dict, ctx: Context) -> dict:
+    _fields(request, READ_FIELDS)
+    window = _int(request, "window", DEFAULT_WINDOW, 0, MAX_WINDOW)
+    conn = ctx.db.connect()
+    row, redirected = _resolve(conn, _block_id(request))
+    scope, params = "", []
+    if row["page"] is not None:
+        scope, params = "AND page = ?", [row["page"]]
+    elif row["section_id"] is not None:
+        scope, params = "AND section_id = ?", [row["section_id"]]
+    neighbours = conn.execute(
+        f"SELECT b.*, 'ok' AS status FROM evidence_block b WHERE resource_id = ? {scope} "
+        "AND ordinal BETWEEN ? AND ? AND block_id != ? ORDER BY ordinal",
+        [row["resource_id"], *params, row["ordinal"] - window, row["ordinal"] + window, row["block_id"]]).fetchall()
+    out = {"ok": True, "anchor": _brief(row, ctx), "neighbours": [_brief(n, ctx) for n in neighbours],
+           "neighbourScope": "page" if row["page"] is not None else ("section" if row["section_id"] else "resource"),
+           "section": _section(conn, row["section_id"]), "ownerReferences": _references(conn, row["path"], ctx)}
+    if redirected:
+        out["redirectedFrom"] = redirected
+    return out
+
+
+def _section(conn: sqlite3.Connection, section_id: str | None) -> dict[str, Any] | None:
+    if section_id is None:
+        return None
+    s = conn.execute("SELECT * FROM evidence_section WHERE section_id = ?", [section_id]).fetchone()
+    first = conn.execute("SELECT text FROM evidence_block WHERE section_id = ? ORDER BY ordinal LIMIT 3",
+                         [section_id]).fetchall()
+    out = {"sectionId": s["section_id"], "title": s["title"], "path": json.loads(s["path_json"]),
+           "blockCount": s["block_count"], "summary": quote_window(" ".join(r[0] for r in first), [], 400)}
+    if s["page_start"] is not None:
+        out["pageStart"], out["pageEnd"] = s["page_start"], s["page_end"]
+    return out
+
+
+def _references(conn: sqlite3.Connection, path: str, ctx: Context) -> list[dict[str, Any]]:
+    """Lines of notes that link to this resource (its owner note first)."""
+    rows = conn.execute(
+        "SELECT b.*, r.status, r.owner_document_path FROM evidence_link l "
+        "JOIN evidence_block b ON b.block_id = l.source_block_id JOIN evidence_resource r USING (resource_id) "
+        "WHERE l.target_path = ? AND r.status = 'ok' ORDER BY r.source_root_relative_path, b.ordinal LIMIT 20",
+        [path]).fetchall()
+    return [_brief(r, ctx) for r in rows]
+
+
+# -- evidence.open ----------------------------------------------------------------------
+OPEN_FIELDS = {"blockId", "locator"}
+
+
+def open_(request: dict, ctx: Context) -> dict:
+    _fields(request, OPEN_FIELDS)
+    locator = request.get("locator")
+    if request.get("blockId") is None and isinstance(locator, dict) and not locator.get("blockId"):
+        return _open_box(locator, ctx)
+    conn = ctx.db.connect()
+    row, redirected = _resolve(conn, _block_id(request))
+    loc = with_base(json.loads(row["locator_json"]), ctx.site_base)
+    out = {"ok": True, "openAction": loc["openAction"], "resourcePath": loc["resourcePath"],
+           "blockId": loc["blockId"], "precision": loc["precision"]}
+    for key in ("page", "bbox", "lineRange", "paragraphIndex"):
+        if key in loc:
+            out[key] = loc[key]
+    if redirected:
+        out["redirectedFrom"] = redirected
+    return out
+
+
+def _open_box(locator: dict, ctx: Context) -> dict:
+    """A locator with a page (and bbox) but no block: open the page at that box."""
+    path = locator.get("resourcePath")
+    if not isinstance(path, str) or not path:
+        raise BadRequest("a locator without blockId needs 'resourcePath'")
+    row = ctx.db.connect().execute("SELECT kind, page_count, status FROM evidence_resource "
+                                   "WHERE source_root_relative_path = ?", [path]).fetchone()
+    if row is None:
+        raise NotFound(f"no resource {path!r} in this index")
+    url = page_url(path)
+    page, bbox = locator.get("page"), locator.get("bbox")
+    if page is not None:
+        if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= (row["page_count"] or 1):
+            raise BadRequest(f"'page' must be from 1 to {row['page_count'] or 1}")
+        url += f"#page-{page}"
+        if bbox is not None:
+            if not (isinstance(bbox, list) and len(bbox) == 4 and all(isinstance(v, (int, float)) for v in bbox)):
+                raise BadRequest("'bbox' must be [x0, y0, x1, y1]")
+            url = page_url(path) + f"?page={page}&bbox={','.join(f'{v:g}' for v in bbox)}"
+    return {"ok": True, "openAction": {"type": OPEN_ACTION, "url": ctx.site_base + url}, "resourcePath": path,
+            "precision": "bbox" if bbox is not None else "file"}

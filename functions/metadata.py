@@ -1,0 +1,62 @@
+"""What Datasette shows about the evidence database: table descriptions and canned queries."""
+
+from __future__ import annotations
+
+TABLES = {
+    "evidence_resource": {
+        "description": "One row per file in the workspace: its kind, owner note, provider, content hash, "
+                       "sidecar paths and status (ok, stale = deleted since the last build, error, unsupported).",
+        "sort": "source_root_relative_path",
+    },
+    "evidence_block": {
+        "description": "One row per evidence block (paragraph, heading, list item, table row, PDF text block...) "
+                       "with its page, bbox, line range or paragraph index and its full locator. "
+                       "Search box: CJK substrings and English words (bigram-segmented FTS5).",
+        "fts_table": "evidence_fts",
+        "fts_pk": "id",
+        "sort": "id",
+    },
+    "evidence_fts": {"description": "FTS5 index over block text (CJK runs stored as overlapping bigrams).",
+                     "hidden": True},
+    "evidence_section": {"description": "Section tree of every resource (headings, PDF outline entries)."},
+    "evidence_edge": {"description": "Deterministic graph: links between notes and resources, pages and sections "
+                                     "containing blocks. Every edge names the block it comes from."},
+    "evidence_link": {"description": "Every link written in a note, how it resolved, and problems "
+                                     "(outside_root, missing)."},
+    "evidence_anchor": {"description": "Block ids from earlier builds and the block each now lands on."},
+    "knowledge_source": {"description": "LightRAG registry: which LightRAG document holds which file."},
+    "build_meta": {"description": "Schema version, generator and time of the last build."},
+}
+
+CANNED_QUERIES = {
+    "stale_resources": {
+        "title": "Deleted files",
+        "description": "Files deleted since the last build: kept one build, never returned by search.",
+        "sql": "SELECT source_root_relative_path, kind, owner_document_path, block_count, updated_at_ms "
+               "FROM evidence_resource WHERE status = 'stale' ORDER BY 1",
+    },
+    "build_errors": {
+        "title": "Files that could not be indexed",
+        "description": "Corrupt, encrypted, empty, oversized or refused files with the recorded reason.",
+        "sql": "SELECT source_root_relative_path, kind, error_code, error_message, owner_document_path "
+               "FROM evidence_resource WHERE status = 'error' ORDER BY 1",
+    },
+    "sections_of_resource": {
+        "title": "Sections of a file",
+        "description": "The section tree of one file (give its root-relative path).",
+        "sql": "SELECT s.section_id, s.level, s.title, s.path_json, s.page_start, s.page_end, s.block_count "
+               "FROM evidence_section s JOIN evidence_resource r USING (resource_id) "
+               "WHERE r.source_root_relative_path = :path ORDER BY s.rowid",
+    },
+    "backlinks_of_note": {
+        "title": "Backlinks of a note or file",
+        "description": "Blocks of other notes that link to this path, with the linking text.",
+        "sql": "SELECT src.source_root_relative_path AS from_note, b.block_id, b.text, e.edge_type "
+               "FROM evidence_edge e JOIN evidence_resource dst ON dst.resource_id = e.to_id "
+               "JOIN evidence_block b ON b.block_id = e.source_block_id "
+               "JOIN evidence_resource src ON src.resource_id = b.resource_id "
+               "WHERE dst.source_root_relative_path = :path "
+               "AND e.edge_type IN ('markdown_links_to', 'document_contains_resource', 'resource_refers_to') "
+               "ORDER BY 1, b.ordinal",
+    },
+}
