@@ -82,5 +82,30 @@ def _print_report(report: BuildReport) -> None:
         click.echo(f"  warning {warn['path']}: [{warn['code']}] {warn['message']}", err=True)
 
 
+@main.command("serve")
+@click.argument("site_dir", default="_site", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8001, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to listen on (0.0.0.0 makes the site visible to your network).")
+@click.option("--watch", "watch", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Workspace to watch: rebuild incrementally on every change while serving.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=max(1, os.cpu_count() or 1),
+              show_default="CPU count", help="Parallel parsers for --watch rebuilds.")
+def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs: int) -> None:
+    """Serve SITE_DIR (the output of `build`): the static site, Datasette over its
+    evidence.sqlite, and the /-/evidence/search|read|open endpoints, on one URL.
+
+    \b
+      mnote-evidence build ~/notes && mnote-evidence serve
+      mnote-evidence serve _site --watch ~/notes     # rebuild on every save
+    """
+    from functions.serve import serve
+
+    if not (site_dir / "evidence.sqlite").is_file():
+        raise click.ClickException(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
+                                   f"--out {site_dir}` first")
+    serve(site_dir, host, port, watch, jobs)
+
+
 if __name__ == "__main__":
     main()

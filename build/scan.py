@@ -69,7 +69,7 @@ def is_inside(child: Path, root: Path) -> bool:
         return False
 
 
-def _skip_dir(name: str) -> bool:
+def skip_dir(name: str) -> bool:
     return name.startswith(".") or name.endswith(SIDECAR_DIR_SUFFIX) or name == "__pycache__"
 
 
@@ -84,7 +84,7 @@ def scan(root: Path, exclude: list[Path] | None = None) -> list[SourceFile]:
         for name in sorted(dirnames):
             full = here / name
             # `root` is resolved, so `full` is a real path unless it is a symlink (handled below)
-            if _skip_dir(name) or full in excluded:
+            if skip_dir(name) or full in excluded:
                 continue
             if full.is_symlink():
                 found.append(_refused_link(root, full, is_dir=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -17,6 +18,11 @@ from build.schemas import load_schema
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "content_fixtures"
 FACTS = json.loads((REPO / "tests" / "fixture_facts.json").read_text("utf-8"))
+
+SCREENSHOTS = Path(os.environ.get("MNOTE_SCREENSHOTS", REPO / "test-artifacts"))
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 SPEC_PDF = "Projects/Evidence Kernel.assets/evidence-kernel-spec.pdf"
 CHEM_DOCX = "研究/化学笔记.assets/溶剂与杂环.docx"
@@ -70,3 +76,30 @@ def validate():
         assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
 
     return check
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.dialogs, pg.console_errors = [], []
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+    yield pg
+    context.close()
+
+
+def shoot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -22,12 +21,6 @@ Inline <img src="x" onerror="window.__pwned = 2; alert('onerror')"> image and <b
 
 A harmless paragraph that must still render.
 """
-
-SCREENSHOTS = Path(os.environ.get("MNOTE_SCREENSHOTS", Path(__file__).resolve().parents[2] / "test-artifacts"))
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
 
 def hostile_pdf(path: Path) -> None:
     import pymupdf
@@ -62,28 +55,3 @@ def block_id(out: Path, like: str) -> str:
         conn.close()
 
 
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.dialogs, pg.console_errors = [], []
-    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
-    pg.on("console", lambda m: pg.console_errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
-    yield pg
-    context.close()
-
-
-def shoot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))

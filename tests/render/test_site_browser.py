@@ -11,7 +11,8 @@ import sqlite3
 import pytest
 
 from tests.conftest import SPEC_PDF, run_build
-from tests.render.conftest import block_id, shoot
+from tests.conftest import shoot
+from tests.render.conftest import block_id
 
 PDF_PAGE = SPEC_PDF + ".html"
 HIGHLIGHT = "rgb(230, 119, 0)"  # --accent outline colour

@@ -1,0 +1,93 @@
+"""`mnote-evidence serve --watch`: one real server process, a workspace edited under it."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import copy_workspace, run_build, shoot
+from tests.functions.conftest import free_port, start, stop
+
+WAIT_SECONDS = 60  # failure detection only; the measured latency is printed and benchmarked
+
+
+@pytest.fixture
+def served(tmp_path):
+    root = copy_workspace(tmp_path / "ws")
+    out = tmp_path / "out"
+    run_build(root, out, site=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start([sys.executable, "-m", "build.cli", "serve", str(out), "--port", str(port), "--watch", str(root),
+                  "--jobs", "1"], base + "/-/versions.json")
+    yield root, out, base, proc
+    stop(proc)
+
+
+def wait_for(base: str, query: str, present: bool = True) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < WAIT_SECONDS:
+        results = httpx.get(base + "/-/evidence/search", params={"q": query}, timeout=10).json()["results"]
+        if bool(results) == present:
+            return time.monotonic() - started
+        time.sleep(0.1)
+    raise AssertionError(f"{query!r} {'never appeared' if present else 'never disappeared'}")
+
+
+def test_watch_rebuilds_and_serves_new_text_without_errors(served):
+    root, out, base, proc = served
+    errors, latencies, stop_flag = [], [], threading.Event()
+
+    def client() -> None:  # bounded: stops when the test says so, or after WAIT_SECONDS
+        deadline = time.monotonic() + WAIT_SECONDS
+        with httpx.Client(timeout=10) as http:
+            while not stop_flag.is_set() and time.monotonic() < deadline:
+                for q in ("retention period", "线程作用域", "吗啉"):
+                    t = time.monotonic()
+                    r = http.get(base + "/-/evidence/search", params={"q": q})
+                    latencies.append(time.monotonic() - t)
+                    if r.status_code != 200 or not r.json()["results"]:
+                        errors.append((q, r.status_code))
+
+    threads = [threading.Thread(target=client) for _ in range(4)]
+    for t in threads:
+        t.start()
+    (root / "Inbox/Fresh Note.md").write_text("# Fresh\n\nThe quokka zymurgy protocol.\n", "utf-8")
+    first = wait_for(base, "quokka zymurgy")
+    note = root / "Archive/Old Ideas.md"
+    note.write_text(note.read_text("utf-8") + "\nA second edit mentions platypus.\n", "utf-8")
+    second = wait_for(base, "platypus")
+    (root / "Inbox/Fresh Note.md").unlink()
+    wait_for(base, "quokka zymurgy", present=False)  # deleted -> stale -> not searchable
+    stop_flag.set()
+    for t in threads:
+        t.join()
+    print(f"save -> searchable: {first:.2f}s, {second:.2f}s; {len(latencies)} requests during rebuilds")
+    assert errors == [] and len(latencies) > 50
+    page = httpx.get(base + "/site/Inbox/Fresh%20Note.html", timeout=10)
+    assert page.status_code == 200 and "quokka" in page.text  # its stale page, still served
+
+
+def test_search_box_uses_the_server(served, page):
+    _, out, base, _ = served
+    page.goto(base + "/site/index.html")
+    page.fill("form.search input", "吗啉")
+    page.press("form.search input", "Enter")
+    page.wait_for_selector("#search-results .result")
+    first = page.eval_on_selector("#search-results .result", "a => a.getAttribute('href')")
+    assert first.startswith("/site/") and "#b-" in first
+    shoot(page, "served-search-box")
+    page.click("#search-results .result")
+    page.wait_for_load_state("load")
+    target = page.evaluate("decodeURIComponent(location.hash.slice(1))")
+    assert page.eval_on_selector(f'[id="{target}"]', "el => getComputedStyle(el).outlineColor") == "rgb(230, 119, 0)"
+    # the same site opened from disk says what to do instead of failing silently
+    page.goto((out / "index.html").as_uri())
+    page.fill("form.search input", "吗啉")
+    page.press("form.search input", "Enter")
+    assert "mnote-evidence serve" in page.inner_text("#notice")
+    assert page.console_errors == []
