@@ -18,6 +18,7 @@ from build.text import fts_query, is_cjk, query_terms
 
 CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50
+MAX_WINDOW = 50_000  # beyond this, rank all matches at once (a very selective filter)
 _FLANK_WEIGHT = (1.0, 0.6, 0.25)  # by number of CJK neighbours (0, 1, 2)
 
 
@@ -49,25 +50,44 @@ def term_precision(text: str, terms: list[str]) -> float:
 
 def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,
                   kinds: list[str] | None = None, path_prefix: str | None = None) -> list[Hit]:
-    """Ranked hits among `ok` resources. Raises `build.text.QueryError` for an unusable query."""
+    """Ranked hits among `ok` resources. Raises `build.text.QueryError` for an unusable query.
+
+    bm25 ranks inside the FTS index first (a CTE with a LIMIT), and only those
+    candidates are joined to blocks and resources: joining every match before
+    sorting cost 3x the raw FTS query on a 1M-block index. When filters (stale
+    files, kinds, path prefix) leave fewer than `top_k`, the window widens."""
     match = fts_query(query)
-    where = ["evidence_fts MATCH ?", "r.status = 'ok'"]
-    params: list[Any] = [match]
+    terms = query_terms(query)
+    window = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
+    while True:
+        rows = _candidates(conn, match, window, kinds, path_prefix)
+        if len(rows[0]) >= top_k or rows[1] < window or window < 0:
+            break
+        window = window * 8 if window * 8 <= MAX_WINDOW else -1  # -1: rank every match (no LIMIT)
+    hits = [Hit(bid, path, kind, text, round(-rank * (0.5 + term_precision(text, terms)), 6), json.loads(loc))
+            for bid, path, kind, text, loc, rank in rows[0]]
+    hits.sort(key=lambda h: (-h.score, h.block_id))
+    return hits[:top_k]
+
+
+def _candidates(conn, match: str, window: int, kinds, path_prefix) -> tuple[list[tuple], int]:
+    """(rows passing the filters among the `window` best FTS matches, how many FTS matches were ranked)."""
+    where, params = ["r.status = 'ok'"], [match, window]
     if kinds:
         where.append(f"r.kind IN ({','.join('?' * len(kinds))})")
         params.extend(kinds)
     if path_prefix:
         where.append("substr(r.source_root_relative_path, 1, ?) = ?")
         params.extend([len(path_prefix), path_prefix])
-    params.append(max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT))
     rows = conn.execute(
-        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json, "
-        "bm25(evidence_fts) AS rank FROM evidence_fts "
-        "JOIN evidence_block b ON b.id = evidence_fts.rowid "
+        "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts "
+        "WHERE evidence_fts MATCH ? ORDER BY rank LIMIT ?) "
+        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json, ranked.rank "
+        "FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
         "JOIN evidence_resource r ON r.resource_id = b.resource_id "
-        f"WHERE {' AND '.join(where)} ORDER BY rank LIMIT ?", params).fetchall()
-    terms = query_terms(query)
-    hits = [Hit(bid, path, kind, text, round(-rank * (0.5 + term_precision(text, terms)), 6),
-                json.loads(loc)) for bid, path, kind, text, loc, rank in rows]
-    hits.sort(key=lambda h: (-h.score, h.block_id))
-    return hits[:top_k]
+        f"WHERE {' AND '.join(where)} ORDER BY ranked.rank", params).fetchall()
+    if window < 0 or len(rows) >= window:
+        return rows, window
+    ranked = conn.execute("SELECT count(*) FROM (SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? "
+                          "LIMIT ?)", [match, window]).fetchone()[0]
+    return rows, ranked

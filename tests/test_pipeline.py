@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -227,3 +228,21 @@ def test_moving_a_resource_to_another_owner_moves_its_sidecar(workspace, tmp_pat
                                  "source_root_relative_path = '研究/moved/溶剂与杂环.docx'").fetchone()
     assert (owner, status) == ("研究/化学笔记.md", "ok")
     assert (workspace / "研究/化学笔记.ocr/moved/溶剂与杂环.docx.source-map.json").exists()
+
+
+def test_selective_filter_still_finds_matches_beyond_the_first_window(workspace, tmp_path, monkeypatch):
+    """With the candidate window forced tiny, a filter that removes the top bm25 hits must widen, not drop."""
+    import functions.fts as fts
+    monkeypatch.setattr(fts, "MIN_CANDIDATES", 1)
+    monkeypatch.setattr(fts, "CANDIDATES_PER_RESULT", 1)
+    monkeypatch.setattr(fts, "MAX_WINDOW", 8)
+    out = tmp_path / "out"
+    run_build(workspace, out)
+    hits = search_blocks(connect(out), "format", 3, kinds=["pdf"], path_prefix="Projects/")
+    assert len(hits) == 3 and all(h.resource_path == SPEC_PDF for h in hits)
+    everything = search_blocks(connect(out), "format", 50, path_prefix="Projects/")
+    texts = [t for (t,) in connect(out).execute(
+        "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+        "WHERE r.source_root_relative_path LIKE 'Projects/%'")]
+    expected = sum(1 for t in texts if re.search(r"\bformat\b", t, re.IGNORECASE))
+    assert expected > 40 and len(everything) == expected  # the no-LIMIT fallback ranked them all

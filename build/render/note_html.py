@@ -59,7 +59,7 @@ def render_note(text: str, note_path: str, block_ids: list[str], aliases: dict[s
     tokens = md.parse(text)
     _attach_ids(tokens, block_ids, aliases)
     env = {"note": note_path, "resolver": resolver, "page": page_path(note_path)}
-    return _renderer(md).render(tokens, md.options, env)
+    return _Renderer(md).render(tokens, md.options, env)
 
 
 def _link_target(env: dict, target: str, kind: str) -> tuple[str | None, bool]:
@@ -77,7 +77,6 @@ class _Renderer:
     """Wraps markdown-it's renderer with our rules (a fresh one per call: no shared state)."""
 
     def __init__(self, md):
-        self.md = md
         self.base = md.renderer.__class__()
         for name in ("paragraph_open", "heading_open", "table_open", "list_item_open", "blockquote_open"):
             self._wrap_alias(name)
@@ -142,7 +141,3 @@ class _Renderer:
                 ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"):
             return f'<img src="{html.escape(href)}" alt="{label}" loading="lazy">'
         return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
-
-
-def _renderer(md) -> _Renderer:
-    return _Renderer(md)

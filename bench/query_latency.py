@@ -1,0 +1,146 @@
+"""`/-/evidence/search` on a 1,000,000-block database against raw SQLite FTS5, same queries, same run.
+
+    python bench/query_latency.py [--blocks N] [--rounds R]
+
+The database is generated with our own schema and segmentation (synthetic
+mixed Chinese/English blocks, 1,000 resources) and cached in bench/_work/.
+Raw = in-process `sqlite3`: `SELECT rowid FROM evidence_fts WHERE evidence_fts
+MATCH ? ORDER BY bm25(evidence_fts) LIMIT 10` with the same MATCH strings.
+Ours = HTTP GET to a real `datasette` process with the plugin (topK=10):
+validation, bm25 candidates, term-precision re-rank, locators, JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.fts_recall import corpus  # noqa: E402
+from build.index.schema import create_schema  # noqa: E402
+from build.locator import locator  # noqa: E402
+from build.model import Block  # noqa: E402
+from build.text import fts_query, segment_for_index  # noqa: E402
+
+WORK = Path(__file__).resolve().parent / "_work"
+QUERIES = ["线程作用域", "吗啉", "线程", "吡咯烷", "借用检查", "生命周期", "全文检索", "citation", "retention policy",
+           "evidence index", "borrow", "audit", "溶剂 solvent", "缓存 cache", "页码", "分词", "并发", "token",
+           "thread scope", "引用"]
+
+
+def make_db(path: Path, blocks: int) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    conn = sqlite3.connect(tmp)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    create_schema(conn)
+    resources = 1000
+    conn.executemany(
+        "INSERT INTO evidence_resource (resource_id, owner_document_path, source_root_relative_path, kind, provider,"
+        " provider_version, source_hash, source_map_path, status, page_count, block_count, updated_at_ms)"
+        " VALUES (?, ?, ?, 'pdf', 'pymupdf', 'bench', 'sha256:0', ?, 'ok', 50, ?, 0)",
+        [(f"r-{i:06d}", f"notes/n{i}.md", f"notes/n{i}.assets/doc{i}.pdf", f"notes/n{i}.ocr/doc{i}.pdf.source-map.json",
+          blocks // resources) for i in range(resources)])
+    rnd = random.Random(3)
+    texts = corpus(blocks)
+    batch = []
+    for n, text in enumerate(texts):
+        rid = n % resources
+        res_path = f"notes/n{rid}.assets/doc{rid}.pdf"
+        block = Block(f"b-{n:012d}", "paragraph", text, page=rnd.randint(1, 50),
+                      bbox=[72.0, 100.0, 520.0, 140.0], char_range=[0, len(text)])
+        loc = locator(resource_path=res_path, kind="pdf", owner_path=f"notes/n{rid}.md",
+                      source_map_path=f"notes/n{rid}.ocr/doc{rid}.pdf.source-map.json", block=block,
+                      section_path=["Bench"])
+        batch.append((n + 1, block.id, f"r-{rid:06d}", n // resources, text, block.page,
+                      json.dumps(block.bbox), json.dumps(loc, ensure_ascii=False), segment_for_index(text)))
+        if len(batch) == 20000:
+            _flush(conn, batch)
+            batch = []
+    _flush(conn, batch)
+    conn.execute("INSERT INTO build_meta VALUES ('built_at_ms', '0')")
+    conn.commit()
+    conn.close()
+    os.replace(tmp, path)
+
+
+def _flush(conn: sqlite3.Connection, batch: list) -> None:
+    conn.executemany("INSERT INTO evidence_block (id, block_id, resource_id, ordinal, kind, text, page, bbox_json,"
+                     " locator_json) VALUES (?, ?, ?, ?, 'paragraph', ?, ?, ?, ?)", [b[:8] for b in batch])
+    conn.executemany("INSERT INTO evidence_fts (rowid, text, block_id) VALUES (?, ?, ?)",
+                     [(b[0], b[8], b[1]) for b in batch])
+    conn.commit()
+
+
+def pct(samples: list[float], p: float) -> float:
+    return round(statistics.quantiles(samples, n=100)[int(p) - 1] * 1000, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--blocks", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    WORK.mkdir(exist_ok=True)
+    db = WORK / f"evidence-{args.blocks}.sqlite"
+    if not db.exists():
+        t = time.perf_counter()
+        make_db(db, args.blocks)
+        print(f"generated {db} in {time.perf_counter() - t:.0f}s", file=sys.stderr)
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    raw = []
+    for _ in range(args.rounds):
+        for q in QUERIES:
+            t = time.perf_counter()
+            conn.execute("SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) "
+                         "LIMIT 10", [fts_query(q)]).fetchall()
+            raw.append(time.perf_counter() - t)
+
+    port = 8790
+    datasette = str(Path(sys.executable).with_name("datasette"))
+    proc = subprocess.Popen([datasette, "-i", str(db), "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx.get(base + "/-/versions.json", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        ours = []
+        with httpx.Client(timeout=60) as http:
+            for q in QUERIES:  # warm-up, as raw's first round also warms the page cache
+                http.get(base + "/-/evidence/search", params={"q": q, "topK": 10})
+            for _ in range(args.rounds):
+                for q in QUERIES:
+                    t = time.perf_counter()
+                    r = http.get(base + "/-/evidence/search", params={"q": q, "topK": 10})
+                    ours.append(time.perf_counter() - t)
+                    assert r.status_code == 200, r.text
+    finally:
+        proc.terminate()
+        proc.wait()
+    print(json.dumps({
+        "blocks": args.blocks, "db_mib": round(db.stat().st_size / 2**20), "queries": len(QUERIES),
+        "rounds": args.rounds,
+        "raw_fts5_ms": {"p50": pct(raw, 50), "p95": pct(raw, 95)},
+        "endpoint_ms": {"p50": pct(ours, 50), "p95": pct(ours, 95)},
+        "p95_ratio": round(pct(ours, 95) / pct(raw, 95), 2),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()
