@@ -80,7 +80,7 @@ class Watcher(threading.Thread):
         report = json.loads(result.stdout)
         site = report.get("site") or {}
         self.log(f"rebuilt in {report['seconds']:.2f}s ({report['parsed']} parsed, "
-                 f"{site.get('pages_written', 0)} pages): searchable {time.monotonic() - detected:.2f}s "
+                 f"{site.get('pages_written', 0)} pages), done {time.monotonic() - detected:.2f}s "
                  "after the change was seen")
 
 
