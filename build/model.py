@@ -42,6 +42,7 @@ class Block:
     paragraph_index: int | None = None  # 1-based body paragraph ordinal (DOCX)
     para_id: str | None = None  # DOCX w14:paraId
     section_id: str | None = None
+    confidence: float | None = None  # OCR lines: the engine's 0..1 confidence
     links: list[dict[str, str]] = field(default_factory=list)  # Markdown: [{"target", "kind"}]
 
     def to_json(self) -> dict[str, Any]:
@@ -53,6 +54,7 @@ class Block:
             ("paragraphIndex", self.paragraph_index),
             ("paraId", self.para_id),
             ("sectionId", self.section_id),
+            ("confidence", self.confidence),
         ):
             if value is not None:
                 out[key] = value
@@ -73,6 +75,7 @@ class Block:
             paragraph_index=data.get("paragraphIndex"),
             para_id=data.get("paraId"),
             section_id=data.get("sectionId"),
+            confidence=data.get("confidence"),
             links=data.get("links", []),
         )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import multiprocessing
 import os
 import sqlite3
 import sys
@@ -40,6 +41,7 @@ from build.model import (
     ParsedResourceArtifact,
     ProviderError,
 )
+from build.ocr.settings import OcrSettings
 from build.providers import ParseInput, provider_for
 from build.render.page_images import DEFAULT_ZOOM
 from build.render.site import RenderOptions, RenderReport, render_site
@@ -47,6 +49,9 @@ from build.scan import SourceFile, scan
 from build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
 
 DB_NAME = "evidence.sqlite"
+# Workers start from a clean process: forking a parent that already loaded an OCR model
+# (onnxruntime threads) can deadlock.
+WORKER_CONTEXT = multiprocessing.get_context("forkserver")
 
 
 @dataclass
@@ -57,6 +62,7 @@ class BuildOptions:
     progress: bool = False
     site: bool = True  # render the static site after indexing
     page_zoom: float = DEFAULT_ZOOM
+    ocr: OcrSettings = field(default_factory=OcrSettings)
 
 
 @dataclass
@@ -79,9 +85,10 @@ class BuildReport:
         return dict(self.__dict__)
 
 
-def _parse_one(root: str, path: str, kind: str, source_hash: str) -> ParsedResourceArtifact | ProviderError:
+def _parse_one(root: str, path: str, kind: str, source_hash: str,
+               ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
     """Worker entry point: never raises, so one bad file cannot stop the build."""
-    provider = provider_for(kind)
+    provider = provider_for(kind, ocr)
     try:
         return provider.parse(ParseInput(Path(root), path, source_hash))
     except ProviderError as exc:
@@ -92,13 +99,13 @@ def _parse_one(root: str, path: str, kind: str, source_hash: str) -> ParsedResou
         return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
 
 
-def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, bar) -> dict:
+def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, bar) -> dict:
     """Parse in worker processes. A worker that dies (a crash inside a native
     library) breaks the pool; the files it took down are retried one per fresh
     process, so only the file that really crashes is recorded as `parse_crashed`."""
     results: dict[str, ParsedResourceArtifact | ProviderError] = {}
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(_parse_one, str(root), f.path, f.kind, f.source_hash): f for f in files}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=WORKER_CONTEXT) as pool:
+        futures = {pool.submit(_parse_one, str(root), f.path, f.kind, f.source_hash, ocr): f for f in files}
         for fut in as_completed(futures):
             try:
                 results[futures[fut].path] = fut.result()
@@ -108,9 +115,9 @@ def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, bar) -> dict:
     for f in files:
         if f.path in results:
             continue
-        with ProcessPoolExecutor(max_workers=1) as solo:
+        with ProcessPoolExecutor(max_workers=1, mp_context=WORKER_CONTEXT) as solo:
             try:
-                results[f.path] = solo.submit(_parse_one, str(root), f.path, f.kind, f.source_hash).result()
+                results[f.path] = solo.submit(_parse_one, str(root), f.path, f.kind, f.source_hash, ocr).result()
             except Exception:
                 results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
         bar.update(1)
@@ -221,7 +228,7 @@ class _Build:
                 links[f.path] = [{"block": r["source_block_id"], "target": r["target"], "kind": r["kind"]}
                                  for r in self.prev.links.get(rid, [])]
                 continue
-            result = _parse_one(str(self.root), f.path, f.kind, f.source_hash)
+            result = _parse_one(str(self.root), f.path, f.kind, f.source_hash, self.options.ocr)
             self.report.parsed += 1
             if isinstance(result, ProviderError):
                 self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
@@ -237,7 +244,7 @@ class _Build:
             owner = owner_of.get(f.path)
             if not self.screen(f, owner):
                 continue
-            provider = provider_for(f.kind)
+            provider = provider_for(f.kind, self.options.ocr)
             version = provider.version()
             if self._unchanged(f, owner, version):
                 self.report.unchanged += 1
@@ -262,14 +269,15 @@ class _Build:
                                hidden=not self.options.progress) as bar:
             if self.options.jobs <= 1 or len(todo) == 1:
                 for f, _ in todo:
-                    results[f.path] = _parse_one(str(self.root), f.path, f.kind, f.source_hash)
+                    results[f.path] = _parse_one(str(self.root), f.path, f.kind, f.source_hash, self.options.ocr)
                     bar.update(1)
             else:
-                results.update(_parse_in_pool([f for f, _ in todo], self.root, self.options.jobs, bar))
+                results.update(_parse_in_pool([f for f, _ in todo], self.root, self.options.jobs,
+                                              self.options.ocr, bar))
         for f, owner in todo:  # in path order: deterministic
             result = results[f.path]
             if isinstance(result, ProviderError):
-                p = provider_for(f.kind)
+                p = provider_for(f.kind, self.options.ocr)
                 self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
             else:
                 self._accept(f, owner, result)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
+from build.ocr.settings import OcrSettings
 from build.pipeline import BuildOptions, build
 from build.schemas import load_schema
 
@@ -33,10 +35,16 @@ def copy_workspace(dest: Path) -> Path:
     return dest
 
 
+# OCR results are cached by content hash; sharing the cache across the session's many
+# workspace copies is correct (same bytes, same lines) and saves re-running the engine.
+SHARED_OCR = OcrSettings(cache_dir=tempfile.mkdtemp(prefix="mnote-ocr-cache-"))
+
+
 def run_build(root: Path, out: Path, **kw):
     """A library build; the site is only rendered where a test asks for it (site=True)."""
     kw.setdefault("jobs", 1)
     kw.setdefault("site", False)
+    kw.setdefault("ocr", SHARED_OCR)
     return build(root, BuildOptions(out=out, **kw))
 
 

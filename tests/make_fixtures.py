@@ -158,7 +158,7 @@ def write_docx(path: Path) -> None:
 def write_image(path: Path) -> dict:
     """A 'screenshot' with 线程作用域 Thread scope; returns where the text was drawn (pixels)."""
     doc = pymupdf.open()
-    page = doc.new_page(width=640, height=180)
+    page = doc.new_page(width=800, height=180)
     page.draw_rect(page.rect, color=None, fill=(1, 1, 1))
     page.insert_text((24, 40), "Rust 并发笔记 — screenshot", fontname="china-s", fontsize=16, color=(0.3, 0.3, 0.3))
     origin = (24, 110)

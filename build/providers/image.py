@@ -1,30 +1,35 @@
-"""Images: validated with Pillow and recorded with their pixel size.
+"""Images: validated with Pillow, text from the OCR engine (SPEC §3).
 
-Text comes from the OCR provider (see README, "OCR"); until an OCR engine is
-configured an image is an `ok` resource with one page, its pixel size and no
-blocks, so it has a page in the site and a locator at file precision.
-Pillow (not PyMuPDF) opens images: PyMuPDF cannot read WebP.
+Every recognised line is an `ocr_line` block on page 1 with its box in pixels of
+the image as displayed (EXIF orientation applied, as browsers show it) and the
+engine's confidence. The text goes to `*.ocr.md`. With OCR off (`--no-ocr`) an
+image is an `ok` resource with its size and no blocks. Pillow, not PyMuPDF,
+opens images: PyMuPDF cannot read WebP.
 """
 
 from __future__ import annotations
 
 import PIL
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
-from build.model import KIND_IMAGE, Page, ParsedResourceArtifact, ProviderError
+from build.ids import BlockIdAllocator
+from build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
+from build.ocr.run import engine_version, image_lines
+from build.ocr.settings import OcrSettings
 from build.providers.base import ParseInput
 
-REVISION = "1"
+REVISION = "2"
 Image.MAX_IMAGE_PIXELS = 200_000_000  # above this Pillow raises DecompressionBombError
 
 
 def image_size(item: ParseInput) -> tuple[int, int]:
+    """(width, height) as displayed; raises `image_corrupt` for anything Pillow cannot decode."""
     try:
         with Image.open(item.full_path) as im:
             im.verify()
         with Image.open(item.full_path) as im:
             im.load()
-            return im.size
+            return ImageOps.exif_transpose(im).size
     except (UnidentifiedImageError, Image.DecompressionBombError) as exc:
         raise ProviderError("image_corrupt", f"not a readable image: {exc}") from exc
     except (OSError, SyntaxError, ValueError) as exc:
@@ -35,13 +40,34 @@ class ImageProvider:
     name = "pillow"
     kind = KIND_IMAGE
 
+    def __init__(self, ocr: OcrSettings):
+        self.ocr = ocr
+
     def version(self) -> str:
-        return f"{PIL.__version__}+m{REVISION}"
+        base = f"{PIL.__version__}+m{REVISION}"
+        return f"{base}+ocr:{engine_version(self.ocr)}" if self.ocr.enabled else base
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         width, height = image_size(item)
+        page = Page(1, width, height)
+        if not self.ocr.enabled:
+            return self._artifact(item, "", [], page, [], from_ocr=False)
+        lines = image_lines(item.root, self.ocr, item.full_path, item.source_hash, (width, height))
+        page.source = f"ocr:{engine_version(self.ocr)}"
+        new_id = BlockIdAllocator(item.path)
+        parts, blocks, length = [], [], 0
+        for line in lines:
+            start = length
+            parts.append(line.text + "\n\n")
+            length += len(line.text) + 2
+            blocks.append(Block(new_id("ocr_line", line.text), "ocr_line", line.text, page=1, bbox=line.bbox,
+                                char_range=[start, start + len(line.text)], confidence=line.confidence))
+        warnings = [] if blocks else [Warning_("ocr_no_text", "OCR found no text in this image")]
+        return self._artifact(item, "".join(parts), blocks, page, warnings, from_ocr=True)
+
+    def _artifact(self, item, text, blocks, page, warnings, from_ocr) -> ParsedResourceArtifact:
+        provider = self.ocr.engine if from_ocr else self.name
         return ParsedResourceArtifact(
-            kind=KIND_IMAGE, provider=self.name, provider_version=self.version(),
-            source_path=item.path, source_hash=item.source_hash, text="",
-            blocks=[], sections=[], pages=[Page(1, width, height)],
-        )
+            kind=KIND_IMAGE, provider=provider, provider_version=self.version(), source_path=item.path,
+            source_hash=item.source_hash, text=text, blocks=blocks, sections=[], pages=[page],
+            warnings=warnings, from_ocr=from_ocr)

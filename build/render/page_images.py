@@ -13,6 +13,7 @@ one gets a new folder.
 from __future__ import annotations
 
 import io
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ def render_all(jobs: list[PageImageJob], workers: int, on_done=lambda n: None) -
         return total
     chunks = [c for job in jobs for c in split(job, workers * 2 if len(job.pages) > 8 else 1)]
     total = 0
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
         for n in pool.map(render_job, chunks):
             total += n
             on_done(n)

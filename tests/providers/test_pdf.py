@@ -6,6 +6,7 @@ import pymupdf
 import pytest
 
 from build.model import ProviderError
+from build.ocr.settings import OcrSettings
 from build.providers.base import ParseInput
 from build.providers.pdf import PdfProvider
 from build.scan import file_sha256
@@ -14,8 +15,8 @@ from tests.conftest import FIXTURES, SPEC_PDF
 SENTENCE = "The retention period for audit evidence is seven years"
 
 
-def parse(root, rel):
-    return PdfProvider().parse(ParseInput(root, rel, file_sha256(root / rel)))
+def parse(root, rel, ocr: OcrSettings = OcrSettings(engine="none")):
+    return PdfProvider(ocr).parse(ParseInput(root, rel, file_sha256(root / rel)))
 
 
 def overlap(a, b) -> float:

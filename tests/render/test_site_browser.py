@@ -148,3 +148,21 @@ def test_pages_load_without_errors(site, page, rel):
     open_page(page, out, rel)
     assert page.console_errors == []
     shoot(page, rel.replace("/", "_").replace(" ", "_"))
+
+
+@pytest.mark.parametrize("width", [1280, 700])
+def test_image_ocr_overlay_lands_on_the_text_at_any_size(site, page, width):
+    _, out = site
+    bid = block_id(out, "线程作用域")
+    conn = sqlite3.connect(out / "evidence.sqlite")
+    bbox = json.loads(conn.execute("SELECT bbox_json FROM evidence_block WHERE block_id = ?", [bid]).fetchone()[0])
+    page.set_viewport_size({"width": width, "height": 700})
+    open_page(page, out, "研究/Rust 并发.assets/thread-scope.png.html", fragment=bid)
+    page.wait_for_function("document.querySelector('#page-1 img').complete")
+    img, box = rect(page, "#page-1 img"), rect(page, f'[id="{bid}"]')
+    natural = page.eval_on_selector("#page-1 img", "el => [el.naturalWidth, el.naturalHeight]")
+    sx, sy = img["width"] / natural[0], img["height"] / natural[1]
+    assert abs(box["x"] - (img["x"] + bbox[0] * sx)) <= 2 and abs(box["y"] - (img["y"] + bbox[1] * sy)) <= 2
+    assert abs(box["width"] - (bbox[2] - bbox[0]) * sx) <= 2
+    assert outline_color(page, f'[id="{bid}"]') == HIGHLIGHT
+    shoot(page, f"image-ocr-overlay-{width}")

@@ -1,0 +1,1 @@
+"""OCR: engines (local RapidOCR / Tesseract, remote MinerU), CJK normalisation, caching."""

@@ -1,0 +1,113 @@
+"""What providers call: OCR an image file or some pages of a PDF, through the cache.
+
+Cache keys are content hashes (the image's bytes; the PDF's bytes + page +
+dpi), so OCR never runs twice for the same input, whatever the file is called
+or wherever it moves. Engines load once per process (`engine_for`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+import pymupdf
+from PIL import Image, ImageOps
+
+from build.model import ProviderError
+from build.ocr import mineru
+from build.ocr.engines import ENGINES, OcrUnavailable
+from build.ocr.normalize import OcrLine
+from build.ocr.settings import OcrSettings, cached_lines, store_lines
+
+_SETUP_CODES = {"mineru_token_missing", "mineru_url_missing", "mineru_upload_not_allowed"}
+
+
+@lru_cache(maxsize=None)
+def engine_for(name: str):
+    """One engine object per process: models load once per worker, not once per image."""
+    if name not in ENGINES:
+        raise ProviderError("ocr_engine_unknown", f"unknown OCR engine '{name}'; use one of "
+                            f"{', '.join([*ENGINES, 'mineru'])}")
+    return ENGINES[name]()
+
+
+@lru_cache(maxsize=None)
+def engine_version(settings: OcrSettings) -> str:
+    if settings.engine == "mineru":
+        return mineru.VERSION + (f"|fallback:{engine_version(replace(settings, engine=settings.fallback))}"
+                                 if settings.fallback else "")
+    try:
+        return engine_for(settings.engine).version()
+    except (OcrUnavailable, ImportError, OSError):
+        return f"{settings.engine}-unavailable"
+
+
+def _local(settings: OcrSettings, image: Path) -> list[OcrLine]:
+    try:
+        return engine_for(settings.engine).recognise(image)
+    except OcrUnavailable as exc:
+        raise ProviderError("ocr_unavailable", str(exc)) from exc
+
+
+def _with_fallback(settings: OcrSettings, remote, local):
+    """MinerU when configured; the local fallback only if the user named one."""
+    if settings.engine != "mineru":
+        return local(settings)
+    try:
+        return remote()
+    except ProviderError as exc:
+        if exc.code in _SETUP_CODES and settings.fallback:
+            return local(replace(settings, engine=settings.fallback))
+        raise
+
+
+def image_lines(root: Path, settings: OcrSettings, path: Path, source_hash: str, size: tuple[int, int]) -> list[OcrLine]:
+    """OCR lines of an image file, boxes in pixels of the image as displayed (EXIF rotation applied)."""
+    version = engine_version(settings)
+    key = source_hash.removeprefix("sha256:")
+    cached = cached_lines(root, settings, version, key)
+    if cached is not None:
+        return cached
+
+    def local(s: OcrSettings) -> list[OcrLine]:
+        with tempfile.TemporaryDirectory() as tmp, Image.open(path) as im:
+            png = Path(tmp) / "image.png"
+            ImageOps.exif_transpose(im).convert("RGB").save(png)
+            return _local(s, png)
+
+    lines = _with_fallback(settings, lambda: mineru.extract(path, settings, {1: size}).get(1, []), local)
+    store_lines(root, settings, version, key, lines)
+    return lines
+
+
+def pdf_page_lines(root: Path, settings: OcrSettings, doc: pymupdf.Document, path: Path, source_hash: str,
+                   pages: list[int]) -> dict[int, list[OcrLine]]:
+    """OCR lines of some pages of a PDF, boxes in PDF points (top-left origin)."""
+    version = engine_version(settings)
+    keys = {n: hashlib.sha256(f"{source_hash}|page {n}|{settings.pdf_dpi} dpi".encode()).hexdigest() for n in pages}
+    found = {n: cached_lines(root, settings, version, keys[n]) for n in pages}
+    missing = [n for n, lines in found.items() if lines is None]
+    if missing:
+        sizes = {n: (doc[n - 1].rect.width, doc[n - 1].rect.height) for n in missing}
+        fresh = _with_fallback(settings, lambda: mineru.extract(path, settings, sizes),
+                               lambda s: {n: _render_and_read(s, doc[n - 1]) for n in missing})
+        for n in missing:
+            found[n] = fresh.get(n, [])
+            store_lines(root, settings, version, keys[n], found[n])
+    return found  # type: ignore[return-value]
+
+
+def _render_and_read(settings: OcrSettings, page: pymupdf.Page) -> list[OcrLine]:
+    """Render the page at `pdf_dpi`, OCR it, convert pixel boxes to points exactly (x 72/dpi)."""
+    scale = 72.0 / settings.pdf_dpi
+    with tempfile.TemporaryDirectory() as tmp:
+        png = Path(tmp) / "page.png"
+        page.get_pixmap(dpi=settings.pdf_dpi, colorspace=pymupdf.csGRAY).save(png)
+        lines = _local(settings, png)
+    rect = page.rect
+    return [OcrLine(line.text, [round(min(max(v * scale, 0), lim), 2) for v, lim in
+                                zip(line.bbox, (rect.width, rect.height, rect.width, rect.height))],
+                    line.confidence) for line in lines]
