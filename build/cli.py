@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from build import __version__
+from build.knowledge.lightrag import LightRagConfig
 from build.ocr.settings import OcrSettings
 from build.pipeline import BuildOptions, BuildReport, build
 from build.render.page_images import DEFAULT_ZOOM
@@ -47,11 +48,13 @@ def main() -> None:
 @click.option("--allow-upload", is_flag=True, help="Allow --ocr-engine mineru to upload files to that service.")
 @click.option("--ocr-fallback", type=click.Choice(["rapidocr", "tesseract"]),
               help="Local engine to use when MinerU is requested but not configured (default: none, an error).")
+@click.option("--lightrag-url", envvar="LIGHTRAG_URL",
+              help="Ingest parsed/OCR text into this LightRAG server (API key from LIGHTRAG_API_KEY only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON on stdout.")
 @click.option("--strict", is_flag=True, help="Exit with status 1 if any file was recorded as an error.")
 def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, site: bool, page_zoom: float,
                   ocr_engine: str, no_ocr: bool, mineru_url: str | None, allow_upload: bool,
-                  ocr_fallback: str | None, as_json: bool, strict: bool) -> None:
+                  ocr_fallback: str | None, lightrag_url: str | None, as_json: bool, strict: bool) -> None:
     """Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and
     a static site in OUT (open OUT/index.html, or serve OUT from any static host).
 
@@ -64,6 +67,7 @@ def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, sit
     ocr = OcrSettings(engine="none" if no_ocr else ocr_engine, mineru_url=mineru_url, allow_upload=allow_upload,
                       fallback=ocr_fallback)
     options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom, ocr=ocr,
+                           lightrag=LightRagConfig.from_env(lightrag_url),
                            progress=sys.stderr.isatty() and not as_json)
     report = build(workspace, options)
     if as_json:
@@ -87,6 +91,10 @@ def _print_report(report: BuildReport) -> None:
                    f"{Path(report.db_path).parent / 'index.html'}")
         for p in s["problems"]:
             click.echo(f"  site    {p['path']}: [{p['code']}] {p['message']}", err=True)
+    if report.knowledge is not None:
+        k = report.knowledge
+        click.echo(f"  lightrag: {k['inserted']} inserted, {k['deleted']} deleted, {k['unchanged']} unchanged, "
+                   f"{k['failed']} failed" + (f"; not reachable: {k['error']}" if k["error"] else ""))
     for err in report.errors:
         click.echo(f"  error   {err['path']}: [{err['code']}] {err['message']}", err=True)
     for warn in report.warnings:
@@ -102,7 +110,10 @@ def _print_report(report: BuildReport) -> None:
               help="Workspace to watch: rebuild incrementally on every change while serving.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=max(1, os.cpu_count() or 1),
               show_default="CPU count", help="Parallel parsers for --watch rebuilds.")
-def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs: int) -> None:
+@click.option("--lightrag-url", envvar="LIGHTRAG_URL", help="LightRAG server for /-/knowledge/* and the Ask page.")
+@click.option("--lightrag-timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
+def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs: int, lightrag_url: str | None,
+                  lightrag_timeout: float) -> None:
     """Serve SITE_DIR (the output of `build`): the static site, Datasette over its
     evidence.sqlite, and the /-/evidence/search|read|open endpoints, on one URL.
 
@@ -115,7 +126,55 @@ def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs
     if not (site_dir / "evidence.sqlite").is_file():
         raise click.ClickException(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
                                    f"--out {site_dir}` first")
-    serve(site_dir, host, port, watch, jobs)
+    serve(site_dir, host, port, watch, jobs, lightrag_url, lightrag_timeout)
+
+
+@main.command("ask")
+@click.argument("question")
+@click.option("--site", "site_dir", default="_site", type=click.Path(file_okay=False, path_type=Path),
+              show_default=True, help="The built site (its evidence.sqlite maps LightRAG's sources).")
+@click.option("--lightrag-url", envvar="LIGHTRAG_URL", help="LightRAG server (default: LIGHTRAG_URL).")
+@click.option("--mode", type=click.Choice(["naive", "local", "global", "hybrid", "mix"]), default="mix",
+              show_default=True)
+@click.option("--top-k", type=click.IntRange(1, 50), default=10, show_default=True)
+@click.option("--timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole answer (citations included) as JSON.")
+def ask_command(question: str, site_dir: Path, lightrag_url: str | None, mode: str, top_k: int, timeout: float,
+                as_json: bool) -> None:
+    """Ask LightRAG QUESTION and print the answer with citations you can click:
+    each opens the exact page, box or paragraph in the built site."""
+    from functions.db import EvidenceDB
+    from functions.errors import call
+    from functions.evidence import Context
+    from functions.knowledge import ask
+
+    if not (site_dir / "evidence.sqlite").is_file():
+        raise click.ClickException(f"{site_dir}/evidence.sqlite not found: build the workspace first")
+    ctx = Context(EvidenceDB(site_dir / "evidence.sqlite"), "", LightRagConfig.from_env(lightrag_url, timeout))
+    status, body = call(lambda r: ask(r, ctx), {"query": question, "mode": mode, "topK": top_k})
+    if as_json:
+        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+    elif status != 200 or not body.get("ok"):
+        message = body.get("error", {}).get("message") or body.get("message") or body.get("degradedReason")
+        raise click.ClickException(f"no answer: {message}")
+    else:
+        click.echo(ask_text(body, site_dir))
+    if status != 200 or not body.get("ok"):
+        sys.exit(1)
+
+
+def ask_text(body: dict, site_dir: Path) -> str:
+    """The answer with [id] badges, then one line per citation with a file:// link into the site."""
+    answer = "".join(s.get("text") or f"[{s['citationId']}]" for s in body.get("segments", []))
+    lines = [answer.strip() or "(no answer text)", ""]
+    site = site_dir.resolve().as_uri() + "/"
+    for c in body["citations"]:
+        where = " · ".join(x for x in (c["sourcePath"], f"p.{c['page']}" if "page" in c else "",
+                                       " > ".join(c["headingPath"])) if x)
+        lines.append(f"[{c['citationId']}] {where} ({c['locatorPrecision']})")
+        lines.append(f"    {c['displayQuote'][:160]}")
+        lines.append(f"    {site}{c['citationUrl']}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ from build.ids import resource_id
 from build.index.previous import PreviousBuild, PreviousResource, load_previous
 from build.index.schema import SCHEMA_VERSION
 from build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
+from build.knowledge.ingest import Candidate, reconcile
+from build.knowledge.lightrag import LightRagConfig
 from build.links import LinkResolver, Resolution, owners
 from build.model import (
     KIND_MARKDOWN,
@@ -43,6 +45,7 @@ from build.model import (
 )
 from build.ocr.settings import OcrSettings
 from build.providers import ParseInput, provider_for
+from build.providers.markdown import decode_note
 from build.render.page_images import DEFAULT_ZOOM
 from build.render.site import RenderOptions, RenderReport, render_site
 from build.scan import SourceFile, scan
@@ -63,6 +66,7 @@ class BuildOptions:
     site: bool = True  # render the static site after indexing
     page_zoom: float = DEFAULT_ZOOM
     ocr: OcrSettings = field(default_factory=OcrSettings)
+    lightrag: LightRagConfig | None = None  # ingest into LightRAG when set
 
 
 @dataclass
@@ -79,6 +83,7 @@ class BuildReport:
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     site: dict[str, Any] | None = None
+    knowledge: dict[str, Any] | None = None
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -311,8 +316,33 @@ class _Build:
                 kind = "resource_refers_to"
             self.changes.link_edges.append(edge_row(note_id, resource_id(hit.path), kind, link["block"], note_id))
 
+    def knowledge_candidates(self) -> list[Candidate]:
+        """Every file LightRAG should hold now: `ok` resources, with a lazy loader of their text."""
+        updated = {u.row["source_root_relative_path"]: u for u in self.changes.updates}
+        gone = set(self.changes.stale) | set(self.changes.removed)
+        out = []
+        for path, prev in self.prev.resources.items():
+            if path in updated or prev.resource_id in gone or prev.status != STATUS_OK:
+                continue
+            out.append(Candidate(path, prev.kind, prev.source_hash or "", bool(prev.artifact_path and
+                                 prev.artifact_path.endswith(".ocr.md")), self._text_loader(path, prev.artifact_path)))
+        for path, u in updated.items():
+            if u.artifact is not None and u.row["status"] == STATUS_OK:
+                text = u.artifact.text
+                out.append(Candidate(path, u.artifact.kind, u.row["source_hash"], u.artifact.from_ocr,
+                                     lambda text=text: text))
+        return sorted(out, key=lambda c: c.path)
+
+    def _text_loader(self, path: str, artifact_path: str | None):
+        source = self.root / (artifact_path or path)  # parsed text, or the note itself
+        return lambda: decode_note(source.read_bytes())[0] if source.is_file() else ""
+
     def links_changed(self) -> bool:
         return self.prev.meta.get("links_fingerprint") != self.changes.meta.get("links_fingerprint")
+
+
+def _knowledge_key(rows) -> list[tuple]:
+    return sorted((r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows)
 
 
 def _links_fingerprint(changes: IndexChanges) -> str:
@@ -349,7 +379,12 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.link_graph(resolved, set(links), owner_of)
         run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes)}
         changes = run.changes
-        run.report.changed = bool(changes.updates or changes.stale or changes.removed
+        if options.lightrag:
+            ingest = reconcile(options.lightrag, run.knowledge_candidates(), run.prev.knowledge, run.stamp)
+            run.report.knowledge = ingest.summary()
+            if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()):
+                changes.knowledge = ingest.rows
+        run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
                                   or run.links_changed() or not run.db_path.exists())
         if run.report.changed:
             changes.meta.update({

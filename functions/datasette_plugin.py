@@ -13,8 +13,10 @@ Registered by entry point (`datasette plugins` lists it). It adds:
   request sees it, without a restart and without a failed request.
 
 Settings (`plugins.mnote-evidence` in Datasette metadata), all optional:
-`site_dir` (default: the database's folder if it holds an index.html) and
-`site_base` (default `/site/`).
+`site_dir` (default: the database's folder if it holds an index.html),
+`site_base` (default `/site/`), `lightrag_url` (default: `LIGHTRAG_URL`) and
+`lightrag_timeout` (seconds, default 30). The LightRAG API key is read from
+`LIGHTRAG_API_KEY` only.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from datasette.utils.asgi import Response, asgi_send_file
 
 from build.text import QueryError, fts_query
 from build.urls import page_url
-from functions import evidence
+from build.knowledge.lightrag import LightRagConfig
+from functions import evidence, knowledge
 from functions.db import EvidenceDB
 from functions.errors import call
 from functions.metadata import CANNED_QUERIES, TABLES
@@ -71,14 +74,15 @@ class _State:
                 self.name, self.db = name, EvidenceDB(db.path)
                 break
         self.identity = self._identity()
-        self._site: tuple[str, Path | None] | None = None
+        self._site: tuple[str, Path | None, LightRagConfig | None] | None = None
 
-    def _settings(self) -> tuple[str, Path | None]:
+    def _settings(self) -> tuple[str, Path | None, LightRagConfig | None]:
         if self._site is None:
             config = self.datasette.plugin_config(PLUGIN) or {}
             site_dir = config.get("site_dir") or (str(self.db.path.parent) if self.db else None)
             found = Path(site_dir).resolve() if site_dir and (Path(site_dir) / "index.html").exists() else None
-            self._site = (config.get("site_base", "/site/"), found)
+            lightrag = LightRagConfig.from_env(config.get("lightrag_url"), float(config.get("lightrag_timeout", 30)))
+            self._site = (config.get("site_base", "/site/"), found, lightrag)
         return self._site
 
     @property
@@ -112,7 +116,7 @@ class _State:
 
     def context(self) -> evidence.Context:
         base = self.site_base if self.site_dir else ""
-        return evidence.Context(self.db, base)
+        return evidence.Context(self.db, base, self._settings()[2])
 
 
 _STATES: dict[int, _State] = {}
@@ -210,6 +214,9 @@ def register_routes(datasette):
         (r"^/-/evidence/search$", _endpoint(evidence.search)),
         (r"^/-/evidence/read$", _endpoint(evidence.read)),
         (r"^/-/evidence/open$", _endpoint(evidence.open_)),
+        (r"^/-/knowledge/query$", _endpoint(knowledge.query)),
+        (r"^/-/knowledge/status$", _endpoint(knowledge.status)),
+        (r"^/-/knowledge/ask$", _endpoint(knowledge.ask)),
         (r"^/site/(?P<path>.*)$", _site_file),
     ]
     if _state(datasette).site_dir is not None:
@@ -219,7 +226,7 @@ def register_routes(datasette):
 
 @hookimpl
 def skip_csrf(datasette, scope):
-    return scope.get("path", "").startswith("/-/evidence/")
+    return scope.get("path", "").startswith(("/-/evidence/", "/-/knowledge/"))
 
 
 @hookimpl

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from build.index.schema import LINK_EDGE_TYPES
+from build.knowledge.lightrag import LightRagConfig
 from build.locator import OPEN_ACTION
 from build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF
 from build.text import QueryError, query_terms
@@ -24,7 +25,7 @@ from build.urls import page_url
 from functions.db import EvidenceDB
 from functions.errors import BadRequest, Gone, NotFound
 from functions.fts import Hit, search_blocks
-from functions.quotes import quote_window
+from functions.cleaning import quote_window
 
 KINDS = (KIND_MARKDOWN, KIND_PDF, KIND_IMAGE, KIND_OFFICE)
 MODES = ("fts", "graph", "hybrid")
@@ -38,6 +39,7 @@ GRAPH_DECAY = 0.5
 class Context:
     db: EvidenceDB
     site_base: str = ""  # prefix of openAction URLs: "" = site-relative, "/site/" when served
+    lightrag: LightRagConfig | None = None  # knowledge functions and includeOcr
 
 
 # -- request validation ------------------------------------------------------------
@@ -176,7 +178,7 @@ def search(request: dict, ctx: Context) -> dict:
     top_k = _int(request, "topK", DEFAULT_TOP_K, 1, MAX_TOP_K)
     kinds = _kinds(request)
     prefix = _str(request, "pathPrefix", max_len=500)
-    _bool(request, "includeOcr")  # accepted; OCR hits from LightRAG join with the knowledge functions
+    include_ocr = _bool(request, "includeOcr")
     conn = ctx.db.connect()
     try:
         hits = search_blocks(conn, query, top_k, kinds=kinds, path_prefix=prefix)
@@ -194,8 +196,18 @@ def search(request: dict, ctx: Context) -> dict:
             if hit.block_id not in seen:
                 seen.add(hit.block_id)
                 results.append(_result(hit, terms, ctx, "graph", score, via))
-    return {"ok": True, "query": query, "mode": mode, "results": results[:top_k],
-            "boundary": {"kind": "ordinary_local_search"}, "degraded": False}
+    out = {"ok": True, "query": query, "mode": mode, "results": results[:top_k],
+           "boundary": {"kind": "ordinary_local_search"}, "degraded": False}
+    if include_ocr:
+        out["boundary"] = {"kind": "ordinary_local_search_with_knowledge_ocr"}
+        if len(out["results"]) < top_k:  # SPEC §11: LightRAG OCR hits only when local ones are fewer than topK
+            from functions.knowledge import ocr_results
+
+            extra, reason = ocr_results(ctx, query, top_k, {r["evidenceId"] for r in results})
+            out["results"] += extra[: top_k - len(out["results"])]
+            if reason:
+                out.update(degraded=True, degradedReason=reason)
+    return out
 
 
 # -- evidence.read ----------------------------------------------------------------------

@@ -70,7 +70,7 @@ class Watcher(threading.Thread):
 
     def _build(self, detected: float) -> None:
         cmd = [sys.executable, "-m", "build.cli", "build", str(self.workspace), "--out", str(self.out),
-               "--jobs", str(self.jobs), "--json"]
+               "--jobs", str(self.jobs), "--json"]  # LIGHTRAG_URL / MINERU_* pass through the environment
         result = subprocess.run(cmd, capture_output=True, text=True)
         self.builds += 1
         if result.returncode != 0:
@@ -84,7 +84,8 @@ class Watcher(threading.Thread):
                  "after the change was seen")
 
 
-def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int) -> None:
+def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, lightrag_url: str | None = None,
+          lightrag_timeout: float = 30.0) -> None:
     import uvicorn
     from datasette.app import Datasette
 
@@ -92,7 +93,8 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int) -
     ds = Datasette(
         immutables=[str(db)],
         settings={"suggest_facets": False, "facet_time_limit_ms": 50},
-        metadata={"plugins": {"mnote-evidence": {"site_dir": str(site_dir.resolve())}}},
+        metadata={"plugins": {"mnote-evidence": {"site_dir": str(site_dir.resolve()), "lightrag_url": lightrag_url,
+                                                 "lightrag_timeout": lightrag_timeout}}},
     )
     url = f"http://{host}:{port}"
     print(f"Evidence site:  {url}/site/index.html\nData (SQL):     {url}/evidence\n"

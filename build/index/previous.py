@@ -29,10 +29,11 @@ class PreviousBuild:
     resources: dict[str, PreviousResource]  # by root-relative path
     links: dict[str, list[dict]]  # note resource_id -> its evidence_link rows
     meta: dict[str, str]
+    knowledge: dict[str, dict]  # path -> knowledge_source row
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
-    empty = PreviousBuild({}, {}, {})
+    empty = PreviousBuild({}, {}, {}, {})
     if not db_path.exists() or not is_valid_db(db_path):
         return empty
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
@@ -50,6 +51,7 @@ def load_previous(db_path: Path) -> PreviousBuild:
                               "ORDER BY rowid"):
             links.setdefault(r["resource_id"], []).append(dict(r))
         meta = {r["key"]: r["value"] for r in conn.execute("SELECT key, value FROM build_meta")}
-        return PreviousBuild(resources, links, meta)
+        knowledge = {r["source_root_relative_path"]: dict(r) for r in conn.execute("SELECT * FROM knowledge_source")}
+        return PreviousBuild(resources, links, meta, knowledge)
     finally:
         conn.close()

@@ -45,6 +45,7 @@ class IndexChanges:
     links: list[dict[str, Any]] = field(default_factory=list)  # every evidence_link row
     link_edges: list[dict[str, Any]] = field(default_factory=list)  # every link-type edge
     meta: dict[str, str] = field(default_factory=dict)
+    knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
 
 
 def now_ms() -> int:
@@ -178,6 +179,9 @@ def write_index(db_path: Path, changes: IndexChanges) -> None:
             if previous[rid]:
                 anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
         _replace_links(conn, db, changes)
+        if changes.knowledge is not None:
+            conn.execute("DELETE FROM knowledge_source")
+            db["knowledge_source"].insert_all(changes.knowledge, batch_size=500)
         db["build_meta"].upsert_all(({"key": k, "value": v} for k, v in changes.meta.items()), pk="key")
         conn.execute("COMMIT")
         conn.execute("PRAGMA journal_mode=DELETE")

@@ -83,7 +83,7 @@ class _Site:
         self.resources = data.resources(self.conn)
         self.by_path = {r.path: r for r in self.resources}
         self.resolver = LinkResolver({r.path for r in self.resources if r.status != STATUS_STALE})
-        self.generated = {page_path(r.path) for r in self.resources} | {"index.html"}
+        self.generated = {page_path(r.path) for r in self.resources} | {"index.html", "ask.html"}
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
 
     # -- common context ----------------------------------------------------------
@@ -306,6 +306,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 site.report.tombstones += 1
         site.report.page_images = page_images.render_all(image_jobs, options.jobs, on_progress)
         atomic_write_text(out / "index.html", site.render_index())
+        atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
+            site._base("ask.html", "Ask", None) | {"crumbs": [], "file_name": "Ask"}))
         _copy_static(out)
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages}, ensure_ascii=False,
                                                        indent=0))

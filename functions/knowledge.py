@@ -1,0 +1,142 @@
+"""`knowledge.query`, `knowledge.status`, `knowledge.ask` (SPEC §9-§11): LightRAG, cited.
+
+LightRAG retrieves; we cite. Its chunks are mapped to evidence blocks by
+`functions.citations`; its raw data appears only under `diagnostics`. LightRAG
+being down, slow, erroring or answering garbage never raises: the answer comes
+back within the configured timeout with `ok: false` (or `degraded: true`) and
+a reason code, and evidence search does not depend on any of this.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from build.knowledge.lightrag import LightRag, LightRagError
+from functions.citations import CitationMapper
+from functions.evidence import Context, _fields, _int, _str
+from functions.errors import BadRequest
+
+MODES = ("naive", "local", "global", "hybrid", "mix")
+MAX_TOP_K = 50
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+
+
+def _mode(request: dict) -> str:
+    mode = request.get("mode", "mix")
+    if mode not in MODES:
+        raise BadRequest(f"'mode' must be one of {', '.join(MODES)}")
+    return mode
+
+
+def _unavailable(reason: str, message: str, **extra) -> dict[str, Any]:
+    return {"ok": False, "degraded": True, "degradedReason": reason, "message": message, **extra}
+
+
+def _retrieve(ctx: Context, query: str, mode: str, top_k: int) -> tuple[dict, dict]:
+    """(LightRAG data, mapped result) or raises LightRagError."""
+    with LightRag(ctx.lightrag) as client:
+        data = client.query_data(query, mode, top_k)
+    mapper = CitationMapper(ctx.db.connect(), query, ctx.site_base)
+    citations = [c for rank, chunk in enumerate(data.get("chunks") or [])
+                 if isinstance(chunk, dict) and (c := mapper.citation(chunk, rank))]
+    references = [{"referenceId": str(r.get("reference_id")), "filePath": r.get("file_path"),
+                   "sourcePath": (mapper._source(str(r.get("file_path"))) or {"path": None})["path"]}
+                  for r in data.get("references") or [] if isinstance(r, dict)]
+    return data, {"citations": citations, "references": references,
+                  "diagnostics": {**mapper.diagnostics, "chunkCount": len(data.get("chunks") or []),
+                                  "provider": {"entities": len(data.get("entities") or []),
+                                               "relationships": len(data.get("relationships") or [])}}}
+
+
+QUERY_FIELDS = {"query", "mode", "topK"}
+
+
+def query(request: dict, ctx: Context) -> dict:
+    _fields(request, QUERY_FIELDS)
+    text = _str(request, "query", required=True)
+    mode, top_k = _mode(request), _int(request, "topK", 10, 1, MAX_TOP_K)
+    if ctx.lightrag is None:
+        return _unavailable("knowledge_rag_unconfigured", "no LightRAG server configured (set LIGHTRAG_URL)",
+                            citations=[], references=[])
+    try:
+        _, mapped = _retrieve(ctx, text, mode, top_k)
+    except LightRagError as exc:
+        if exc.reason == "knowledge_rag_rejected":
+            raise BadRequest(exc.message) from None
+        return _unavailable(exc.reason, exc.message, citations=[], references=[])
+    return {"ok": True, "query": text, "mode": mode, "degraded": False, "degradedReason": None, **mapped}
+
+
+def status(request: dict, ctx: Context) -> dict:
+    _fields(request, set())
+    if ctx.lightrag is None:
+        return {"ok": True, "healthy": False, "reason": "knowledge_rag_unconfigured"}
+    try:
+        with LightRag(ctx.lightrag) as client:
+            health = client.health()
+    except LightRagError as exc:
+        return {"ok": True, "healthy": False, "reason": exc.reason, "message": exc.message}
+    conf = health.get("configuration") or {}
+    rerank_binding = conf.get("rerank_binding")
+    return {"ok": True, "healthy": health.get("status") == "healthy", "coreVersion": health.get("core_version"),
+            "embeddingModel": conf.get("embedding_model"), "llmModel": conf.get("llm_model"),
+            "rerankEnabled": bool(conf.get("enable_rerank")),
+            "rerankAvailable": bool(rerank_binding and rerank_binding != "null"
+                                    and (health.get("rerank_queue_status") or {}).get("available", True)),
+            "rerankModel": conf.get("rerank_model"), "pipelineBusy": bool(health.get("pipeline_busy"))}
+
+
+ASK_FIELDS = {"query", "mode", "topK"}
+
+
+def ask(request: dict, ctx: Context) -> dict:
+    """LightRAG's answer text, with `[n]` markers turned into our citation ids (only ids we mapped)."""
+    result = query(request, ctx)
+    if not result["ok"]:
+        return {**result, "answer": None, "segments": []}
+    try:
+        with LightRag(ctx.lightrag) as client:
+            answered = client.answer(result["query"], result["mode"], _int(request, "topK", 10, 1, MAX_TOP_K))
+    except LightRagError as exc:
+        return {**result, "degraded": True, "degradedReason": exc.reason, "answer": None, "segments": []}
+    by_path: dict[str, str] = {}
+    for c in result["citations"]:
+        by_path.setdefault(c["sourcePath"], c["citationId"])
+    ref_to_cite = {}
+    for ref in answered.get("references") or []:
+        mapped = CitationMapper(ctx.db.connect(), result["query"], ctx.site_base)._source(str(ref.get("file_path")))
+        if mapped and mapped["path"] in by_path:
+            ref_to_cite[str(ref.get("reference_id"))] = by_path[mapped["path"]]
+    answer = str(answered.get("response") or "")
+    segments, dropped, pos = [], [], 0
+    for m in _MARKER.finditer(answer):
+        segments.append({"text": answer[pos:m.start()]})
+        cite = ref_to_cite.get(m.group(1))
+        if cite:
+            segments.append({"citationId": cite})
+        else:
+            dropped.append(m.group(0))  # a marker the model produced that maps to no citation of ours
+        pos = m.end()
+    segments.append({"text": answer[pos:]})
+    result["diagnostics"]["droppedMarkers"] = dropped
+    return {**result, "answer": answer, "segments": [s for s in segments if s.get("text") != ""]}
+
+
+def ocr_results(ctx: Context, query_text: str, top_k: int, have: set[str]) -> tuple[list[dict], str | None]:
+    """For evidence.search includeOcr: LightRAG hits on OCR'd sources (images, scanned pages)."""
+    if ctx.lightrag is None:
+        return [], "knowledge_rag_unconfigured"
+    try:
+        _, mapped = _retrieve(ctx, query_text, "naive", top_k)
+    except LightRagError as exc:
+        return [], exc.reason
+    out = []
+    for c in mapped["citations"]:
+        if not c["diagnostics"]["ocrTextExposed"] and c["resourceKind"] != "image":
+            continue
+        if "blockId" not in c or c["blockId"] in have:
+            continue
+        out.append({"evidenceId": c["blockId"], "quote": c["locatorEvidenceText"], "score": c["relevanceScore"],
+                    "matchSource": "knowledge_ocr", "source": c["source"]})
+    return out, None
