@@ -155,8 +155,9 @@ def ask_command(question: str, site_dir: Path, lightrag_url: str | None, mode: s
     if as_json:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
     elif status != 200 or not body.get("ok"):
-        message = body.get("error", {}).get("message") or body.get("message") or body.get("degradedReason")
-        raise click.ClickException(f"no answer: {message}")
+        code = body.get("error", {}).get("code") or body.get("degradedReason")
+        message = body.get("error", {}).get("message") or body.get("message") or ""
+        raise click.ClickException(f"no answer [{code}]: {message}")
     else:
         click.echo(ask_text(body, site_dir))
     if status != 200 or not body.get("ok"):

@@ -79,7 +79,9 @@ def status(request: dict, ctx: Context) -> dict:
         return {"ok": True, "healthy": False, "reason": exc.reason, "message": exc.message}
     conf = health.get("configuration") or {}
     rerank_binding = conf.get("rerank_binding")
-    return {"ok": True, "healthy": health.get("status") == "healthy", "coreVersion": health.get("core_version"),
+    healthy = health.get("status") == "healthy"
+    extra = {} if healthy else {"reason": "knowledge_rag_unhealthy", "message": f"status {health.get('status')!r}"}
+    return {"ok": True, "healthy": healthy, **extra, "coreVersion": health.get("core_version"),
             "embeddingModel": conf.get("embedding_model"), "llmModel": conf.get("llm_model"),
             "rerankEnabled": bool(conf.get("enable_rerank")),
             "rerankAvailable": bool(rerank_binding and rerank_binding != "null"
