@@ -56,14 +56,14 @@ def make_db(path: Path, blocks: int) -> None:
     texts = corpus(blocks)
     batch = []
     for n, text in enumerate(texts):
-        rid = n % resources
+        rid = n * resources // blocks  # a resource's blocks are contiguous, as a real build writes them
         res_path = f"notes/n{rid}.assets/doc{rid}.pdf"
         block = Block(f"b-{n:012d}", "paragraph", text, page=rnd.randint(1, 50),
                       bbox=[72.0, 100.0, 520.0, 140.0], char_range=[0, len(text)])
         loc = locator(resource_path=res_path, kind="pdf", owner_path=f"notes/n{rid}.md",
                       source_map_path=f"notes/n{rid}.ocr/doc{rid}.pdf.source-map.json", block=block,
                       section_path=["Bench"])
-        batch.append((n + 1, block.id, f"r-{rid:06d}", n // resources, text, block.page,
+        batch.append((n + 1, block.id, f"r-{rid:06d}", n % (blocks // resources), text, block.page,
                       json.dumps(block.bbox), json.dumps(loc, ensure_ascii=False), segment_for_index(text)))
         if len(batch) == 20000:
             _flush(conn, batch)

@@ -3,7 +3,7 @@
 For each chunk: LightRAG `file_path` -> `knowledge_source` -> resource (unmapped,
 stale, deleted or failed sources go to diagnostics, never to citations) ->
 the evidence blocks the chunk covers (a block is covered when the start of its
-normalised text occurs in the normalised chunk) -> the best block for the
+whitespace-folded text occurs in the whitespace-folded chunk) -> the best block for the
 query: the one whose query-term occurrences score highest, where an
 occurrence embedded in a longer CJK compound counts less (吡咯烷 inside
 N-甲基吡咯烷酮), so a short term lands on its own paragraph. Chunks that cover
@@ -35,15 +35,28 @@ _FLANK = (1.0, 0.6, 0.25)
 
 @dataclass
 class BlockRow:
+    """A block of a cited resource: just what coverage and scoring need."""
+
     block_id: str
     kind: str
     text: str
     ordinal: int
     page: int | None
-    bbox: list[float] | None
-    section_path: list[str]
-    locator: dict[str, Any]
-    norm: str
+
+    @property
+    def head(self) -> str:
+        """The start of the block's text with whitespace folded, as it must appear in a covering chunk.
+
+        Chunk and block come from the same parsed text, so only spacing can differ (a chunker
+        re-flows lines); block texts are almost always single-spaced already."""
+        head = self.text[: COVER_PREFIX * 2]
+        if "  " in head or "\n" in head or "\t" in head:
+            head = " ".join(head.split())
+        return head[:COVER_PREFIX]
+
+
+def fold(text: str) -> str:
+    return " ".join(text.split())
 
 
 def term_score(text: str, terms: list[str]) -> float:
@@ -84,7 +97,9 @@ class CitationMapper:
 
     # -- lookups ----------------------------------------------------------------------
     def _source(self, file_path: str) -> sqlite3.Row | None:
-        return self.conn.execute(
+        cur = self.conn.cursor()
+        cur.row_factory = sqlite3.Row  # whatever the connection's own row factory is
+        return cur.execute(
             "SELECT k.source_root_relative_path AS path, k.ocr_text_exposed, r.resource_id, r.kind, r.status "
             "FROM knowledge_source k LEFT JOIN evidence_resource r "
             "ON r.source_root_relative_path = k.source_root_relative_path WHERE k.lightrag_file_path = ?",
@@ -93,18 +108,22 @@ class CitationMapper:
     def _resource_blocks(self, resource_id: str) -> list[BlockRow]:
         if resource_id not in self._blocks:
             self._blocks[resource_id] = [
-                BlockRow(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else None, json.loads(r[6]),
-                         json.loads(r[7]), normalise(r[2]).lower())
-                for r in self.conn.execute(
-                    "SELECT block_id, kind, text, ordinal, page, bbox_json, section_path_json, locator_json "
-                    "FROM evidence_block WHERE resource_id = ? ORDER BY ordinal", [resource_id])]
+                BlockRow(*r) for r in self.conn.execute("SELECT block_id, kind, text, ordinal, page FROM evidence_block "
+                                           "WHERE resource_id = ? ORDER BY ordinal", [resource_id])]
         return self._blocks[resource_id]
+
+    def _details(self, block_ids: list[str]) -> dict[str, tuple]:
+        """(bbox, section path, locator) of the few blocks a citation uses: one query, parsed once."""
+        marks = ",".join("?" * len(block_ids))
+        return {r[0]: (json.loads(r[1]) if r[1] else None, json.loads(r[2]), json.loads(r[3]))
+                for r in self.conn.execute("SELECT block_id, bbox_json, section_path_json, locator_json "
+                                           f"FROM evidence_block WHERE block_id IN ({marks})", block_ids)}
 
     # -- mapping ----------------------------------------------------------------------
     def covered(self, resource_id: str, chunk_norm: str) -> list[BlockRow]:
         """Blocks whose text starts inside the chunk; a very short block only if it holds a query term."""
-        return [b for b in self._resource_blocks(resource_id) if b.norm[:COVER_PREFIX] in chunk_norm
-                and (len(b.norm) >= MIN_COVER or term_score(b.text, self.terms) > 0)]
+        return [b for b in self._resource_blocks(resource_id) if b.head in chunk_norm
+                and (len(b.text) >= MIN_COVER or term_score(b.text, self.terms) > 0)]
 
     def best_block(self, resource_id: str, path: str, covered: list[BlockRow]) -> tuple[BlockRow | None, str]:
         # A heading that is just the term ("吗啉") is weaker evidence than the paragraph under it.
@@ -138,7 +157,7 @@ class CitationMapper:
             return None
         cleaned = clean_text(raw)
         placeholder = is_image_placeholder(raw)
-        covered = self.covered(src["resource_id"], normalise(cleaned).lower())
+        covered = self.covered(src["resource_id"], fold(cleaned))
         block, how = self.best_block(src["resource_id"], src["path"], covered)
         return self._build(src, chunk_id, raw, cleaned, placeholder, block, how, covered, rank)
 
@@ -150,10 +169,12 @@ class CitationMapper:
             self.diagnostics["duplicates"].append({"chunkId": chunk_id, "sourcePath": path})
             return None
         self.seen.add(key)
-        loc = block.locator if block else {"precision": "file", "sectionPath": []}
+        used = covered[:MAX_REGIONS] if len(covered) > 1 else []
+        details = self._details([b.block_id for b in used] + ([block.block_id] if block else []))
+        bbox, section_path, loc = details[block.block_id] if block else (None, [], {"precision": "file"})
         precision = loc["precision"]
-        regions = [{"page": b.page, "bbox": b.bbox, "blockId": b.block_id} for b in covered[:MAX_REGIONS]
-                   if b.bbox is not None] if len(covered) > 1 else []
+        regions = [{"page": b.page, "bbox": details[b.block_id][0], "blockId": b.block_id} for b in used
+                   if details[b.block_id][0] is not None]
         if block:
             url = page_url(path, block.block_id)
             if len({r["page"] for r in regions}) > 1 or len(regions) > 1:
@@ -174,7 +195,7 @@ class CitationMapper:
         cid = self._id(kind, path, block.block_id if block else chunk_id)
         out: dict[str, Any] = {
             "citationId": cid, "provider": self.provider, "sourcePath": path, "resourceKind": kind,
-            "headingPath": block.section_path if block else [], "displayQuote": display,
+            "headingPath": section_path, "displayQuote": display,
             "locatorEvidenceText": evidence, "searchQuery": search, "quoteSource": quote_source,
             "locatorPrecision": precision, "locatorDegraded": precision in ("paragraph", "file"),
             "citationUrl": self.base + url, "relevanceScore": round(1 / (rank + 1), 4),
@@ -183,8 +204,8 @@ class CitationMapper:
             out["blockId"] = block.block_id
             if block.page is not None:
                 out["page"] = block.page
-            if block.bbox is not None:
-                out["bbox"] = block.bbox
+            if bbox is not None:
+                out["bbox"] = bbox
             out["source"] = {**loc, "openAction": {**loc["openAction"], "url": self.base + loc["openAction"]["url"]}}
         if regions:
             out["regions"] = regions

@@ -100,6 +100,7 @@ CREATE TABLE IF NOT EXISTS evidence_anchor (
     retired_at_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS evidence_anchor_resource ON evidence_anchor(resource_id);
+CREATE INDEX IF NOT EXISTS knowledge_source_name ON knowledge_source(lightrag_file_path);
 CREATE TABLE IF NOT EXISTS build_meta (
     key TEXT PRIMARY KEY,
     value TEXT
