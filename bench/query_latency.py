@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import wait_for_http  # noqa: E402
 from bench.fts_recall import corpus  # noqa: E402
 from build.index.schema import create_schema  # noqa: E402
 from build.locator import locator  # noqa: E402
@@ -114,12 +115,7 @@ def main() -> None:
                             stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
-        for _ in range(200):
-            try:
-                httpx.get(base + "/-/versions.json", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        wait_for_http(base + "/-/versions.json")
         ours = []
         with httpx.Client(timeout=60) as http:
             for q in QUERIES:  # warm-up, as raw's first round also warms the page cache

@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import wait_for_http  # noqa: E402
 from bench.noop_rebuild import make_workspace  # noqa: E402
 from build.pipeline import BuildOptions, build  # noqa: E402
 
@@ -55,12 +56,7 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "build.cli", "serve", str(out), "--port", str(port), "--watch",
                              str(ws), "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    for _ in range(300):
-        try:
-            httpx.get(base + "/-/versions.json", timeout=1)
-            break
-        except httpx.TransportError:
-            time.sleep(0.1)
+    wait_for_http(base + "/-/versions.json")
     latencies: list[float] = []
     errors: list[str] = []
     deadline = time.monotonic() + args.seconds

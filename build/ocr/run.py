@@ -45,6 +45,11 @@ def engine_version(settings: OcrSettings) -> str:
         return f"{settings.engine}-unavailable"
 
 
+def versioned(base: str, settings: OcrSettings) -> str:
+    """A provider version that changes with the OCR engine (so switching engines re-parses)."""
+    return f"{base}+ocr:{engine_version(settings)}" if settings.enabled else base
+
+
 def _local(settings: OcrSettings, image: Path) -> list[OcrLine]:
     try:
         return engine_for(settings.engine).recognise(image)

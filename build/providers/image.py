@@ -14,7 +14,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from build.ids import BlockIdAllocator
 from build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
-from build.ocr.run import engine_version, image_lines
+from build.ocr.run import engine_version, image_lines, versioned
 from build.ocr.settings import OcrSettings
 from build.providers.base import ParseInput
 
@@ -44,8 +44,7 @@ class ImageProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        base = f"{PIL.__version__}+m{REVISION}"
-        return f"{base}+ocr:{engine_version(self.ocr)}" if self.ocr.enabled else base
+        return versioned(f"{PIL.__version__}+m{REVISION}", self.ocr)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         width, height = image_size(item)

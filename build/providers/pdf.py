@@ -22,7 +22,7 @@ import pymupdf
 
 from build.ids import BlockIdAllocator
 from build.model import KIND_PDF, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
-from build.ocr.run import engine_version, pdf_page_lines
+from build.ocr.run import engine_version, pdf_page_lines, versioned
 from build.ocr.settings import OcrSettings
 from build.providers.base import ParseInput
 from build.sections import SectionTree
@@ -181,8 +181,7 @@ class PdfProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        base = f"{pymupdf.VersionBind}+m{REVISION}"
-        return f"{base}+ocr:{engine_version(self.ocr)}" if self.ocr.enabled else base
+        return versioned(f"{pymupdf.VersionBind}+m{REVISION}", self.ocr)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         data = item.full_path.read_bytes()

@@ -12,13 +12,13 @@ import gzip
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import httpx
 
+from tests.functions.conftest import free_port
 from tests.knowledge.standin import DIM, StandIn
 
 ENCODINGS = {"o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -34,12 +34,6 @@ def seed_tiktoken(cache_dir: Path) -> None:
         target = cache_dir / hashlib.sha1(url.encode()).hexdigest()
         if not target.exists():
             target.write_bytes(gzip.decompress((data_dir / f"{name}.tiktoken.gz").read_bytes()))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LightRag:
