@@ -29,15 +29,20 @@ GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "
          "neq": "≠", "approx": "≈", "pm": "±", "rightarrow": "→", "to": "→"}
 
 
+def _group(x: str) -> str:
+    """Parenthesise a fraction part unless it is one token or one √(...)."""
+    x = x.strip()
+    return x if re.fullmatch(r"[\w.^]+|√\([^()]*\)", x) else f"({x})"
+
+
 def latex_to_text(expr: str) -> str:
     out = expr
-    for _ in range(3):  # nested fractions and roots
-        out = re.sub(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", r"(\1)/(\2)", out)
+    for _ in range(3):  # nested fractions and roots, innermost first
         out = re.sub(r"\\sqrt\s*\{([^{}]*)\}", r"√(\1)", out)
+        out = re.sub(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", lambda m: f"{_group(m.group(1))}/{_group(m.group(2))}", out)
     out = re.sub(r"\\(?:text|mathrm|mathbf|mathit|operatorname)\s*\{([^{}]*)\}", r"\1", out)
     out = re.sub(r"\\([A-Za-z]+)", lambda m: GREEK.get(m.group(1), m.group(1)), out)
-    out = out.replace("{", "").replace("}", "").replace("\\,", " ").replace("\\", "")
-    return re.sub(r"\(([A-Za-z0-9.]+)\)/\(([A-Za-z0-9.]+)\)", r"\1/\2", out)
+    return out.replace("{", "").replace("}", "").replace("\\,", " ").replace("\\", "")
 
 
 def clean_text(text: str) -> str:

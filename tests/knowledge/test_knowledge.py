@@ -123,7 +123,7 @@ def test_same_file_name_in_two_folders_maps_to_each(kctx):
 def test_cleaning_keeps_terms_and_drops_markup():
     cleaned = clean_text(EQUATION_CHUNK)
     assert "<" not in cleaned and "drawing" not in cleaned and "format=" not in cleaned
-    assert "E = mc^2" in cleaned and "γ = 1/(√(1 - v^2/c^2))" in cleaned or "γ = (1)/" in cleaned
+    assert "E = mc^2" in cleaned and "γ = 1/√(1 - v^2/c^2)" in cleaned
     window = quote_window(cleaned, ["Lorentz", "factor"], 80)
     assert "Lorentz factor" in window
 
