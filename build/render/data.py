@@ -27,18 +27,6 @@ class Resource:
 
 
 @dataclass
-class BlockRow:
-    block_id: str
-    kind: str
-    text: str
-    ordinal: int
-    section_id: str | None
-    page: int | None
-    bbox: list[float] | None
-    paragraph_index: int | None
-
-
-@dataclass
 class SectionNode:
     section_id: str
     title: str
@@ -71,13 +59,6 @@ def resources(conn: sqlite3.Connection) -> list[Resource]:
                      r["owner_document_path"], r["source_hash"], r["provider_version"], r["error_code"],
                      r["error_message"], json.loads(r["warnings_json"]), r["page_count"])
             for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
-
-
-def blocks(conn: sqlite3.Connection, resource_id: str) -> list[BlockRow]:
-    return [BlockRow(r["block_id"], r["kind"], r["text"], r["ordinal"], r["section_id"], r["page"],
-                     json.loads(r["bbox_json"]) if r["bbox_json"] else None, r["paragraph_index"])
-            for r in conn.execute("SELECT * FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
-                                  [resource_id])]
 
 
 def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode]:
