@@ -5,6 +5,9 @@
 - broken or partial tags (`<equation format="lat`, `</equa` at a chunk edge) are stripped;
 - common LaTeX commands become readable text (`\\frac{a}{b}` -> `a/b`, `\\gamma` -> `γ`,
   `\\sqrt{x}` -> `√(x)`, `^2` stays);
+- Markdown syntax becomes its text: `[label](url)` -> label, `![alt](x.png)` -> alt,
+  `[[Note|alias]]` -> alias, heading markers and `**`/`__` emphasis dropped (a note's chunk is
+  its raw Markdown);
 - whitespace collapses.
 The query's own terms are never removed: only markup is.
 `quote_window` then cuts a query-centred window out of cleaned text.
@@ -22,6 +25,11 @@ _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*?)?/?>")
 _PARTIAL_TAG_START = re.compile(r"^[^<>]*?>")  # "...mat="latex">x" at a chunk's start
 _PARTIAL_TAG_END = re.compile(r"</?[A-Za-z][^<>]*$")  # "<equation format=" at a chunk's end
 _IMAGE_MD = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_WIKILINK = re.compile(r"!?\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|([^\]]+))?\]\]")
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.M)
+_EMPHASIS = re.compile(r"\*\*|__")
 
 GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "theta": "θ", "lambda": "λ",
          "mu": "μ", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "omega": "ω", "Delta": "Δ",
@@ -49,6 +57,10 @@ def clean_text(text: str) -> str:
     """Markup out, formulas readable, whitespace collapsed."""
     out = _EQUATION.sub(lambda m: " " + latex_to_text(m.group(1)) + " ", text or "")
     out = _DRAWING.sub(" ", out)
+    out = _MD_IMAGE.sub(lambda m: m.group(1), out)
+    out = _MD_LINK.sub(lambda m: m.group(1), out)
+    out = _WIKILINK.sub(lambda m: m.group(2) or m.group(1), out)
+    out = _EMPHASIS.sub("", _HEADING.sub("", out))
     out = _TAG.sub(" ", out)
     out = _PARTIAL_TAG_END.sub(" ", out)
     if "<" not in out.split(">", 1)[0]:

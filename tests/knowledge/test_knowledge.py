@@ -128,6 +128,13 @@ def test_cleaning_keeps_terms_and_drops_markup():
     assert "Lorentz factor" in window
 
 
+def test_markdown_syntax_becomes_text():
+    raw = "# Evidence Kernel\n\nThe **spec** is attached: [spec](Evidence%20Kernel.assets/spec.pdf).\n" \
+          "## Related\n\nSee [[Kickoff]] and [[README|workspace home]]. ![线程作用域截图](a.png)"
+    assert clean_text(raw) == ("Evidence Kernel The spec is attached: spec. Related See Kickoff and workspace home. "
+                               "线程作用域截图")
+
+
 def test_unmapped_and_placeholder_chunks_go_to_diagnostics(knowledge_site):
     _, out, _ = knowledge_site
     mapper = CitationMapper(connect(out), "线程作用域", "")
