@@ -30,16 +30,3 @@ def peak_rss_mb() -> float:
             return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-
-def wait_for_http(url: str, seconds: float = 30) -> None:
-    """Poll `url` until a server answers (benchmarks start real servers on loopback)."""
-    import httpx
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=1)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise TimeoutError(url)

@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import wait_for_http  # noqa: E402
 from bench.fts_recall import corpus  # noqa: E402
+from tests.servers import wait_until_up  # noqa: E402
 from build.index.schema import create_schema  # noqa: E402
 from build.locator import locator  # noqa: E402
 from build.model import Block  # noqa: E402
@@ -115,7 +115,7 @@ def main() -> None:
                             stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_for_http(base + "/-/versions.json")
+        wait_until_up(base + "/-/versions.json")
         ours = []
         with httpx.Client(timeout=60) as http:
             for q in QUERIES:  # warm-up, as raw's first round also warms the page cache

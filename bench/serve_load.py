@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import wait_for_http  # noqa: E402
 from bench.noop_rebuild import make_workspace  # noqa: E402
+from tests.servers import wait_until_up  # noqa: E402
 from build.pipeline import BuildOptions, build  # noqa: E402
 
 QUERIES = ["retention period", "线程作用域", "吗啉", "吡咯烷", "scoped threads", "provider matrix"]
@@ -56,7 +56,7 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "build.cli", "serve", str(out), "--port", str(port), "--watch",
                              str(ws), "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    wait_for_http(base + "/-/versions.json")
+    wait_until_up(base + "/-/versions.json")
     latencies: list[float] = []
     errors: list[str] = []
     deadline = time.monotonic() + args.seconds

@@ -105,6 +105,11 @@ class CitationMapper:
             "ON r.source_root_relative_path = k.source_root_relative_path WHERE k.lightrag_file_path = ?",
             [file_path]).fetchone()
 
+    def source_path(self, file_path: str) -> str | None:
+        """The workspace path a LightRAG file name stands for (None if it is not ours)."""
+        row = self._source(file_path)
+        return row["path"] if row else None
+
     def _resource_blocks(self, resource_id: str) -> list[BlockRow]:
         if resource_id not in self._blocks:
             self._blocks[resource_id] = [

@@ -41,7 +41,7 @@ def _retrieve(ctx: Context, query: str, mode: str, top_k: int) -> tuple[dict, di
     citations = [c for rank, chunk in enumerate(data.get("chunks") or [])
                  if isinstance(chunk, dict) and (c := mapper.citation(chunk, rank))]
     references = [{"referenceId": str(r.get("reference_id")), "filePath": r.get("file_path"),
-                   "sourcePath": (mapper._source(str(r.get("file_path"))) or {"path": None})["path"]}
+                   "sourcePath": mapper.source_path(str(r.get("file_path")))}
                   for r in data.get("references") or [] if isinstance(r, dict)]
     return data, {"citations": citations, "references": references,
                   "diagnostics": {**mapper.diagnostics, "chunkCount": len(data.get("chunks") or []),
@@ -105,11 +105,12 @@ def ask(request: dict, ctx: Context) -> dict:
     by_path: dict[str, str] = {}
     for c in result["citations"]:
         by_path.setdefault(c["sourcePath"], c["citationId"])
+    mapper = CitationMapper(ctx.db.connect(), result["query"], ctx.site_base)
     ref_to_cite = {}
     for ref in answered.get("references") or []:
-        mapped = CitationMapper(ctx.db.connect(), result["query"], ctx.site_base)._source(str(ref.get("file_path")))
-        if mapped and mapped["path"] in by_path:
-            ref_to_cite[str(ref.get("reference_id"))] = by_path[mapped["path"]]
+        path = mapper.source_path(str(ref.get("file_path")))
+        if path in by_path:
+            ref_to_cite[str(ref.get("reference_id"))] = by_path[path]
     answer = str(answered.get("response") or "")
     segments, dropped, pos = [], [], 0
     for m in _MARKER.finditer(answer):

@@ -9,7 +9,6 @@ import shutil
 import zipfile
 from pathlib import Path
 
-import pytest
 
 from build.pipeline import DB_NAME
 from build.providers import docx as docx_provider

@@ -24,6 +24,7 @@ class Resource:
     error_message: str | None
     warnings: list[dict[str, str]]
     page_count: int | None
+    source_map_path: str | None
 
 
 @dataclass
@@ -57,7 +58,7 @@ def connect_ro(db_path) -> sqlite3.Connection:
 def resources(conn: sqlite3.Connection) -> list[Resource]:
     return [Resource(r["resource_id"], r["source_root_relative_path"], r["kind"], r["status"],
                      r["owner_document_path"], r["source_hash"], r["provider_version"], r["error_code"],
-                     r["error_message"], json.loads(r["warnings_json"]), r["page_count"])
+                     r["error_message"], json.loads(r["warnings_json"]), r["page_count"], r["source_map_path"])
             for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
 
 

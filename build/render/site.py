@@ -131,12 +131,10 @@ class _Site:
         return self.env.get_template("problem.html").render(ctx)
 
     def _artifact(self, res: data.Resource):
-        row = self.conn.execute("SELECT source_map_path, artifact_path FROM evidence_resource "
-                                "WHERE resource_id = ?", [res.resource_id]).fetchone()
-        if res.status not in (STATUS_OK, STATUS_STALE) or not row["source_map_path"]:
+        if res.status not in (STATUS_OK, STATUS_STALE) or not res.source_map_path:
             return None
         try:
-            doc = json.loads((self.root / row["source_map_path"]).read_text("utf-8"))
+            doc = json.loads((self.root / res.source_map_path).read_text("utf-8"))
         except (OSError, ValueError):
             self.report.problems.append({"path": res.path, "code": "sidecar_missing",
                                          "message": "source map not readable; rebuild to recreate it"})

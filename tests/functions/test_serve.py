@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import copy_workspace, run_build, shoot
-from tests.functions.conftest import free_port, start, stop
+from tests.servers import free_port, start, stop
 
 WAIT_SECONDS = 60  # failure detection only; the measured latency is printed and benchmarked
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.functions.conftest import free_port
+from tests.servers import free_port
 from tests.knowledge.standin import DIM, StandIn
 
 ENCODINGS = {"o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from build.cli import main
 from tests.conftest import CHEM_DOCX, shoot
-from tests.functions.conftest import free_port, start, stop
+from tests.servers import free_port, start, stop
 
 
 @pytest.fixture(scope="module")

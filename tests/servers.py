@@ -1,0 +1,48 @@
+"""Real server processes on loopback for tests and benchmarks: free ports, start, wait, stop."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(url: str, proc: subprocess.Popen | None = None, timeout: float = 30) -> None:
+    """Poll `url` until the server answers; fail early if its process `proc` has exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise TimeoutError(url)
+
+
+def start(cmd: list[str], url: str, cwd: Path | None = None) -> subprocess.Popen:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    wait_until_up(url, proc)
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> str:
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out or ""
