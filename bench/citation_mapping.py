@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.query_latency import WORK, make_db  # noqa: E402
-from build.knowledge.ingest import source_name  # noqa: E402
-from build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
-from build.pipeline import BuildOptions, build  # noqa: E402
-from functions.citations import CitationMapper  # noqa: E402
+from mnote_evidence.build.knowledge.ingest import source_name  # noqa: E402
+from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
+from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
+from mnote_evidence.functions.citations import CitationMapper  # noqa: E402
 from tests.knowledge.harness import LightRag  # noqa: E402
 
 QUERY = "线程作用域 borrow"

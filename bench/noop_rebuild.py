@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from build.pipeline import BuildOptions, build  # noqa: E402
+from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent.parent / "content_fixtures"
 

@@ -26,8 +26,8 @@ import pymupdf
 from PIL import Image, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from build.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
-from build.ocr.normalize import lines_text  # noqa: E402
+from mnote_evidence.build.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
+from mnote_evidence.build.ocr.normalize import lines_text  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "content_fixtures/研究/Rust 并发.assets/thread-scope.png"
@@ -85,7 +85,7 @@ def cache_hit_rebuild(work: Path) -> dict:
     deleted: everything is parsed again, OCR comes from the cache."""
     import shutil
 
-    from build.pipeline import BuildOptions, build
+    from mnote_evidence.build.pipeline import BuildOptions, build
 
     ws, out = work / "ws", work / "out"
     (ws / "shots").mkdir(parents=True)

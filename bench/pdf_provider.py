@@ -20,10 +20,10 @@ import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import best_of  # noqa: E402
-from build.providers.base import ParseInput  # noqa: E402
-from build.providers.pdf import PdfProvider  # noqa: E402
-from build.scan import file_sha256  # noqa: E402
-from build.sidecars import write_sidecars  # noqa: E402
+from mnote_evidence.build.providers.base import ParseInput  # noqa: E402
+from mnote_evidence.build.providers.pdf import PdfProvider  # noqa: E402
+from mnote_evidence.build.scan import file_sha256  # noqa: E402
+from mnote_evidence.build.sidecars import write_sidecars  # noqa: E402
 
 DEFAULT = Path("/usr/share/R/doc/manual/R-exts.pdf")
 

@@ -28,10 +28,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.fts_recall import corpus  # noqa: E402
 from tests.servers import wait_until_up  # noqa: E402
-from build.index.schema import create_schema  # noqa: E402
-from build.locator import locator  # noqa: E402
-from build.model import Block  # noqa: E402
-from build.text import fts_query, segment_for_index  # noqa: E402
+from mnote_evidence.build.index.schema import create_schema  # noqa: E402
+from mnote_evidence.build.locator import locator  # noqa: E402
+from mnote_evidence.build.model import Block  # noqa: E402
+from mnote_evidence.build.text import fts_query, segment_for_index  # noqa: E402
 
 WORK = Path(__file__).resolve().parent / "_work"
 QUERIES = ["线程作用域", "吗啉", "线程", "吡咯烷", "借用检查", "生命周期", "全文检索", "citation", "retention policy",

@@ -28,7 +28,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.noop_rebuild import make_workspace  # noqa: E402
 from tests.servers import wait_until_up  # noqa: E402
-from build.pipeline import BuildOptions, build  # noqa: E402
+from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
 
 QUERIES = ["retention period", "线程作用域", "吗啉", "吡咯烷", "scoped threads", "provider matrix"]
 
@@ -54,7 +54,7 @@ def main() -> None:
     build(ws, BuildOptions(out=out, jobs=2))
     port = 8791
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "build.cli", "serve", str(out), "--port", str(port), "--watch",
+    proc = subprocess.Popen([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch",
                              str(ws), "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wait_until_up(base + "/-/versions.json")
     latencies: list[float] = []

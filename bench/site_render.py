@@ -24,8 +24,8 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import best_of  # noqa: E402
-from build.pipeline import BuildOptions, build  # noqa: E402
-from build.render import page_images  # noqa: E402
+from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
+from mnote_evidence.build.render import page_images  # noqa: E402
 
 DEFAULT = Path("/usr/share/R/doc/manual/R-exts.pdf")
 FIXTURES = Path(__file__).resolve().parent.parent / "content_fixtures"

@@ -1,4 +1,5 @@
-"""Folders that ship beside the code: the repo's own in a checkout, `build/_<name>` in a wheel."""
+"""Folders that ship beside the code: `schemas/` and `site_templates/`, siblings of `build/` in a
+checkout and of `mnote_evidence/build/` in a wheel (pyproject maps them to the same place)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ _HERE = Path(__file__).resolve().parent
 
 def asset_dir(name: str) -> Path:
     """`schemas` or `site_templates`."""
-    for candidate in (_HERE.parent / name, _HERE / f"_{name}"):
-        if candidate.is_dir():
-            return candidate
+    candidate = _HERE.parent / name
+    if candidate.is_dir():
+        return candidate
     raise FileNotFoundError(f"{name}/ not found next to the build package (reinstall mnote-evidence)")

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import click
 
-from build import __version__
-from build.knowledge.lightrag import LightRagConfig
-from build.ocr.settings import OcrSettings
-from build.pipeline import BuildOptions, BuildReport, build
-from build.render.page_images import DEFAULT_ZOOM
+from mnote_evidence import __version__
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.pipeline import BuildOptions, BuildReport, build
+from mnote_evidence.build.render.page_images import DEFAULT_ZOOM
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -121,7 +121,7 @@ def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs
       mnote-evidence build ~/notes && mnote-evidence serve
       mnote-evidence serve _site --watch ~/notes     # rebuild on every save
     """
-    from functions.serve import serve
+    from mnote_evidence.functions.serve import serve
 
     if not (site_dir / "evidence.sqlite").is_file():
         raise click.ClickException(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
@@ -143,10 +143,10 @@ def ask_command(question: str, site_dir: Path, lightrag_url: str | None, mode: s
                 as_json: bool) -> None:
     """Ask LightRAG QUESTION and print the answer with citations you can click:
     each opens the exact page, box or paragraph in the built site."""
-    from functions.db import EvidenceDB
-    from functions.errors import call
-    from functions.evidence import Context
-    from functions.knowledge import ask
+    from mnote_evidence.functions.db import EvidenceDB
+    from mnote_evidence.functions.errors import call
+    from mnote_evidence.functions.evidence import Context
+    from mnote_evidence.functions.knowledge import ask
 
     if not (site_dir / "evidence.sqlite").is_file():
         raise click.ClickException(f"{site_dir}/evidence.sqlite not found: build the workspace first")

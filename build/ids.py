@@ -11,7 +11,7 @@ import hashlib
 from collections import Counter
 from functools import lru_cache
 
-from build.text import normalise
+from mnote_evidence.build.text import normalise
 
 # 12 base32 chars = 60 bits: ~4e-7 chance of any collision among 1M blocks.
 _ID_CHARS = 12

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from build.model import KIND_MARKDOWN, KIND_OFFICE, LOCATOR_SCHEMA, Block
-from build.urls import page_url
+from mnote_evidence.build.model import KIND_MARKDOWN, KIND_OFFICE, LOCATOR_SCHEMA, Block
+from mnote_evidence.build.urls import page_url
 
 OPEN_ACTION = "mnote.open_resource_locator"
 

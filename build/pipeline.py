@@ -25,15 +25,15 @@ from typing import Any, Iterator
 
 import click
 
-from build import __version__
-from build.ids import resource_id
-from build.index.previous import PreviousBuild, PreviousResource, load_previous
-from build.index.schema import SCHEMA_VERSION
-from build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
-from build.knowledge.ingest import Candidate, reconcile
-from build.knowledge.lightrag import LightRagConfig
-from build.links import LinkResolver, Resolution, owners
-from build.model import (
+from mnote_evidence import __version__
+from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.index.previous import PreviousBuild, PreviousResource, load_previous
+from mnote_evidence.build.index.schema import SCHEMA_VERSION
+from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
+from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.links import LinkResolver, Resolution, owners
+from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     KIND_OTHER,
     STATUS_ERROR,
@@ -43,13 +43,13 @@ from build.model import (
     ParsedResourceArtifact,
     ProviderError,
 )
-from build.ocr.settings import OcrSettings
-from build.providers import ParseInput, provider_for
-from build.providers.markdown import decode_note
-from build.render.page_images import DEFAULT_ZOOM
-from build.render.site import RenderOptions, RenderReport, render_site
-from build.scan import SourceFile, scan
-from build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.providers import ParseInput, provider_for
+from mnote_evidence.build.providers.markdown import decode_note
+from mnote_evidence.build.render.page_images import DEFAULT_ZOOM
+from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
+from mnote_evidence.build.scan import SourceFile, scan
+from mnote_evidence.build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
 
 DB_NAME = "evidence.sqlite"
 # Workers start from a clean process: forking a parent that already loaded an OCR model

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_OTHER, KIND_PDF
+from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_OTHER, KIND_PDF
 
 SIDECAR_DIR_SUFFIX = ".ocr"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from build.assets import asset_dir
+from mnote_evidence.build.assets import asset_dir
 
 
 @lru_cache(maxsize=None)

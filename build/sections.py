@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from build.ids import SectionIdAllocator
-from build.model import Block, Section
+from mnote_evidence.build.ids import SectionIdAllocator
+from mnote_evidence.build.model import Block, Section
 
 
 class SectionTree:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from build.fsutil import atomic_write_text
-from build.model import (
+from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     SOURCE_MAP_SCHEMA,
     Block,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import posixpath
 from urllib.parse import quote
 
-from build.scan import kind_for
-from build.model import KIND_MARKDOWN
+from mnote_evidence.build.scan import kind_for
+from mnote_evidence.build.model import KIND_MARKDOWN
 
 
 def page_path(source_path: str) -> str:

@@ -19,11 +19,11 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from build.model import KIND_IMAGE
-from build.text import is_cjk, normalise, query_terms
-from build.urls import page_url
-from functions.cleaning import clean_text, is_image_placeholder, quote_window
-from functions.fts import search_blocks
+from mnote_evidence.build.model import KIND_IMAGE
+from mnote_evidence.build.text import is_cjk, normalise, query_terms
+from mnote_evidence.build.urls import page_url
+from mnote_evidence.functions.cleaning import clean_text, is_image_placeholder, quote_window
+from mnote_evidence.functions.fts import search_blocks
 
 COVER_PREFIX = 40  # chars of a block's start that must occur in the chunk
 MIN_COVER = 6  # shorter blocks ("吗啉" as a heading) are too ambiguous to count as covered

@@ -32,13 +32,13 @@ from datasette import hookimpl
 from datasette.database import Database
 from datasette.utils.asgi import Response, asgi_send_file
 
-from build.text import QueryError, fts_query
-from build.urls import page_url
-from build.knowledge.lightrag import LightRagConfig
-from functions import evidence, knowledge
-from functions.db import EvidenceDB
-from functions.errors import call
-from functions.metadata import CANNED_QUERIES, TABLES
+from mnote_evidence.build.text import QueryError, fts_query
+from mnote_evidence.build.urls import page_url
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.functions import evidence, knowledge
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.errors import call
+from mnote_evidence.functions.metadata import CANNED_QUERIES, TABLES
 
 PLUGIN = "mnote-evidence"
 LIST_PARAMS = {"resourceKinds"}

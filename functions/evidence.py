@@ -16,16 +16,16 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from build.index.schema import LINK_EDGE_TYPES
-from build.knowledge.lightrag import LightRagConfig
-from build.locator import OPEN_ACTION
-from build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF
-from build.text import QueryError, query_terms
-from build.urls import page_url
-from functions.db import EvidenceDB
-from functions.errors import BadRequest, Gone, NotFound
-from functions.fts import Hit, search_blocks
-from functions.cleaning import quote_window
+from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.locator import OPEN_ACTION
+from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF
+from mnote_evidence.build.text import QueryError, query_terms
+from mnote_evidence.build.urls import page_url
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.errors import BadRequest, Gone, NotFound
+from mnote_evidence.functions.fts import Hit, search_blocks
+from mnote_evidence.functions.cleaning import quote_window
 
 KINDS = (KIND_MARKDOWN, KIND_PDF, KIND_IMAGE, KIND_OFFICE)
 MODES = ("fts", "graph", "hybrid")
@@ -201,7 +201,7 @@ def search(request: dict, ctx: Context) -> dict:
     if include_ocr:
         out["boundary"] = {"kind": "ordinary_local_search_with_knowledge_ocr"}
         if len(out["results"]) < top_k:  # SPEC §11: LightRAG OCR hits only when local ones are fewer than topK
-            from functions.knowledge import ocr_results
+            from mnote_evidence.functions.knowledge import ocr_results
 
             extra, reason = ocr_results(ctx, query, top_k, {r["evidenceId"] for r in results})
             out["results"] += extra[: top_k - len(out["results"])]

@@ -14,7 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from build.text import fts_query, is_cjk, query_terms
+from mnote_evidence.build.text import fts_query, is_cjk, query_terms
 
 CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50

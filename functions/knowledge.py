@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from build.knowledge.lightrag import LightRag, LightRagError
-from functions.citations import CitationMapper
-from functions.evidence import Context, _fields, _int, _str
-from functions.errors import BadRequest
+from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagError
+from mnote_evidence.functions.citations import CitationMapper
+from mnote_evidence.functions.evidence import Context, _fields, _int, _str
+from mnote_evidence.functions.errors import BadRequest
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 MAX_TOP_K = 50

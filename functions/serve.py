@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from build.scan import skip_dir
+from mnote_evidence.build.scan import skip_dir
 
 POLL_SECONDS = 0.3
 SETTLE_SECONDS = 0.3
@@ -69,7 +69,7 @@ class Watcher(threading.Thread):
             last = current
 
     def _build(self, detected: float) -> None:
-        cmd = [sys.executable, "-m", "build.cli", "build", str(self.workspace), "--out", str(self.out),
+        cmd = [sys.executable, "-m", "mnote_evidence", "build", str(self.workspace), "--out", str(self.out),
                "--jobs", str(self.jobs), "--json"]  # LIGHTRAG_URL / MINERU_* pass through the environment
         result = subprocess.run(cmd, capture_output=True, text=True)
         self.builds += 1

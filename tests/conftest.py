@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from build.ocr.settings import OcrSettings
-from build.pipeline import BuildOptions, build
-from build.schemas import load_schema
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.pipeline import BuildOptions, build
+from mnote_evidence.build.schemas import load_schema
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "content_fixtures"

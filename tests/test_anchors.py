@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from build.index.anchors import OldBlock, best_successor
+from mnote_evidence.build.index.anchors import OldBlock, best_successor
 from tests.conftest import connect, run_build
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from build.pipeline import DB_NAME
+from mnote_evidence.build.pipeline import DB_NAME
 from tests.conftest import SPEC_PDF, run_build
 
 COPIES = 40
@@ -46,7 +46,7 @@ def _content(db: Path) -> tuple[int, int, str]:
 
 
 def _start(workspace: Path, out: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "build.cli", "build", str(workspace), "--out", str(out),
+    return subprocess.Popen([sys.executable, "-m", "mnote_evidence", "build", str(workspace), "--out", str(out),
                              "--jobs", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

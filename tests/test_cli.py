@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from build.cli import main
+from mnote_evidence.build.cli import main
 
 
 def test_help_explains_the_build():

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from build.text import QueryError, fts_query, join_lines, segment_for_index
+from mnote_evidence.build.text import QueryError, fts_query, join_lines, segment_for_index
 
 DOCS = ["关于线程作用域的规则", "线程池", "吗啉是一种杂环", "N-甲基吡咯烷酮", "Thread scope joins threads"]
 

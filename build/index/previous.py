@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from build.index.writer import is_valid_db
+from mnote_evidence.build.index.writer import is_valid_db
 
 
 @dataclass(frozen=True)

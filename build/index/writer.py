@@ -19,12 +19,12 @@ from typing import Any, Iterable
 
 import sqlite_utils
 
-from build.ids import edge_id
-from build.index import anchors
-from build.index.schema import LINK_EDGE_TYPES, create_schema
-from build.locator import locator
-from build.model import ParsedResourceArtifact
-from build.text import segment_for_index
+from mnote_evidence.build.ids import edge_id
+from mnote_evidence.build.index import anchors
+from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
+from mnote_evidence.build.locator import locator
+from mnote_evidence.build.model import ParsedResourceArtifact
+from mnote_evidence.build.text import segment_for_index
 
 CREATED_BY = "mnote-evidence build"
 

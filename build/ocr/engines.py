@@ -17,7 +17,7 @@ import subprocess
 from functools import cached_property
 from pathlib import Path
 
-from build.ocr.normalize import OcrLine, normalize_line
+from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line
 
 
 class OcrUnavailable(RuntimeError):

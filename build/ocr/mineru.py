@@ -28,9 +28,9 @@ from pathlib import Path
 
 import httpx
 
-from build.model import ProviderError
-from build.ocr.normalize import OcrLine, normalize_line
-from build.ocr.settings import OcrSettings
+from mnote_evidence.build.model import ProviderError
+from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line
+from mnote_evidence.build.ocr.settings import OcrSettings
 
 TOKEN_ENV = "MINERU_TOKEN"
 URL_ENV = "MINERU_URL"

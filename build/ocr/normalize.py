@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from build.text import CJK_RUN, is_cjk
+from mnote_evidence.build.text import CJK_RUN, is_cjk
 
 _SPACED_LETTERS = re.compile(r"(?<![A-Za-z])(?:[A-Za-z] ){2,}[A-Za-z](?![A-Za-z])")
 _CJK_PUNCT = "，。、；：？！（）【】《》「」『』—…·"

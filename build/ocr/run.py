@@ -16,11 +16,11 @@ from pathlib import Path
 import pymupdf
 from PIL import Image, ImageOps
 
-from build.model import ProviderError
-from build.ocr import mineru
-from build.ocr.engines import ENGINES, OcrUnavailable
-from build.ocr.normalize import OcrLine
-from build.ocr.settings import OcrSettings, cached_lines, store_lines
+from mnote_evidence.build.model import ProviderError
+from mnote_evidence.build.ocr import mineru
+from mnote_evidence.build.ocr.engines import ENGINES, OcrUnavailable
+from mnote_evidence.build.ocr.normalize import OcrLine
+from mnote_evidence.build.ocr.settings import OcrSettings, cached_lines, store_lines
 
 _SETUP_CODES = {"mineru_token_missing", "mineru_url_missing", "mineru_upload_not_allowed"}
 

@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from build.fsutil import atomic_write_text
-from build.ocr.normalize import OcrLine
+from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.ocr.normalize import OcrLine
 
 CACHE_DIR = ".mnote/ocr-cache"
 

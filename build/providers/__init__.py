@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF
-from build.ocr.settings import OcrSettings
-from build.providers.base import ParseInput, Provider
-from build.providers.docx import DocxProvider
-from build.providers.image import ImageProvider
-from build.providers.markdown import MarkdownProvider
-from build.providers.pdf import PdfProvider
+from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.providers.base import ParseInput, Provider
+from mnote_evidence.build.providers.docx import DocxProvider
+from mnote_evidence.build.providers.image import ImageProvider
+from mnote_evidence.build.providers.markdown import MarkdownProvider
+from mnote_evidence.build.providers.pdf import PdfProvider
 
 _FACTORIES = {
     KIND_MARKDOWN: lambda ocr: MarkdownProvider(),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from build.model import ParsedResourceArtifact
+from mnote_evidence.build.model import ParsedResourceArtifact
 
 
 @dataclass(frozen=True)

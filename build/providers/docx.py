@@ -24,10 +24,10 @@ from pathlib import Path
 import docx
 from docx.opc.exceptions import PackageNotFoundError
 
-from build.ids import BlockIdAllocator
-from build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError
-from build.providers.base import ParseInput
-from build.sections import SectionTree
+from mnote_evidence.build.ids import BlockIdAllocator
+from mnote_evidence.build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError
+from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.sections import SectionTree
 
 REVISION = "1"
 MAX_UNCOMPRESSED = 512 * 1024 * 1024

@@ -12,11 +12,11 @@ from __future__ import annotations
 import PIL
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from build.ids import BlockIdAllocator
-from build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
-from build.ocr.run import engine_version, image_lines, versioned
-from build.ocr.settings import OcrSettings
-from build.providers.base import ParseInput
+from mnote_evidence.build.ids import BlockIdAllocator
+from mnote_evidence.build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
+from mnote_evidence.build.ocr.run import engine_version, image_lines, versioned
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.providers.base import ParseInput
 
 REVISION = "2"
 Image.MAX_IMAGE_PIXELS = 200_000_000  # above this Pillow raises DecompressionBombError

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from markdown_it.token import Token
 
-from build.ids import BlockIdAllocator
-from build.markdown_syntax import markdown_parser
-from build.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
-from build.providers.base import ParseInput
-from build.sections import SectionTree
-from build.text import join_lines
+from mnote_evidence.build.ids import BlockIdAllocator
+from mnote_evidence.build.markdown_syntax import markdown_parser
+from mnote_evidence.build.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
+from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.sections import SectionTree
+from mnote_evidence.build.text import join_lines
 
 REVISION = "1"
 

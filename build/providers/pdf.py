@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import pymupdf
 
-from build.ids import BlockIdAllocator
-from build.model import KIND_PDF, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
-from build.ocr.run import engine_version, pdf_page_lines, versioned
-from build.ocr.settings import OcrSettings
-from build.providers.base import ParseInput
-from build.sections import SectionTree
-from build.text import join_lines, normalise
+from mnote_evidence.build.ids import BlockIdAllocator
+from mnote_evidence.build.model import KIND_PDF, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
+from mnote_evidence.build.ocr.run import engine_version, pdf_page_lines, versioned
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.sections import SectionTree
+from mnote_evidence.build.text import join_lines, normalise
 
 REVISION = "5"
 # No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").

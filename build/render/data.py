@@ -8,7 +8,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from build.index.schema import LINK_EDGE_TYPES
+from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
 
 
 @dataclass

@@ -22,10 +22,10 @@ from typing import Callable
 
 from markdown_it.token import Token
 
-from build.links import LinkResolver
-from build.markdown_syntax import markdown_parser
-from build.providers.markdown import block_tokens
-from build.urls import page_path, relative_url
+from mnote_evidence.build.links import LinkResolver
+from mnote_evidence.build.markdown_syntax import markdown_parser
+from mnote_evidence.build.providers.markdown import block_tokens
+from mnote_evidence.build.urls import page_path, relative_url
 
 
 class BlockMismatch(RuntimeError):

@@ -22,7 +22,7 @@ from pathlib import Path
 import pymupdf
 from PIL import Image
 
-from build.fsutil import atomic_write_bytes
+from mnote_evidence.build.fsutil import atomic_write_bytes
 
 JPEG_QUALITY = 80
 DEFAULT_ZOOM = 2.0

@@ -23,16 +23,16 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from build.assets import asset_dir
-from build.fsutil import atomic_write_text
-from build.links import LinkResolver
-from build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, STATUS_OK, STATUS_STALE
-from build.providers.markdown import decode_note
-from build.render import data, page_images
-from build.render.note_html import BlockMismatch, render_note
-from build.scan import is_inside
-from build.sidecars import artifact_from_source_map
-from build.urls import page_path, relative_url
+from mnote_evidence.build.assets import asset_dir
+from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.links import LinkResolver
+from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, STATUS_OK, STATUS_STALE
+from mnote_evidence.build.providers.markdown import decode_note
+from mnote_evidence.build.render import data, page_images
+from mnote_evidence.build.render.note_html import BlockMismatch, render_note
+from mnote_evidence.build.scan import is_inside
+from mnote_evidence.build.sidecars import artifact_from_source_map
+from mnote_evidence.build.urls import page_path, relative_url
 
 STATE_FILE = ".mnote-site.json"
 STATIC_DIR = "_static"

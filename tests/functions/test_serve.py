@@ -22,7 +22,7 @@ def served(tmp_path):
     run_build(root, out, site=True)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "build.cli", "serve", str(out), "--port", str(port), "--watch", str(root),
+    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch", str(root),
                   "--jobs", "1"], base + "/-/versions.json")
     yield root, out, base, proc
     stop(proc)

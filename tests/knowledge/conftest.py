@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from build.knowledge.lightrag import LightRagConfig
-from functions.db import EvidenceDB
-from functions.evidence import Context
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.evidence import Context
 from tests.conftest import copy_workspace, run_build
 from tests.knowledge.harness import LightRag
 

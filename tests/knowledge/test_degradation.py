@@ -8,11 +8,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from build.knowledge.lightrag import LightRagConfig
-from functions.db import EvidenceDB
-from functions.errors import call
-from functions.evidence import Context, search
-from functions.knowledge import ask, query, status
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.errors import call
+from mnote_evidence.functions.evidence import Context, search
+from mnote_evidence.functions.knowledge import ask, query, status
 
 
 class FaultServer:

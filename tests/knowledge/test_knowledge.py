@@ -10,14 +10,14 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from build.knowledge.ingest import source_name
-from build.knowledge.lightrag import LightRag, LightRagConfig
-from build.text import normalise
-from functions.citations import CitationMapper
-from functions.cleaning import clean_text, quote_window
-from functions.db import EvidenceDB
-from functions.evidence import Context, search
-from functions.knowledge import ask, query, status
+from mnote_evidence.build.knowledge.ingest import source_name
+from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagConfig
+from mnote_evidence.build.text import normalise
+from mnote_evidence.functions.citations import CitationMapper
+from mnote_evidence.functions.cleaning import clean_text, quote_window
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.evidence import Context, search
+from mnote_evidence.functions.knowledge import ask, query, status
 from tests.conftest import CHEM_DOCX, FACTS, SPEC_PDF, connect, run_build
 from tests.knowledge.conftest import API_KEY, TWINS
 

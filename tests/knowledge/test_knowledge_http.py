@@ -9,7 +9,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from build.cli import main
+from mnote_evidence.build.cli import main
 from tests.conftest import CHEM_DOCX, shoot
 from tests.servers import free_port, start, stop
 
@@ -19,7 +19,7 @@ def served(knowledge_site, lightrag):
     _, out, _ = knowledge_site
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "build.cli", "serve", str(out), "--port", str(port),
+    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port),
                   "--lightrag-url", lightrag.url], base + "/-/versions.json")
     yield base
     stop(proc)

@@ -6,11 +6,11 @@ import zipfile
 
 import pytest
 
-from build.model import ProviderError
-from build.providers import docx as docx_provider
-from build.providers.base import ParseInput
-from build.providers.docx import DocxProvider
-from build.scan import file_sha256
+from mnote_evidence.build.model import ProviderError
+from mnote_evidence.build.providers import docx as docx_provider
+from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.providers.docx import DocxProvider
+from mnote_evidence.build.scan import file_sha256
 from tests.conftest import CHEM_DOCX, FIXTURES
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from build.providers.base import ParseInput
-from build.providers.markdown import MarkdownProvider
-from build.scan import file_sha256
+from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.providers.markdown import MarkdownProvider
+from mnote_evidence.build.scan import file_sha256
 from tests.conftest import FIXTURES
 
 NOTE = "Projects/Evidence Kernel.md"

@@ -1,1 +1,0 @@
-"""Query-side functions over `evidence.sqlite` (pure: request in, response out)."""
