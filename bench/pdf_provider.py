@@ -21,6 +21,7 @@ import pymupdf
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import best_of  # noqa: E402
 from mnote_evidence.build.providers.base import ParseInput  # noqa: E402
+from mnote_evidence.build.ocr.settings import OcrSettings  # noqa: E402
 from mnote_evidence.build.providers.pdf import PdfProvider  # noqa: E402
 from mnote_evidence.build.scan import file_sha256  # noqa: E402
 from mnote_evidence.build.sidecars import write_sidecars  # noqa: E402
@@ -29,7 +30,7 @@ DEFAULT = Path("/usr/share/R/doc/manual/R-exts.pdf")
 
 
 def ours(pdf: Path, work: Path) -> int:
-    art = PdfProvider().parse(ParseInput(pdf.parent, pdf.name, file_sha256(pdf)))
+    art = PdfProvider(OcrSettings()).parse(ParseInput(pdf.parent, pdf.name, file_sha256(pdf)))
     write_sidecars(work, art, None)
     return len(art.blocks)
 
