@@ -184,7 +184,7 @@ class _Build:
                       provider: str | None = None, version: str | None = None) -> None:
         prev = self.prev.resources.get(f.path)
         if (prev and prev.status == kind_status and prev.error_code == code and prev.error_message == message
-                and prev.source_hash == f.sha256 and prev.owner == owner):
+                and prev.source_hash == f.sha256 and prev.owner == owner and prev.provider_version == version):
             self.report.unchanged += 1
             return
         self._drop_old_sidecars(prev)

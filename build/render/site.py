@@ -235,7 +235,7 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
         extra.append(site.conn.execute(
             "SELECT group_concat(coalesce(target_path, '') || '|' || coalesce(problem, ''), ',') "
             "FROM evidence_link WHERE resource_id = ?", [res.resource_id]).fetchone()[0])
-    if res.kind == KIND_PDF:  # its page points at image files
+    if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
         extra.append(site.options.images.tag)
     return data.page_key(res, extra + salt)
 
