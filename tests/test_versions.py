@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 
 from mnote_evidence.build import text
+from mnote_evidence.build.cli import _print_report
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers import docx as docx_provider
@@ -93,7 +94,11 @@ def _page_images(out: Path, page: str) -> list[Path]:
     return [((out / page).parent / s).resolve() for s in srcs]
 
 
-def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path):
+def _settings(s: dict) -> str:
+    return f"{s['format']} q{s['quality']} zoom {s['zoom']:g}"
+
+
+def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, capsys):
     out = tmp_path / "out"
     report = run_build(workspace, out, site=True)
     pdf_page = page_path(SPEC_PDF)
@@ -113,6 +118,10 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path):
                "zoom": options.get("page_zoom", 2.0)}
         assert report.parsed == 0
         assert report.redone == {"page_images": {"from": previous, "to": now}}
+        capsys.readouterr()
+        _print_report(report)
+        assert (f"redone: page images {_settings(previous)} -> {_settings(now)}: {rendered} rendered, "
+                f"{rendered} old files removed") in capsys.readouterr().out
         assert report.site["page_images"] == rendered  # every page image again
         assert report.site["images_removed"] == rendered  # and the old ones gone
         assert report.site["pages_written"] == 2  # the two PDFs' pages, nothing else
