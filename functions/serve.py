@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -25,7 +24,8 @@ from pathlib import Path
 from typing import Callable
 
 from mnote_evidence.build.scan import skip_dir
-from mnote_evidence.build.versions import REBUILD_HINT, read_meta, reader_problem
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.errors import IndexIncompatible
 
 POLL_SECONDS = 0.3
 SETTLE_SECONDS = 0.3
@@ -94,11 +94,12 @@ class Watcher(threading.Thread):
 
 
 def _index_problem(db: Path) -> str | None:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    """What the query endpoints will answer instead of results (None: the index is readable)."""
     try:
-        return reader_problem(read_meta(conn))
-    finally:
-        conn.close()
+        EvidenceDB(db).connect().close()
+    except IndexIncompatible as exc:
+        return exc.message
+    return None
 
 
 def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, lightrag_url: str | None = None,
@@ -109,7 +110,7 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
     db = site_dir / "evidence.sqlite"
     problem = _index_problem(db)
     if problem:  # still serve: the site and the SQL work; the query endpoints answer 503 with this
-        print(f"warning: {problem}: {REBUILD_HINT}", flush=True)
+        print(f"warning: {problem}", flush=True)
     ds = Datasette(
         immutables=[str(db)],
         settings={"suggest_facets": False, "facet_time_limit_ms": 50},
