@@ -41,7 +41,8 @@ def raw(pdf: Path, zoom: float) -> None:
 
 def ours(pdf: Path, zoom: float, pages: int, jobs: int) -> None:
     folder = Path(tempfile.mkdtemp())
-    page_images.render_all([page_images.PageImageJob(str(pdf), str(folder), tuple(range(1, pages + 1)), zoom)], jobs)
+    page_images.render_all([page_images.PageImageJob(str(pdf), str(folder), tuple(range(1, pages + 1)),
+                                                     page_images.PageImageSettings(zoom=zoom))], jobs)
     shutil.rmtree(folder)
 
 

@@ -14,6 +14,7 @@ from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.pipeline import BuildOptions, BuildReport, build
 from mnote_evidence.build.render.page_images import DEFAULT_ZOOM
+from mnote_evidence.build.versions import describe as describe_redone
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -95,6 +96,8 @@ def _print_report(report: BuildReport) -> None:
         k = report.knowledge
         click.echo(f"  lightrag: {k['inserted']} inserted, {k['deleted']} deleted, {k['unchanged']} unchanged, "
                    f"{k['failed']} failed" + (f"; not reachable: {k['error']}" if k["error"] else ""))
+    for line in describe_redone(report.redone, report.site):
+        click.echo(f"  redone: {line}")
     for err in report.errors:
         click.echo(f"  error   {err['path']}: [{err['code']}] {err['message']}", err=True)
     for warn in report.warnings:

@@ -5,6 +5,8 @@ It is incremental by content hash: a resource whose bytes, provider version
 and owner note are unchanged is not touched; a changed one is re-parsed (or
 its intact sidecar reused) and replaces only its own rows; a vanished one is
 marked `stale` on the first build that misses it and removed on the next.
+What the index depends on beyond the files (schema, segmentation, provider and
+OCR versions, page image settings) is compared by `build/versions.py`.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from typing import Any, Iterator
 import click
 
 from mnote_evidence import __version__
+from mnote_evidence.build import versions
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, PreviousResource, load_previous
-from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
@@ -46,7 +48,7 @@ from mnote_evidence.build.model import (
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers import ParseInput, provider_for
 from mnote_evidence.build.providers.markdown import decode_note
-from mnote_evidence.build.render.page_images import DEFAULT_ZOOM
+from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
 from mnote_evidence.build.scan import SourceFile, scan
 from mnote_evidence.build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
@@ -65,8 +67,14 @@ class BuildOptions:
     progress: bool = False
     site: bool = True  # render the static site after indexing
     page_zoom: float = DEFAULT_ZOOM
+    page_format: str = DEFAULT_FORMAT  # jpeg | webp | png
+    page_quality: int = JPEG_QUALITY
     ocr: OcrSettings = field(default_factory=OcrSettings)
     lightrag: LightRagConfig | None = None  # ingest into LightRAG when set
+
+    @property
+    def page_images(self) -> PageImageSettings:
+        return PageImageSettings(self.page_format, self.page_quality, self.page_zoom)
 
 
 @dataclass
@@ -84,6 +92,7 @@ class BuildReport:
     warnings: list[dict[str, str]] = field(default_factory=list)
     site: dict[str, Any] | None = None
     knowledge: dict[str, Any] | None = None
+    redone: dict[str, Any] = field(default_factory=dict)  # what a changed version redid (build/versions.py)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -175,7 +184,7 @@ class _Build:
                       provider: str | None = None, version: str | None = None) -> None:
         prev = self.prev.resources.get(f.path)
         if (prev and prev.status == kind_status and prev.error_code == code and prev.error_message == message
-                and prev.source_hash == f.sha256 and prev.owner == owner):
+                and prev.source_hash == f.sha256 and prev.owner == owner and prev.provider_version == version):
             self.report.unchanged += 1
             return
         self._drop_old_sidecars(prev)
@@ -379,19 +388,23 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.link_graph(resolved, set(links), owner_of)
         run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes)}
         changes = run.changes
+        plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
+        plan.apply(changes)
         if options.lightrag:
             ingest = reconcile(options.lightrag, run.knowledge_candidates(), run.prev.knowledge, run.stamp)
             run.report.knowledge = ingest.summary()
             if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()):
                 changes.knowledge = ingest.rows
         run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
-                                  or run.links_changed() or not run.db_path.exists())
+                                  or run.links_changed() or plan.meta_changed or not run.db_path.exists())
+        resegmented = 0
         if run.report.changed:
             changes.meta.update({
-                "schema_version": SCHEMA_VERSION, "generator": f"mnote-evidence {__version__}",
+                "generator": f"mnote-evidence {__version__}",
                 "workspace_name": root.name, "built_at_ms": str(run.stamp),
             })
-            write_index(run.db_path, changes)
+            resegmented = write_index(run.db_path, changes)
+        run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
         if options.site:
             run.report.site = _render(root, options, run.db_path).__dict__
@@ -400,7 +413,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
 
 
 def _render(root: Path, options: BuildOptions, db_path: Path) -> RenderReport:
-    render_options = RenderOptions(jobs=options.jobs, zoom=options.page_zoom, progress=options.progress)
+    render_options = RenderOptions(jobs=options.jobs, images=options.page_images, progress=options.progress)
     with click.progressbar(length=0, label="Rendering pages", file=sys.stderr,
                            hidden=not options.progress) as bar:
         def advance(n: int) -> None:

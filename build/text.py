@@ -13,6 +13,12 @@ one-character query works as a prefix query. A query is segmented the same way
 and each CJK run becomes an FTS5 phrase, which matches the consecutive bigrams
 of the substring exactly. The file stays self-contained: no custom tokenizer is
 needed to read or query it.
+
+`SEGMENTATION_VERSION` names the output of `segment_for_index` (and the query
+form `fts_query` expects). Change it with them: the next build re-segments every
+FTS row from the stored block text, without re-parsing a file, and readers
+refuse an index of another segmentation (`build/versions.py`). The indexer
+reads both through this module at call time, so a test can swap the pair.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ _CJK_CLASS = (
     "\uac00-\ud7af"  # Hangul syllables
     "\uf900-\ufaff"  # CJK compatibility ideographs
 )
+SEGMENTATION_VERSION = "1"  # bigrams + trailing unigram per CJK run, NFKC, unicode61 for the rest
+
 CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
 

@@ -4,6 +4,10 @@ A build replaces the file by rename. An open connection keeps reading the
 inode it opened (complete, old data), so in-flight queries never fail; the
 next query on that thread sees the new inode and reconnects. No request can
 observe a half-written database.
+
+A database from a build of another schema or segmentation version is refused
+when the connection opens (`IndexIncompatible`, answered as a 503 that says to
+rebuild), never read into a wrong answer or a traceback (`build/versions.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+
+from mnote_evidence.build.versions import REBUILD_HINT, read_meta, reader_problem
+from mnote_evidence.functions.errors import IndexIncompatible
 
 
 class EvidenceDB:
@@ -31,6 +38,10 @@ class EvidenceDB:
         if cached is not None:
             cached.close()
         conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        problem = reader_problem(read_meta(conn))
+        if problem:
+            conn.close()
+            raise IndexIncompatible(f"{problem}: {REBUILD_HINT}")
         conn.row_factory = sqlite3.Row
         self._local.conn, self._local.ident = conn, ident
         return conn

@@ -33,6 +33,13 @@ class Gone(HandlerError):
     code = "stale"
 
 
+class IndexIncompatible(HandlerError):
+    """evidence.sqlite was written by a build of another schema or segmentation: rebuild it."""
+
+    status = 503
+    code = "index_incompatible"
+
+
 def call(handler: Callable[[dict], dict], request: Any) -> tuple[int, dict]:
     """Run a pure handler; bad input becomes a 4xx with a message, a bug a 500 without a traceback."""
     if not isinstance(request, dict):

@@ -7,6 +7,9 @@ the plugin notices the new file on the next request. Searches never fail and
 never see a half-written database, and the server is never restarted.
 Polling needs no extra dependency and works on every filesystem (network
 mounts and containers included), at the cost of ~1 ms per 1,000 files a tick.
+An index of another schema or segmentation version is reported at start (the
+query endpoints answer 503 until it is rebuilt); with `--watch` it is rebuilt
+at once.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from pathlib import Path
 from typing import Callable
 
 from mnote_evidence.build.scan import skip_dir
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.errors import IndexIncompatible
 
 POLL_SECONDS = 0.3
 SETTLE_SECONDS = 0.3
@@ -47,14 +52,18 @@ def snapshot(root: Path, exclude: Path | None = None) -> dict[str, tuple[int, in
 class Watcher(threading.Thread):
     """Rebuild `out` from `workspace` whenever files change (debounced)."""
 
-    def __init__(self, workspace: Path, out: Path, jobs: int, log: Callable[[str], None] = print):
+    def __init__(self, workspace: Path, out: Path, jobs: int, log: Callable[[str], None] = print,
+                 rebuild_first: bool = False):
         super().__init__(name="mnote-evidence-watch", daemon=True)
         self.workspace, self.out, self.jobs, self.log = workspace.resolve(), out.resolve(), jobs, log
+        self.rebuild_first = rebuild_first  # the index is of another version: rebuild before any change
         self.stop = threading.Event()
         self.builds = 0
 
     def run(self) -> None:
         last = snapshot(self.workspace, self.out)
+        if self.rebuild_first:
+            self._build(time.monotonic())
         while not self.stop.wait(POLL_SECONDS):
             current = snapshot(self.workspace, self.out)
             if current == last:
@@ -84,12 +93,24 @@ class Watcher(threading.Thread):
                  "after the change was seen")
 
 
+def _index_problem(db: Path) -> str | None:
+    """What the query endpoints will answer instead of results (None: the index is readable)."""
+    try:
+        EvidenceDB(db).connect().close()
+    except IndexIncompatible as exc:
+        return exc.message
+    return None
+
+
 def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, lightrag_url: str | None = None,
           lightrag_timeout: float = 30.0) -> None:
     import uvicorn
     from datasette.app import Datasette
 
     db = site_dir / "evidence.sqlite"
+    problem = _index_problem(db)
+    if problem:  # still serve: the site and the SQL work; the query endpoints answer 503 with this
+        print(f"warning: {problem}", flush=True)
     ds = Datasette(
         immutables=[str(db)],
         settings={"suggest_facets": False, "facet_time_limit_ms": 50},
@@ -101,7 +122,7 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
           f"Search API:     {url}/-/evidence/search?q=...", flush=True)
     watcher = None
     if watch is not None:
-        watcher = Watcher(watch, site_dir, jobs, log=lambda m: print(m, flush=True))
+        watcher = Watcher(watch, site_dir, jobs, log=lambda m: print(m, flush=True), rebuild_first=bool(problem))
         watcher.start()
         print(f"Watching {watch} for changes", flush=True)
     try:

@@ -1,8 +1,10 @@
 """Stage 4: write `evidence.sqlite`, atomically and incrementally.
 
-The previous database is copied to a temporary file next to it, the changes
-are applied there (a changed resource replaces only its own rows), and the
-result is renamed over the old file. A build killed at any moment leaves the
+The previous database is copied to a temporary file next to it (unless the
+index is rebuilt from scratch), the changes are applied there (a changed
+resource replaces only its own rows; a new segmentation re-segments the FTS
+rows of the others from their stored text), and the result is renamed over
+the old file. A build killed at any moment leaves the
 previous database complete; readers never see a half-written one.
 """
 
@@ -24,7 +26,7 @@ from mnote_evidence.build.index import anchors
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
 from mnote_evidence.build.locator import locator
 from mnote_evidence.build.model import ParsedResourceArtifact
-from mnote_evidence.build.text import segment_for_index
+from mnote_evidence.build import text
 
 CREATED_BY = "mnote-evidence build"
 
@@ -46,6 +48,8 @@ class IndexChanges:
     link_edges: list[dict[str, Any]] = field(default_factory=list)  # every link-type edge
     meta: dict[str, str] = field(default_factory=dict)
     knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
+    rebuild: bool = False  # start from an empty database (the previous one is of another schema)
+    resegment: bool = False  # re-segment the FTS rows of resources not updated (segmentation changed)
 
 
 def now_ms() -> int:
@@ -56,10 +60,10 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def _open_working_copy(db_path: Path) -> tuple[Path, sqlite3.Connection]:
+def _open_working_copy(db_path: Path, fresh: bool = False) -> tuple[Path, sqlite3.Connection]:
     tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
-    if db_path.exists() and is_valid_db(db_path):
+    if not fresh and db_path.exists() and is_valid_db(db_path):
         shutil.copyfile(db_path, tmp)
     conn = sqlite3.connect(tmp, isolation_level=None)
     # The working copy is thrown away on any failure, so no journal is needed while writing.
@@ -137,7 +141,7 @@ def _insert_update(db: sqlite_utils.Database, update: ResourceUpdate, next_id: i
     blocks = list(_block_rows(artifact, row, next_id))
     db["evidence_block"].insert_all(blocks, batch_size=500)
     db.conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
-                        ((b["id"], segment_for_index(b["text"]), b["block_id"]) for b in blocks))
+                        ((b["id"], text.segment_for_index(b["text"]), b["block_id"]) for b in blocks))
     db["evidence_section"].insert_all(({
         "section_id": s.id, "resource_id": row["resource_id"], "title": s.title, "level": s.level,
         "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
@@ -159,9 +163,20 @@ def _replace_links(conn: sqlite3.Connection, db: sqlite_utils.Database, changes:
                                    batch_size=500, ignore=True)
 
 
-def write_index(db_path: Path, changes: IndexChanges) -> None:
+def _resegment(conn: sqlite3.Connection) -> int:
+    """Rewrite every FTS row from its block's stored text with the current segmentation."""
+    rows = conn.execute("SELECT id, text, block_id FROM evidence_block ORDER BY id").fetchall()
+    conn.execute("DELETE FROM evidence_fts")
+    conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
+                     ((i, text.segment_for_index(t), b) for i, t, b in rows))
+    return len(rows)
+
+
+def write_index(db_path: Path, changes: IndexChanges) -> int:
+    """Apply `changes`; returns how many FTS rows were re-segmented from stored text."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp, conn = _open_working_copy(db_path)
+    tmp, conn = _open_working_copy(db_path, fresh=changes.rebuild)
+    resegmented = 0
     try:
         db = sqlite_utils.Database(conn)
         conn.execute("BEGIN")
@@ -172,6 +187,8 @@ def write_index(db_path: Path, changes: IndexChanges) -> None:
             _delete_resource_rows(conn, rid)
         conn.executemany("UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? "
                          "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
+        if changes.resegment:  # before the updates: their new rows are segmented as they are inserted
+            resegmented = _resegment(conn)
         next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
         for update in changes.updates:
             next_id = _insert_update(db, update, next_id)
@@ -190,6 +207,7 @@ def write_index(db_path: Path, changes: IndexChanges) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, db_path)
         _fsync_dir(db_path.parent)
+        return resegmented
     except BaseException:
         conn.close()
         tmp.unlink(missing_ok=True)

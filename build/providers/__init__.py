@@ -23,4 +23,9 @@ def provider_for(kind: str, ocr: OcrSettings | None = None) -> Provider | None:
     return factory(ocr or OcrSettings()) if factory else None
 
 
-__all__ = ["ParseInput", "Provider", "provider_for"]
+def providers_by_kind(ocr: OcrSettings | None = None) -> dict[str, Provider]:
+    """Every registered provider, by the resource kind it parses."""
+    return {kind: factory(ocr or OcrSettings()) for kind, factory in _FACTORIES.items()}
+
+
+__all__ = ["ParseInput", "Provider", "provider_for", "providers_by_kind"]

@@ -5,9 +5,11 @@ JPEG quality 80 encoded by Pillow at zoom 2 (144 dpi): 7 pt small print gets a
 7 px x-height, ~36 pages/s and ~270 KB/page on a text-heavy manual. PNG via
 PyMuPDF is 3.5x slower at the same size, WebP 8x slower for 40 % fewer bytes.
 
-Images live in `_pages/<sha256 prefix>/z<zoom>/p<N>.jpg`: unchanged PDFs are
-never rendered again, a moved or copied PDF reuses its images, and a changed
-one gets a new folder.
+Images live in `_pages/<sha256 prefix>/<settings tag>/p<N>.<ext>`, the tag naming
+every setting that shapes the file (`z2-jpeg-q80`): unchanged PDFs are never
+rendered again, a moved or copied PDF reuses its images, a changed one gets a
+new folder, and changed settings get new folders while `remove_stale` deletes
+the folders of any other setting (`build/versions.py` records and reports it).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import io
 import multiprocessing
 import os
+import shutil
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,32 +28,61 @@ from PIL import Image
 from mnote_evidence.build.fsutil import atomic_write_bytes
 
 JPEG_QUALITY = 80
+DEFAULT_FORMAT = "jpeg"
 DEFAULT_ZOOM = 2.0
 PAGES_DIR = "_pages"
+# format -> (Pillow encoder, file extension)
+FORMATS = {"jpeg": ("JPEG", "jpg"), "webp": ("WEBP", "webp"), "png": ("PNG", "png")}
+
+
+@dataclass(frozen=True)
+class PageImageSettings:
+    """Everything that shapes a page image file; any change gives other files."""
+
+    format: str = DEFAULT_FORMAT  # jpeg | webp | png
+    quality: int = JPEG_QUALITY  # lossy formats only
+    zoom: float = DEFAULT_ZOOM  # 1 = 72 dpi
+
+    def __post_init__(self) -> None:
+        if self.format not in FORMATS:
+            raise ValueError(f"page image format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+
+    @property
+    def tag(self) -> str:
+        """The folder name of images made with these settings."""
+        quality = f"-q{self.quality}" if self.format != "png" else ""
+        return f"z{self.zoom:g}-{self.format}{quality}"
+
+    def to_json(self) -> dict:
+        return {"format": self.format, "quality": self.quality, "zoom": self.zoom}
 
 
 @dataclass(frozen=True)
 class PageImageJob:
     pdf: str  # absolute path of the source PDF
-    folder: str  # absolute output folder for this PDF + zoom
+    folder: str  # absolute output folder for this PDF + settings
     pages: tuple[int, ...]  # 1-based
-    zoom: float
+    settings: PageImageSettings
 
 
-def image_folder(source_hash: str, zoom: float) -> str:
+def image_folder(source_hash: str, settings: PageImageSettings) -> str:
     """Site-relative folder of a PDF's page images."""
-    return f"{PAGES_DIR}/{source_hash.removeprefix('sha256:')[:24]}/z{zoom:g}"
+    return f"{PAGES_DIR}/{source_hash.removeprefix('sha256:')[:24]}/{settings.tag}"
 
 
-def image_name(page: int) -> str:
-    return f"p{page}.jpg"
+def image_name(page: int, settings: PageImageSettings) -> str:
+    return f"p{page}.{FORMATS[settings.format][1]}"
 
 
-def encode_page(page: pymupdf.Page, zoom: float) -> bytes:
-    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(settings.zoom, settings.zoom), alpha=False)
     img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     buf = io.BytesIO()
-    img.save(buf, "JPEG", quality=JPEG_QUALITY, optimize=False)
+    encoder = FORMATS[settings.format][0]
+    if encoder == "PNG":
+        img.save(buf, encoder)
+    else:
+        img.save(buf, encoder, quality=settings.quality)
     return buf.getvalue()
 
 
@@ -59,18 +91,29 @@ def render_job(job: PageImageJob) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     with pymupdf.open(job.pdf) as doc:
         for n in job.pages:
-            atomic_write_bytes(folder / image_name(n), encode_page(doc[n - 1], job.zoom))
+            atomic_write_bytes(folder / image_name(n, job.settings), encode_page(doc[n - 1], job.settings))
     return len(job.pages)
 
 
-def missing_pages(folder: Path, page_count: int) -> tuple[int, ...]:
+def missing_pages(folder: Path, page_count: int, settings: PageImageSettings) -> tuple[int, ...]:
     have = set(os.listdir(folder)) if folder.is_dir() else set()
-    return tuple(n for n in range(1, page_count + 1) if image_name(n) not in have)
+    return tuple(n for n in range(1, page_count + 1) if image_name(n, settings) not in have)
+
+
+def remove_stale(out: Path, settings: PageImageSettings) -> int:
+    """Delete page images made with any other settings; returns how many files went."""
+    removed = 0
+    base = out / PAGES_DIR
+    for folder in (base.glob("*/*") if base.is_dir() else ()):
+        if folder.is_dir() and folder.name != settings.tag:
+            removed += sum(1 for f in folder.rglob("*") if f.is_file())
+            shutil.rmtree(folder, ignore_errors=True)
+    return removed
 
 
 def split(job: PageImageJob, parts: int) -> list[PageImageJob]:
     size = max(1, -(-len(job.pages) // parts))
-    return [PageImageJob(job.pdf, job.folder, job.pages[i : i + size], job.zoom)
+    return [PageImageJob(job.pdf, job.folder, job.pages[i : i + size], job.settings)
             for i in range(0, len(job.pages), size)]
 
 

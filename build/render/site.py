@@ -1,9 +1,10 @@
 """Stage 5: render the static site from `evidence.sqlite` + sidecars (SPEC §8).
 
 Incremental: every page has a key (hash of the resource row, its backlinks and
-aliases, the note's link resolutions, the templates and the zoom); only pages
-whose key changed are written. PDF page images are cached by content hash
-(`page_images.py`). A resource that disappeared leaves a tombstone page, so
+aliases, the note's link resolutions, the templates and, for a PDF, the page
+image settings); only pages whose key changed are written. PDF page images are
+cached by content hash and settings (`page_images.py`); images of other
+settings are removed. A resource that disappeared leaves a tombstone page, so
 old citation URLs still land somewhere that says what happened.
 
 Every URL is relative (`build.urls.relative_url`): the site works from any
@@ -41,7 +42,7 @@ STATIC_DIR = "_static"
 @dataclass
 class RenderOptions:
     jobs: int = 1
-    zoom: float = page_images.DEFAULT_ZOOM
+    images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
     progress: bool = False
 
 
@@ -50,6 +51,7 @@ class RenderReport:
     pages_written: int = 0
     pages_unchanged: int = 0
     page_images: int = 0
+    images_removed: int = 0  # page image files of other settings, deleted
     tombstones: int = 0
     seconds: float = 0.0
     problems: list[dict[str, str]] = field(default_factory=list)
@@ -158,8 +160,9 @@ class _Site:
         for block in artifact.blocks:
             by_page[block.page].append(block)
         if res.kind == KIND_PDF:
-            folder = page_images.image_folder(res.source_hash, self.options.zoom)
-            image = lambda n: relative_url(page, f"{folder}/{page_images.image_name(n)}")  # noqa: E731
+            settings = self.options.images
+            folder = page_images.image_folder(res.source_hash, settings)
+            image = lambda n: relative_url(page, f"{folder}/{page_images.image_name(n, settings)}")  # noqa: E731
         else:
             image = lambda n: ctx["source_url"]  # noqa: E731
         ctx["pages"] = [{"n": p.page, "width": p.width, "height": p.height, "image": image(p.page),
@@ -232,6 +235,8 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
         extra.append(site.conn.execute(
             "SELECT group_concat(coalesce(target_path, '') || '|' || coalesce(problem, ''), ',') "
             "FROM evidence_link WHERE resource_id = ?", [res.resource_id]).fetchone()[0])
+    if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
+        extra.append(site.options.images.tag)
     return data.page_key(res, extra + salt)
 
 
@@ -270,9 +275,9 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     root = root.resolve()
     site = _Site(root, out, db_path, options)
     try:
-        salt = [_templates_hash(), options.zoom]
+        salt = [_templates_hash()]
         state = _load_state(out)
-        stamp = [site.meta.get("built_at_ms"), *salt]
+        stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag]
         if state.get("stamp") == stamp and (out / "index.html").exists():
             site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
             return site.report
@@ -286,11 +291,11 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             if site._copyable(res):
                 _copy_source(root, out, res.path)
             if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
-                folder = out / page_images.image_folder(res.source_hash, options.zoom)
-                missing = page_images.missing_pages(folder, res.page_count)
+                folder = out / page_images.image_folder(res.source_hash, options.images)
+                missing = page_images.missing_pages(folder, res.page_count, options.images)
                 if missing:
                     image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
-                                                               options.zoom))
+                                                               options.images))
             if pages.get(page, {}).get("key") == key and (out / page).exists():
                 site.report.pages_unchanged += 1
                 continue
@@ -303,6 +308,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 pages[page] = {"key": "tombstone", "source": entry["source"]}
                 site.report.tombstones += 1
         site.report.page_images = page_images.render_all(image_jobs, options.jobs, on_progress)
+        site.report.images_removed = page_images.remove_stale(out, options.images)
         atomic_write_text(out / "index.html", site.render_index())
         atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
             site._base("ask.html", "Ask", None) | {"crumbs": [], "file_name": "Ask"}))
