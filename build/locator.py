@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from mnote_evidence.build.model import KIND_MARKDOWN, KIND_OFFICE, LOCATOR_SCHEMA, Block
+from mnote_evidence.build.model import KIND_MARKDOWN, KIND_OFFICE, LOCATOR_SCHEMA, Block, EvidenceLocator
 from mnote_evidence.build.urls import page_url
 
 OPEN_ACTION = "mnote.open_resource_locator"
@@ -23,9 +21,9 @@ def precision(kind: str, block: Block | None) -> str:
 
 
 def locator(*, resource_path: str, kind: str, owner_path: str | None, source_map_path: str,
-            block: Block | None, section_path: list[str]) -> dict[str, Any]:
+            block: Block | None, section_path: list[str]) -> EvidenceLocator:
     """The locator of `block` (or of the whole file when `block` is None). Absent stays absent."""
-    out: dict[str, Any] = {
+    out: EvidenceLocator = {  # type: ignore[typeddict-item]  # the rest follow, in schema order
         "schema": LOCATOR_SCHEMA,
         "ownerDocumentPath": owner_path if owner_path is not None else (
             resource_path if kind == KIND_MARKDOWN else None),

@@ -3,13 +3,19 @@
 Providers produce a `ParsedResourceArtifact`; the sidecar stage serialises it to
 `source-map.json` (schema `mnote.resource_source_map.v1`); the indexer turns its
 blocks into rows and `EvidenceLocator`s (schema `mnote.evidence_locator.v1`).
+The rows the build writes and reads back are typed here too: `ResourceRow`
+(`evidence_resource`), `NoteLink` (a link as a note's parse found it),
+`LinkRow` (`evidence_link`) and `EdgeRow` (`evidence_edge`); the link's block
+is `source_block_id` everywhere, as in the tables (SPEC §6).
 Nothing else invents these shapes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import json
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from typing import Any, NotRequired, TypedDict
 
 SOURCE_MAP_SCHEMA = "mnote.resource_source_map.v1"
 LOCATOR_SCHEMA = "mnote.evidence_locator.v1"
@@ -20,6 +26,9 @@ KIND_PDF = "pdf"
 KIND_IMAGE = "image"
 KIND_OFFICE = "office"
 KIND_OTHER = "other"
+
+# Files that are notes (kind markdown): the URL scheme (SPEC §8) and the scan both decide by these.
+NOTE_SUFFIXES = (".md", ".markdown")
 
 # evidence_resource.status
 STATUS_OK = "ok"
@@ -160,6 +169,105 @@ class ParsedResourceArtifact:
 
     def section_by_id(self) -> dict[str, Section]:
         return {s.id: s for s in self.sections}
+
+
+class OpenAction(TypedDict):
+    type: str  # "mnote.open_resource_locator"
+    url: str  # site-relative (SPEC §8); handlers prefix the site's base
+
+
+class EvidenceLocator(TypedDict):
+    """Where a block lives (SPEC §7, `schemas/locator.schema.json`); absent things are absent."""
+
+    schema: str  # LOCATOR_SCHEMA
+    rootUri: NotRequired[str]
+    ownerDocumentPath: str | None
+    resourcePath: str
+    resourceKind: str
+    blockId: NotRequired[str]
+    page: NotRequired[int]
+    bbox: NotRequired[list[float]]
+    lineRange: NotRequired[list[int]]
+    charRange: NotRequired[list[int]]
+    paragraphIndex: NotRequired[int]
+    sectionPath: list[str]
+    sourceMapPath: str
+    precision: str  # bbox | paragraph | line | file
+    openAction: OpenAction
+
+
+@dataclass
+class ResourceRow:
+    """One `evidence_resource` row: what the build records per file, and what later stages read."""
+
+    resource_id: str
+    path: str  # source_root_relative_path
+    owner: str | None  # owner_document_path
+    kind: str
+    status: str
+    provider: str | None = None
+    provider_version: str | None = None
+    source_hash: str | None = None
+    artifact_path: str | None = None
+    source_map_path: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    page_count: int | None = None
+    block_count: int = 0
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    updated_at_ms: int = 0
+
+    def to_sql(self) -> dict[str, Any]:
+        """The row as `evidence_resource` columns."""
+        out = asdict(self)
+        out["source_root_relative_path"] = out.pop("path")
+        out["owner_document_path"] = out.pop("owner")
+        out["warnings_json"] = json.dumps(out.pop("warnings"), ensure_ascii=False)
+        return out
+
+    @classmethod
+    def from_sql(cls, row: sqlite3.Row) -> "ResourceRow":
+        return cls(
+            resource_id=row["resource_id"], path=row["source_root_relative_path"], owner=row["owner_document_path"],
+            kind=row["kind"], status=row["status"], provider=row["provider"],
+            provider_version=row["provider_version"], source_hash=row["source_hash"],
+            artifact_path=row["artifact_path"], source_map_path=row["source_map_path"],
+            error_code=row["error_code"], error_message=row["error_message"], page_count=row["page_count"],
+            block_count=row["block_count"], warnings=json.loads(row["warnings_json"]),
+            updated_at_ms=row["updated_at_ms"])
+
+
+@dataclass(frozen=True)
+class NoteLink:
+    """A link as written in a note (Markdown provider's `Block.links`), with the block it sits in."""
+
+    source_block_id: str
+    target: str  # as written
+    kind: str  # link | image | wikilink | embed
+
+
+class LinkRow(TypedDict):
+    """One `evidence_link` row: a note's link and how it resolved."""
+
+    resource_id: str  # the note
+    source_block_id: str
+    target: str
+    kind: str
+    target_path: str | None  # resolved root-relative path; None if unresolved or external
+    problem: str | None  # outside_root | missing | None
+
+
+class EdgeRow(TypedDict):
+    """One `evidence_edge` row; every edge comes from a locatable block (SPEC §6)."""
+
+    edge_id: str
+    from_id: str
+    to_id: str
+    edge_type: str
+    source_block_id: str
+    confidence: float
+    created_by: str
+    resource_id: str  # whose artifact produced it (replaced with it)
 
 
 class ProviderError(Exception):

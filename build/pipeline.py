@@ -16,7 +16,6 @@ import hashlib
 import json
 import multiprocessing
 import os
-import sqlite3
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -30,7 +29,7 @@ import click
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
 from mnote_evidence.build.ids import resource_id
-from mnote_evidence.build.index.previous import PreviousBuild, PreviousResource, load_previous
+from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
@@ -42,8 +41,10 @@ from mnote_evidence.build.model import (
     STATUS_OK,
     STATUS_STALE,
     STATUS_UNSUPPORTED,
+    NoteLink,
     ParsedResourceArtifact,
     ProviderError,
+    ResourceRow,
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers import ParseInput, provider_for
@@ -52,6 +53,7 @@ from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM
 from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
 from mnote_evidence.build.scan import SourceFile, scan
 from mnote_evidence.build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
+from mnote_evidence.build.sqlite_ro import connect_ro
 
 DB_NAME = "evidence.sqlite"
 # Workers start from a clean process: forking a parent that already loaded an OCR model
@@ -165,20 +167,16 @@ class _Build:
     def _row(self, f: SourceFile, owner: str | None, status: str, provider: str | None = None,
              version: str | None = None, paths: SidecarPaths | None = None,
              artifact: ParsedResourceArtifact | None = None,
-             error: tuple[str, str] | None = None) -> dict[str, Any]:
-        warnings = [w.to_json() for w in artifact.warnings] if artifact else []
-        return {
-            "resource_id": resource_id(f.path), "owner_document_path": owner,
-            "source_root_relative_path": f.path, "kind": f.kind, "provider": provider,
-            "provider_version": version, "source_hash": f.sha256,
-            "artifact_path": paths.text if paths else None,
-            "source_map_path": paths.source_map if paths else None, "status": status,
-            "error_code": error[0] if error else None, "error_message": error[1] if error else None,
-            "page_count": len(artifact.pages) if artifact and artifact.pages else None,
-            "block_count": len(artifact.blocks) if artifact else 0,
-            "warnings_json": json.dumps(warnings, ensure_ascii=False),
-            "updated_at_ms": self.stamp,
-        }
+             error: tuple[str, str] | None = None) -> ResourceRow:
+        return ResourceRow(
+            resource_id=resource_id(f.path), path=f.path, owner=owner, kind=f.kind, status=status,
+            provider=provider, provider_version=version, source_hash=f.sha256,
+            artifact_path=paths.text if paths else None, source_map_path=paths.source_map if paths else None,
+            error_code=error[0] if error else None, error_message=error[1] if error else None,
+            page_count=len(artifact.pages) if artifact and artifact.pages else None,
+            block_count=len(artifact.blocks) if artifact else 0,
+            warnings=[w.to_json() for w in artifact.warnings] if artifact else [],
+            updated_at_ms=self.stamp)
 
     def _record_error(self, f: SourceFile, owner: str | None, kind_status: str, code: str, message: str,
                       provider: str | None = None, version: str | None = None) -> None:
@@ -191,7 +189,7 @@ class _Build:
         row = self._row(f, owner, kind_status, provider, version, error=(code, message))
         self.changes.updates.append(ResourceUpdate(row))
 
-    def _drop_old_sidecars(self, prev: PreviousResource | None, keep: SidecarPaths | None = None) -> None:
+    def _drop_old_sidecars(self, prev: ResourceRow | None, keep: SidecarPaths | None = None) -> None:
         if prev and prev.source_map_path and (keep is None or keep.source_map != prev.source_map_path):
             remove_sidecars(self.root, SidecarPaths(prev.artifact_path, prev.source_map_path))
 
@@ -229,9 +227,9 @@ class _Build:
             return True
         return False
 
-    def notes(self, files: list[SourceFile]) -> dict[str, list[dict[str, str]]]:
+    def notes(self, files: list[SourceFile]) -> dict[str, list[NoteLink]]:
         """Parse changed notes; return every note's links (from the parse or the previous build)."""
-        links: dict[str, list[dict[str, str]]] = {}
+        links: dict[str, list[NoteLink]] = {}
         provider = provider_for(KIND_MARKDOWN)
         for f in files:
             if not self.screen(f, f.path):
@@ -239,8 +237,7 @@ class _Build:
             rid = resource_id(f.path)
             if self._unchanged(f, f.path, provider.version()):
                 self.report.unchanged += 1
-                links[f.path] = [{"block": r["source_block_id"], "target": r["target"], "kind": r["kind"]}
-                                 for r in self.prev.links.get(rid, [])]
+                links[f.path] = self.prev.links.get(rid, [])
                 continue
             result = _parse_one(str(self.root), f.path, f.kind, f.source_hash, self.options.ocr)
             self.report.parsed += 1
@@ -249,7 +246,7 @@ class _Build:
                                    provider.name, provider.version())
                 continue
             self._accept(f, f.path, result)
-            links[f.path] = [{"block": b.id, **link} for b in result.blocks for link in b.links]
+            links[f.path] = [NoteLink(b.id, link["target"], link["kind"]) for b in result.blocks for link in b.links]
         return links
 
     def resources(self, files: list[SourceFile], owner_of: dict[str, str | None]) -> None:
@@ -308,13 +305,13 @@ class _Build:
                 self.changes.stale.append(prev.resource_id)
                 self.report.stale += 1
 
-    def link_graph(self, resolved: list[tuple[str, dict[str, str], Resolution]], notes: set[str],
+    def link_graph(self, resolved: list[tuple[str, NoteLink, Resolution]], notes: set[str],
                    owner_of: dict[str, str | None]) -> None:
         for note, link, hit in resolved:
             note_id = resource_id(note)
             self.changes.links.append({
-                "resource_id": note_id, "source_block_id": link["block"], "target": link["target"],
-                "kind": link["kind"], "target_path": hit.path, "problem": hit.problem})
+                "resource_id": note_id, "source_block_id": link.source_block_id, "target": link.target,
+                "kind": link.kind, "target_path": hit.path, "problem": hit.problem})
             if not hit.path or hit.path == note:
                 continue
             if hit.path in notes:
@@ -323,11 +320,11 @@ class _Build:
                 kind = "document_contains_resource"
             else:
                 kind = "resource_refers_to"
-            self.changes.link_edges.append(edge_row(note_id, resource_id(hit.path), kind, link["block"], note_id))
+            self.changes.link_edges.append(edge_row(note_id, resource_id(hit.path), kind, link.source_block_id, note_id))
 
     def knowledge_candidates(self) -> list[Candidate]:
         """Every file LightRAG should hold now: `ok` resources, with a lazy loader of their text."""
-        updated = {u.row["source_root_relative_path"]: u for u in self.changes.updates}
+        updated = {u.row.path: u for u in self.changes.updates}
         gone = set(self.changes.stale) | set(self.changes.removed)
         out = []
         for path, prev in self.prev.resources.items():
@@ -336,9 +333,9 @@ class _Build:
             out.append(Candidate(path, prev.kind, prev.source_hash or "", bool(prev.artifact_path and
                                  prev.artifact_path.endswith(".ocr.md")), self._text_loader(path, prev.artifact_path)))
         for path, u in updated.items():
-            if u.artifact is not None and u.row["status"] == STATUS_OK:
+            if u.artifact is not None and u.row.status == STATUS_OK:
                 text = u.artifact.text
-                out.append(Candidate(path, u.artifact.kind, u.row["source_hash"], u.artifact.from_ocr,
+                out.append(Candidate(path, u.artifact.kind, u.row.source_hash, u.artifact.from_ocr,
                                      lambda text=text: text))
         return sorted(out, key=lambda c: c.path)
 
@@ -376,7 +373,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         others = [f for f in files if f.kind != KIND_MARKDOWN]
         links = run.notes(notes)
         resolver = LinkResolver({f.path for f in files if not f.refused})
-        resolved = [(note, link, resolver.resolve(note, link["target"], link["kind"]))
+        resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
                     for note, note_links in sorted(links.items()) for link in note_links]
         linkers: dict[str, set[str]] = {}
         for note, _, hit in resolved:
@@ -424,7 +421,7 @@ def _render(root: Path, options: BuildOptions, db_path: Path) -> RenderReport:
 
 def _recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[dict[str, str]]]:
     """Status counts, errors and warnings as the database now records them (all files, not just this run's)."""
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = connect_ro(db_path)
     try:
         counts = dict(conn.execute("SELECT status, count(*) FROM evidence_resource GROUP BY status ORDER BY 1"))
         errors = [{"path": p, "code": c, "message": m} for p, c, m in conn.execute(

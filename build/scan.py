@@ -17,13 +17,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_OTHER, KIND_PDF
+from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_OTHER, KIND_PDF, NOTE_SUFFIXES
 
 SIDECAR_DIR_SUFFIX = ".ocr"
 
 KIND_BY_SUFFIX = {
-    ".md": KIND_MARKDOWN,
-    ".markdown": KIND_MARKDOWN,
+    **dict.fromkeys(NOTE_SUFFIXES, KIND_MARKDOWN),
     ".pdf": KIND_PDF,
     ".docx": KIND_OFFICE,
     ".png": KIND_IMAGE,

@@ -1,18 +1,23 @@
-"""The static site's URL scheme (SPEC §8), defined once for the renderer and the functions."""
+"""The static site's URL scheme (SPEC §8), defined once for the renderer and the functions.
+
+Depends on the contracts only (`build.model`), never on a pipeline stage: a
+page's URL follows from the source path alone (notes, by `NOTE_SUFFIXES`,
+drop their suffix; every other file keeps its name and gains `.html`).
+"""
 
 from __future__ import annotations
 
 import posixpath
 from urllib.parse import quote
 
-from mnote_evidence.build.scan import kind_for
-from mnote_evidence.build.model import KIND_MARKDOWN
+from mnote_evidence.build.model import NOTE_SUFFIXES
 
 
 def page_path(source_path: str) -> str:
     """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`."""
-    if kind_for(source_path) == KIND_MARKDOWN:
-        return posixpath.splitext(source_path)[0] + ".html"
+    stem, suffix = posixpath.splitext(source_path)
+    if suffix.lower() in NOTE_SUFFIXES:
+        return stem + ".html"
     return source_path + ".html"
 
 

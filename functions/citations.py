@@ -23,14 +23,13 @@ from mnote_evidence.build.model import KIND_IMAGE
 from mnote_evidence.build.text import is_cjk, normalise, query_terms
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.functions.cleaning import clean_text, is_image_placeholder, quote_window
-from mnote_evidence.functions.fts import search_blocks
+from mnote_evidence.functions.fts import flank_weight, search_blocks
 
 COVER_PREFIX = 40  # chars of a block's start that must occur in the chunk
 MIN_COVER = 6  # shorter blocks ("吗啉" as a heading) are too ambiguous to count as covered
 MAX_REGIONS = 50
 HEADING_WEIGHT = 0.5
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-_FLANK = (1.0, 0.6, 0.25)
 
 
 @dataclass
@@ -68,9 +67,7 @@ def term_score(text: str, terms: list[str]) -> float:
         start = lower.find(t)
         while start >= 0:
             if is_cjk(t[0]):
-                end = start + len(t)
-                flanked = (start > 0 and is_cjk(text[start - 1])) + (end < len(text) and is_cjk(text[end]))
-                score += _FLANK[flanked]
+                score += flank_weight(text, start, start + len(t))
             else:
                 score += 1.0
             start = lower.find(t, start + 1)

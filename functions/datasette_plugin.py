@@ -32,6 +32,7 @@ from datasette import hookimpl
 from datasette.database import Database
 from datasette.utils.asgi import Response, asgi_send_file
 
+from mnote_evidence.build.sqlite_ro import connect_ro, file_identity
 from mnote_evidence.build.text import QueryError, fts_query
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
@@ -52,7 +53,7 @@ def _is_evidence_db(path: str | None) -> bool:
     if not path or not os.path.exists(path):
         return False
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = connect_ro(path)
         try:
             return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'evidence_block'").fetchone() is not None
         finally:
@@ -94,11 +95,7 @@ class _State:
         return self._settings()[1]
 
     def _identity(self):
-        try:
-            st = os.stat(self.db.path)
-            return st.st_ino, st.st_mtime_ns
-        except (OSError, AttributeError):
-            return None
+        return file_identity(self.db.path) if self.db else None
 
     def refresh(self) -> None:
         """If a build replaced the file, register a fresh Database object for Datasette's own views."""

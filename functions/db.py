@@ -12,11 +12,11 @@ rebuild), never read into a wrong answer or a traceback (`build/versions.py`).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from pathlib import Path
 
+from mnote_evidence.build.sqlite_ro import connect_ro, file_identity
 from mnote_evidence.build.versions import REBUILD_HINT, read_meta, reader_problem
 from mnote_evidence.functions.errors import IndexIncompatible
 
@@ -26,22 +26,17 @@ class EvidenceDB:
         self.path = Path(path)
         self._local = threading.local()
 
-    def _identity(self) -> tuple[int, int]:
-        st = os.stat(self.path)
-        return st.st_ino, st.st_mtime_ns
-
     def connect(self) -> sqlite3.Connection:
-        ident = self._identity()
+        ident = file_identity(self.path)
         cached = getattr(self._local, "conn", None)
         if cached is not None and self._local.ident == ident:
             return cached
         if cached is not None:
             cached.close()
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        conn = connect_ro(self.path, immutable=True, shared=True)
         problem = reader_problem(read_meta(conn))
         if problem:
             conn.close()
             raise IndexIncompatible(f"{problem}: {REBUILD_HINT}")
-        conn.row_factory = sqlite3.Row
         self._local.conn, self._local.ident = conn, ident
         return conn

@@ -1,7 +1,9 @@
 """`evidence.search`, `evidence.read`, `evidence.open` (SPEC §9): pure handlers.
 
-Each takes a request dict and returns a response dict; bad input raises a
-`functions.errors.HandlerError` (answered as 4xx by `errors.call`). They read
+Each takes a request dict and a `Context` and returns a response dict (typed in
+`functions.contracts`); requests are checked by `functions.validation`, and
+bad input raises a `functions.errors.HandlerError` (answered as 4xx by
+`errors.call`). They read
 `evidence.sqlite` only through `EvidenceDB` and never interpolate input into
 SQL. Every answer is bounded (topK <= 50, quotes <= 280 chars, window <= 10).
 Locators' `openAction.url` is prefixed with the site's base URL so a client
@@ -13,103 +15,52 @@ from __future__ import annotations
 import copy
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
-from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.locator import OPEN_ACTION
-from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF
+from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, EvidenceLocator
 from mnote_evidence.build.text import QueryError, query_terms
 from mnote_evidence.build.urls import page_url
-from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.cleaning import quote_window
+from mnote_evidence.functions.contracts import (
+    BOUNDARY_LOCAL,
+    BOUNDARY_LOCAL_WITH_OCR,
+    Context,
+    SearchResponse,
+    SearchResult,
+    Via,
+)
 from mnote_evidence.functions.errors import BadRequest, Gone, NotFound
 from mnote_evidence.functions.fts import Hit, search_blocks
-from mnote_evidence.functions.cleaning import quote_window
+from mnote_evidence.functions.knowledge import ocr_results
+from mnote_evidence.functions.validation import (
+    check_fields,
+    get_block_id,
+    get_bool,
+    get_choice,
+    get_choices,
+    get_int,
+    get_str,
+)
 
 KINDS = (KIND_MARKDOWN, KIND_PDF, KIND_IMAGE, KIND_OFFICE)
 MODES = ("fts", "graph", "hybrid")
 MAX_TOP_K, DEFAULT_TOP_K = 50, 10
-MAX_QUERY_CHARS = 1000
 MAX_WINDOW, DEFAULT_WINDOW = 10, 2
 GRAPH_DECAY = 0.5
 
 
-@dataclass
-class Context:
-    db: EvidenceDB
-    site_base: str = ""  # prefix of openAction URLs: "" = site-relative, "/site/" when served
-    lightrag: LightRagConfig | None = None  # knowledge functions and includeOcr
-
-
-# -- request validation ------------------------------------------------------------
-def _fields(request: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(request) - allowed)
-    if unknown:
-        raise BadRequest(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-
-
-def _str(request: dict, key: str, *, required: bool = False, max_len: int = MAX_QUERY_CHARS) -> str | None:
-    value = request.get(key)
-    if value is None:
-        if required:
-            raise BadRequest(f"'{key}' is required")
-        return None
-    if not isinstance(value, str):
-        raise BadRequest(f"'{key}' must be a string")
-    if "\x00" in value:
-        raise BadRequest(f"'{key}' must not contain NUL characters")
-    if len(value) > max_len:
-        raise BadRequest(f"'{key}' is longer than {max_len} characters")
-    if required and not value.strip():
-        raise BadRequest(f"'{key}' must not be empty")
-    return value
-
-
-def _int(request: dict, key: str, default: int, lo: int, hi: int) -> int:
-    value = request.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"'{key}' must be an integer from {lo} to {hi}")
-    if not lo <= value <= hi:
-        raise BadRequest(f"'{key}' must be from {lo} to {hi} (got {value})")
-    return value
-
-
-def _choice(request: dict, key: str, default: str, choices: tuple[str, ...]) -> str:
-    value = request.get(key, default)
-    if value not in choices:
-        raise BadRequest(f"'{key}' must be one of {', '.join(choices)}")
-    return value
-
-
-def _kinds(request: dict) -> list[str] | None:
-    value = request.get("resourceKinds")
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
-        raise BadRequest("'resourceKinds' must be a list of strings")
-    bad = [k for k in value if k not in KINDS]
-    if bad:
-        raise BadRequest(f"unknown resourceKinds {bad}; use {', '.join(KINDS)}")
-    return value or None
-
-
-def _bool(request: dict, key: str) -> bool:
-    value = request.get(key, False)
-    if not isinstance(value, bool):
-        raise BadRequest(f"'{key}' must be true or false")
-    return value
-
-
 # -- shared pieces -------------------------------------------------------------------
-def with_base(locator: dict[str, Any], base: str) -> dict[str, Any]:
+def with_base(locator: EvidenceLocator, base: str) -> EvidenceLocator:
     out = copy.deepcopy(locator)
     out["openAction"]["url"] = base + out["openAction"]["url"]
     return out
 
 
-def _result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float, via=None) -> dict[str, Any]:
-    out = {"evidenceId": hit.block_id, "quote": quote_window(hit.text, terms), "score": round(score, 4),
+def _result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float,
+            via: Via | None = None) -> SearchResult:
+    out: SearchResult = {"evidenceId": hit.block_id, "quote": quote_window(hit.text, terms), "score": round(score, 4),
            "matchSource": source, "source": with_base(hit.locator, ctx.site_base)}
     if via:
         out["via"] = via
@@ -128,11 +79,11 @@ def _passes(hit: Hit, kinds: list[str] | None, prefix: str | None) -> bool:
     return (not kinds or hit.resource_kind in kinds) and (not prefix or hit.resource_path.startswith(prefix))
 
 
-def _graph(conn: sqlite3.Connection, seeds: list[Hit], query: str, kinds, prefix) -> list[tuple[Hit, float, dict]]:
+def _graph(conn: sqlite3.Connection, seeds: list[Hit], query: str, kinds, prefix) -> list[tuple[Hit, float, Via]]:
     """Follow link edges from each FTS hit: notes that link to its resource (their linking
     block), and resources its block links to (their best block for the query)."""
     marks = ",".join("?" * len(LINK_EDGE_TYPES))
-    found: list[tuple[Hit, float, dict]] = []
+    found: list[tuple[Hit, float, Via]] = []
     for seed in seeds:
         rows = conn.execute(
             "SELECT e.source_block_id, e.edge_type FROM evidence_edge e JOIN evidence_resource r "
@@ -171,14 +122,14 @@ def _best_block_of(conn: sqlite3.Connection, resource_id: str, query: str) -> Hi
 SEARCH_FIELDS = {"query", "mode", "topK", "resourceKinds", "pathPrefix", "includeOcr"}
 
 
-def search(request: dict, ctx: Context) -> dict:
-    _fields(request, SEARCH_FIELDS)
-    query = _str(request, "query", required=True)
-    mode = _choice(request, "mode", "fts", MODES)
-    top_k = _int(request, "topK", DEFAULT_TOP_K, 1, MAX_TOP_K)
-    kinds = _kinds(request)
-    prefix = _str(request, "pathPrefix", max_len=500)
-    include_ocr = _bool(request, "includeOcr")
+def search(request: dict, ctx: Context) -> SearchResponse:
+    check_fields(request, SEARCH_FIELDS)
+    query = get_str(request, "query", required=True)
+    mode = get_choice(request, "mode", "fts", MODES)
+    top_k = get_int(request, "topK", DEFAULT_TOP_K, 1, MAX_TOP_K)
+    kinds = get_choices(request, "resourceKinds", KINDS)
+    prefix = get_str(request, "pathPrefix", max_len=500)
+    include_ocr = get_bool(request, "includeOcr")
     conn = ctx.db.connect()
     try:
         hits = search_blocks(conn, query, top_k, kinds=kinds, path_prefix=prefix)
@@ -187,7 +138,7 @@ def search(request: dict, ctx: Context) -> dict:
     except sqlite3.OperationalError as exc:  # defence in depth: fts_query never emits bad syntax
         raise BadRequest(f"query could not be run: {exc}") from exc
     terms = query_terms(query)
-    results: list[dict[str, Any]] = []
+    results: list[SearchResult] = []
     if mode in ("fts", "hybrid"):
         results = [_result(h, terms, ctx, "fts", h.score) for h in hits]
     if mode in ("graph", "hybrid"):
@@ -196,13 +147,11 @@ def search(request: dict, ctx: Context) -> dict:
             if hit.block_id not in seen:
                 seen.add(hit.block_id)
                 results.append(_result(hit, terms, ctx, "graph", score, via))
-    out = {"ok": True, "query": query, "mode": mode, "results": results[:top_k],
-           "boundary": {"kind": "ordinary_local_search"}, "degraded": False}
+    out: SearchResponse = {"ok": True, "query": query, "mode": mode, "results": results[:top_k],
+                           "boundary": {"kind": BOUNDARY_LOCAL}, "degraded": False}
     if include_ocr:
-        out["boundary"] = {"kind": "ordinary_local_search_with_knowledge_ocr"}
+        out["boundary"] = {"kind": BOUNDARY_LOCAL_WITH_OCR}
         if len(out["results"]) < top_k:  # SPEC §11: LightRAG OCR hits only when local ones are fewer than topK
-            from mnote_evidence.functions.knowledge import ocr_results
-
             extra, reason = ocr_results(ctx, query, top_k, {r["evidenceId"] for r in results})
             out["results"] += extra[: top_k - len(out["results"])]
             if reason:
@@ -212,18 +161,6 @@ def search(request: dict, ctx: Context) -> dict:
 
 # -- evidence.read ----------------------------------------------------------------------
 READ_FIELDS = {"blockId", "locator", "window"}
-
-
-def _block_id(request: dict) -> str:
-    block_id = request.get("blockId")
-    locator = request.get("locator")
-    if block_id is None and isinstance(locator, dict):
-        block_id = locator.get("blockId")
-    if not isinstance(block_id, str) or not block_id:
-        raise BadRequest("give 'blockId' (a string) or a 'locator' with a blockId")
-    if len(block_id) > 64 or "\x00" in block_id:
-        raise BadRequest("'blockId' is not a block id")
-    return block_id
 
 
 def _resolve(conn: sqlite3.Connection, block_id: str) -> tuple[sqlite3.Row, str | None]:
@@ -255,10 +192,10 @@ def _brief(row: sqlite3.Row, ctx: Context) -> dict[str, Any]:
 
 
 def read(request: dict, ctx: Context) -> dict:
-    _fields(request, READ_FIELDS)
-    window = _int(request, "window", DEFAULT_WINDOW, 0, MAX_WINDOW)
+    check_fields(request, READ_FIELDS)
+    window = get_int(request, "window", DEFAULT_WINDOW, 0, MAX_WINDOW)
     conn = ctx.db.connect()
-    row, redirected = _resolve(conn, _block_id(request))
+    row, redirected = _resolve(conn, get_block_id(request))
     scope, params = "", []
     if row["page"] is not None:
         scope, params = "AND page = ?", [row["page"]]
@@ -304,12 +241,12 @@ OPEN_FIELDS = {"blockId", "locator"}
 
 
 def open_(request: dict, ctx: Context) -> dict:
-    _fields(request, OPEN_FIELDS)
+    check_fields(request, OPEN_FIELDS)
     locator = request.get("locator")
     if request.get("blockId") is None and isinstance(locator, dict) and not locator.get("blockId"):
         return _open_box(locator, ctx)
     conn = ctx.db.connect()
-    row, redirected = _resolve(conn, _block_id(request))
+    row, redirected = _resolve(conn, get_block_id(request))
     loc = with_base(json.loads(row["locator_json"]), ctx.site_base)
     out = {"ok": True, "openAction": loc["openAction"], "resourcePath": loc["resourcePath"],
            "blockId": loc["blockId"], "precision": loc["precision"]}

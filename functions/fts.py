@@ -4,7 +4,8 @@ bm25 alone ranks a paragraph that merely contains a longer compound (吡咯烷
 inside N-甲基吡咯烷酮) as high as one about the term itself, because CJK has no
 word boundaries for the index to see. After FTS picks candidates we look at
 each occurrence of each CJK query term: an occurrence flanked by CJK characters
-on both sides is most likely part of a longer word and counts least.
+on both sides is most likely part of a longer word and counts least
+(`flank_weight`, the one definition of that rule; citation mapping uses it too).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ class Hit:
     locator: dict[str, Any]
 
 
+def flank_weight(text: str, start: int, end: int) -> float:
+    """Weight of a CJK term occurring at text[start:end]: 1.0 standing alone, less per CJK
+    neighbour (a neighbour on each side most likely makes it part of a longer word)."""
+    flanked = (start > 0 and is_cjk(text[start - 1])) + (end < len(text) and is_cjk(text[end]))
+    return _FLANK_WEIGHT[flanked]
+
+
 def term_precision(text: str, terms: list[str]) -> float:
     """1.0 when every CJK term appears standing alone somewhere; less when only inside compounds."""
     weights = []
@@ -40,9 +48,7 @@ def term_precision(text: str, terms: list[str]) -> float:
             continue
         best, start = 0.0, text.find(term)
         while start >= 0 and best < 1.0:
-            end = start + len(term)
-            flanked = (start > 0 and is_cjk(text[start - 1])) + (end < len(text) and is_cjk(text[end]))
-            best = max(best, _FLANK_WEIGHT[flanked])
+            best = max(best, flank_weight(text, start, start + len(term)))
             start = text.find(term, start + 1)
         weights.append(best)
     return sum(weights) / len(weights) if weights else 1.0

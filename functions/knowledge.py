@@ -14,19 +14,13 @@ from typing import Any
 
 from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagError
 from mnote_evidence.functions.citations import CitationMapper
-from mnote_evidence.functions.evidence import Context, _fields, _int, _str
+from mnote_evidence.functions.contracts import Context, SearchResult
 from mnote_evidence.functions.errors import BadRequest
+from mnote_evidence.functions.validation import check_fields, get_choice, get_int, get_str
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 MAX_TOP_K = 50
 _MARKER = re.compile(r"\[(\d{1,3})\]")
-
-
-def _mode(request: dict) -> str:
-    mode = request.get("mode", "mix")
-    if mode not in MODES:
-        raise BadRequest(f"'mode' must be one of {', '.join(MODES)}")
-    return mode
 
 
 def _unavailable(reason: str, message: str, **extra) -> dict[str, Any]:
@@ -53,9 +47,9 @@ QUERY_FIELDS = {"query", "mode", "topK"}
 
 
 def query(request: dict, ctx: Context) -> dict:
-    _fields(request, QUERY_FIELDS)
-    text = _str(request, "query", required=True)
-    mode, top_k = _mode(request), _int(request, "topK", 10, 1, MAX_TOP_K)
+    check_fields(request, QUERY_FIELDS)
+    text = get_str(request, "query", required=True)
+    mode, top_k = get_choice(request, "mode", "mix", MODES), get_int(request, "topK", 10, 1, MAX_TOP_K)
     if ctx.lightrag is None:
         return _unavailable("knowledge_rag_unconfigured", "no LightRAG server configured (set LIGHTRAG_URL)",
                             citations=[], references=[])
@@ -69,7 +63,7 @@ def query(request: dict, ctx: Context) -> dict:
 
 
 def status(request: dict, ctx: Context) -> dict:
-    _fields(request, set())
+    check_fields(request, set())
     if ctx.lightrag is None:
         return {"ok": True, "healthy": False, "reason": "knowledge_rag_unconfigured"}
     try:
@@ -99,7 +93,7 @@ def ask(request: dict, ctx: Context) -> dict:
         return {**result, "answer": None, "segments": []}
     try:
         with LightRag(ctx.lightrag) as client:
-            answered = client.answer(result["query"], result["mode"], _int(request, "topK", 10, 1, MAX_TOP_K))
+            answered = client.answer(result["query"], result["mode"], get_int(request, "topK", 10, 1, MAX_TOP_K))
     except LightRagError as exc:
         return {**result, "degraded": True, "degradedReason": exc.reason, "answer": None, "segments": []}
     by_path: dict[str, str] = {}
@@ -126,7 +120,7 @@ def ask(request: dict, ctx: Context) -> dict:
     return {**result, "answer": answer, "segments": [s for s in segments if s.get("text") != ""]}
 
 
-def ocr_results(ctx: Context, query_text: str, top_k: int, have: set[str]) -> tuple[list[dict], str | None]:
+def ocr_results(ctx: Context, query_text: str, top_k: int, have: set[str]) -> tuple[list[SearchResult], str | None]:
     """For evidence.search includeOcr: LightRAG hits on OCR'd sources (images, scanned pages)."""
     if ctx.lightrag is None:
         return [], "knowledge_rag_unconfigured"
@@ -134,7 +128,7 @@ def ocr_results(ctx: Context, query_text: str, top_k: int, have: set[str]) -> tu
         _, mapped = _retrieve(ctx, query_text, "naive", top_k)
     except LightRagError as exc:
         return [], exc.reason
-    out = []
+    out: list[SearchResult] = []
     for c in mapped["citations"]:
         if not c["diagnostics"]["ocrTextExposed"] and c["resourceKind"] != "image":
             continue

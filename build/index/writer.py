@@ -25,8 +25,9 @@ from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.index import anchors
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
 from mnote_evidence.build.locator import locator
-from mnote_evidence.build.model import ParsedResourceArtifact
+from mnote_evidence.build.model import EdgeRow, LinkRow, ParsedResourceArtifact, ResourceRow
 from mnote_evidence.build import text
+from mnote_evidence.build.sqlite_ro import connect_ro
 
 CREATED_BY = "mnote-evidence build"
 
@@ -35,7 +36,7 @@ CREATED_BY = "mnote-evidence build"
 class ResourceUpdate:
     """A resource whose rows are (re)written: its evidence_resource row and, if ok, its artifact."""
 
-    row: dict[str, Any]
+    row: ResourceRow
     artifact: ParsedResourceArtifact | None = None
 
 
@@ -44,8 +45,8 @@ class IndexChanges:
     updates: list[ResourceUpdate] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # resource ids to mark stale
     removed: list[str] = field(default_factory=list)  # resource ids to delete
-    links: list[dict[str, Any]] = field(default_factory=list)  # every evidence_link row
-    link_edges: list[dict[str, Any]] = field(default_factory=list)  # every link-type edge
+    links: list[LinkRow] = field(default_factory=list)  # every evidence_link row
+    link_edges: list[EdgeRow] = field(default_factory=list)  # every link-type edge
     meta: dict[str, str] = field(default_factory=dict)
     knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
     rebuild: bool = False  # start from an empty database (the previous one is of another schema)
@@ -75,7 +76,7 @@ def _open_working_copy(db_path: Path, fresh: bool = False) -> tuple[Path, sqlite
 
 def is_valid_db(path: Path) -> bool:
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn = connect_ro(path)
         try:
             conn.execute("SELECT count(*) FROM evidence_resource").fetchone()
             return conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
@@ -92,15 +93,15 @@ def _delete_resource_rows(conn: sqlite3.Connection, resource_id: str) -> None:
         conn.execute(f"DELETE FROM {table} WHERE resource_id = ?", [resource_id])
 
 
-def _block_rows(artifact: ParsedResourceArtifact, row: dict[str, Any], first_id: int):
+def _block_rows(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: int):
     sections = artifact.section_by_id()
     for ordinal, block in enumerate(artifact.blocks):
         path = sections[block.section_id].path if block.section_id else []
         loc = locator(resource_path=artifact.source_path, kind=artifact.kind,
-                      owner_path=row["owner_document_path"], source_map_path=row["source_map_path"],
+                      owner_path=row.owner, source_map_path=row.source_map_path,
                       block=block, section_path=path)
         yield {
-            "id": first_id + ordinal, "block_id": block.id, "resource_id": row["resource_id"],
+            "id": first_id + ordinal, "block_id": block.id, "resource_id": row.resource_id,
             "ordinal": ordinal, "kind": block.type, "text": block.text, "section_id": block.section_id,
             "section_path_json": _json(path), "page": block.page, "bbox_json": _json(block.bbox),
             "char_range_json": _json(block.char_range), "line_range_json": _json(block.line_range),
@@ -109,7 +110,7 @@ def _block_rows(artifact: ParsedResourceArtifact, row: dict[str, Any], first_id:
         }
 
 
-def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[dict[str, Any]]:
+def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[EdgeRow]:
     """resource_contains_page, page_contains_block, section_contains_block; each from a block."""
     first_on_page: dict[int, str] = {}
     for block in artifact.blocks:
@@ -126,7 +127,7 @@ def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iter
             yield edge_row(frm, to, kind, block.id, resource_id)
 
 
-def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: str) -> dict[str, Any]:
+def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: str) -> EdgeRow:
     return {"edge_id": edge_id(frm, to, kind, source_block_id), "from_id": frm, "to_id": to,
             "edge_type": kind, "source_block_id": source_block_id, "confidence": 1.0,
             "created_by": CREATED_BY, "resource_id": resource_id}
@@ -134,7 +135,7 @@ def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: st
 
 def _insert_update(db: sqlite_utils.Database, update: ResourceUpdate, next_id: int) -> int:
     row = update.row
-    db["evidence_resource"].insert(row)
+    db["evidence_resource"].insert(row.to_sql())
     artifact = update.artifact
     if artifact is None:
         return next_id
@@ -143,11 +144,11 @@ def _insert_update(db: sqlite_utils.Database, update: ResourceUpdate, next_id: i
     db.conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
                         ((b["id"], text.segment_for_index(b["text"]), b["block_id"]) for b in blocks))
     db["evidence_section"].insert_all(({
-        "section_id": s.id, "resource_id": row["resource_id"], "title": s.title, "level": s.level,
+        "section_id": s.id, "resource_id": row.resource_id, "title": s.title, "level": s.level,
         "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
         "parent_section_id": s.parent_id, "block_count": len(s.block_ids),
     } for s in artifact.sections), batch_size=500)
-    db["evidence_edge"].insert_all(structural_edges(artifact, row["resource_id"]), batch_size=500,
+    db["evidence_edge"].insert_all(structural_edges(artifact, row.resource_id), batch_size=500,
                                    ignore=True)
     return next_id + len(blocks)
 
@@ -181,7 +182,7 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
         db = sqlite_utils.Database(conn)
         conn.execute("BEGIN")
         stamp = now_ms()
-        previous = {u.row["resource_id"]: anchors.old_blocks(conn, u.row["resource_id"])
+        previous = {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
                     for u in changes.updates}
         for rid in changes.removed + list(previous):
             _delete_resource_rows(conn, rid)
@@ -192,7 +193,7 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
         next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
         for update in changes.updates:
             next_id = _insert_update(db, update, next_id)
-            rid = update.row["resource_id"]
+            rid = update.row.resource_id
             if previous[rid]:
                 anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
         _replace_links(conn, db, changes)

@@ -9,22 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
+from mnote_evidence.build.model import ResourceRow as Resource
+from mnote_evidence.build.sqlite_ro import connect_ro
 
-
-@dataclass
-class Resource:
-    resource_id: str
-    path: str
-    kind: str
-    status: str
-    owner: str | None
-    source_hash: str | None
-    provider_version: str | None
-    error_code: str | None
-    error_message: str | None
-    warnings: list[dict[str, str]]
-    page_count: int | None
-    source_map_path: str | None
+# The resource fields a page shows: its key hashes these (not build times), as it always has.
+PAGE_FIELDS = ("resource_id", "path", "kind", "status", "owner", "source_hash", "provider_version", "error_code",
+               "error_message", "warnings", "page_count", "source_map_path")
 
 
 @dataclass
@@ -49,17 +39,8 @@ class Alias:
     successor: str | None
 
 
-def connect_ro(db_path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
 def resources(conn: sqlite3.Connection) -> list[Resource]:
-    return [Resource(r["resource_id"], r["source_root_relative_path"], r["kind"], r["status"],
-                     r["owner_document_path"], r["source_hash"], r["provider_version"], r["error_code"],
-                     r["error_message"], json.loads(r["warnings_json"]), r["page_count"], r["source_map_path"])
-            for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
+    return [Resource.from_sql(r) for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
 
 
 def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode]:
@@ -93,7 +74,7 @@ def aliases(conn: sqlite3.Connection, resource_id: str) -> list[Alias]:
 
 def page_key(res: Resource, extra: list[Any]) -> str:
     """Changes whenever anything a resource's page shows may have changed."""
-    payload = json.dumps([res.__dict__, extra], sort_keys=True, default=str)
+    payload = json.dumps([{k: getattr(res, k) for k in PAGE_FIELDS}, extra], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
 

@@ -1,0 +1,72 @@
+"""What the query handlers take and return (SPEC §9, §11), defined once.
+
+`Context` is what every handler is called with. The response shapes are
+TypedDicts matching the published schemas: `SearchResponse` is
+`schemas/search_response.schema.json` (its `source` is the `EvidenceLocator`
+of `schemas/locator.schema.json`, with `openAction.url` prefixed by the
+site's base). Errors are `ErrorResponse`, produced only by `errors.call`.
+Citations are typed by `functions.citations`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NotRequired, TypedDict
+
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.model import EvidenceLocator
+from mnote_evidence.functions.db import EvidenceDB
+
+# evidence.search boundary kinds (SPEC §11)
+BOUNDARY_LOCAL = "ordinary_local_search"
+BOUNDARY_LOCAL_WITH_OCR = "ordinary_local_search_with_knowledge_ocr"
+
+
+@dataclass
+class Context:
+    """Everything a handler needs besides its request."""
+
+    db: EvidenceDB
+    site_base: str = ""  # prefix of openAction URLs: "" = site-relative, "/site/" when served
+    lightrag: LightRagConfig | None = None  # knowledge functions and includeOcr
+
+
+class Via(TypedDict):
+    """How a graph result was reached from an FTS hit."""
+
+    edgeType: str
+    direction: Literal["in", "out"]
+    fromEvidenceId: str
+
+
+class SearchResult(TypedDict):
+    evidenceId: str  # the block id
+    quote: str  # <= 280 chars, centred on the query terms
+    score: float
+    matchSource: Literal["fts", "graph", "knowledge_ocr"]
+    source: EvidenceLocator  # openAction.url prefixed with Context.site_base
+    via: NotRequired[Via]  # graph results only
+
+
+class Boundary(TypedDict):
+    kind: str  # BOUNDARY_LOCAL | BOUNDARY_LOCAL_WITH_OCR
+
+
+class SearchResponse(TypedDict):
+    ok: Literal[True]
+    query: str
+    mode: Literal["fts", "graph", "hybrid"]
+    results: list[SearchResult]
+    boundary: Boundary
+    degraded: bool
+    degradedReason: NotRequired[str]  # includeOcr only: why LightRAG could not add results
+
+
+class ErrorDetail(TypedDict):
+    code: str
+    message: str
+
+
+class ErrorResponse(TypedDict):
+    ok: Literal[False]
+    error: ErrorDetail
