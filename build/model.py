@@ -10,7 +10,7 @@ is `source_block_id` everywhere, as in the tables (SPEC §6).
 Nothing else invents these shapes.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: TypedDict must see `NotRequired[...]` evaluated.
 
 import json
 import sqlite3

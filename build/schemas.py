@@ -1,4 +1,8 @@
-"""The JSON Schemas of our contracts (`schemas/`)."""
+"""The JSON Schemas of our contracts (`schemas/`), published with the package (SPEC §5).
+
+They reference each other by file name (`locator.schema.json#/$defs/...`), so a
+validator needs all of them: `schema_names()` lists every one.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,11 @@ import json
 from functools import lru_cache
 
 from mnote_evidence.build.assets import asset_dir
+
+
+def schema_names() -> list[str]:
+    """Every schema file, e.g. ['locator.schema.json', 'search_response.schema.json', ...]."""
+    return sorted(p.name for p in asset_dir("schemas").glob("*.schema.json"))
 
 
 @lru_cache(maxsize=None)

@@ -8,7 +8,7 @@ site's base). Errors are `ErrorResponse`, produced only by `errors.call`.
 Citations are typed by `functions.citations`.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: TypedDict must see `NotRequired[...]` evaluated.
 
 from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict

@@ -15,7 +15,7 @@ from referencing import Registry, Resource
 
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.pipeline import BuildOptions, build
-from mnote_evidence.build.schemas import load_schema
+from mnote_evidence.build.schemas import load_schema, schema_names
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "content_fixtures"
@@ -69,15 +69,15 @@ def built(tmp_path_factory):
     return root, out, report
 
 
-def _validator(name: str) -> jsonschema.Draft202012Validator:
+def schema_validator(name: str) -> jsonschema.Draft202012Validator:
     registry = Registry().with_resources(
-        (n, Resource.from_contents(load_schema(n))) for n in ("locator.schema.json", "source_map.schema.json"))
+        (n, Resource.from_contents(load_schema(n))) for n in schema_names())
     return jsonschema.Draft202012Validator(load_schema(name), registry=registry)
 
 
 @pytest.fixture(scope="session")
 def validate():
-    validators = {n: _validator(n) for n in ("locator.schema.json", "source_map.schema.json")}
+    validators = {n: schema_validator(n) for n in schema_names()}
 
     def check(name: str, doc) -> None:
         errors = sorted(validators[name].iter_errors(doc), key=str)
