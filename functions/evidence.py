@@ -3,9 +3,8 @@
 Each takes a request dict and a `Context` and returns a response dict (typed in
 `functions.contracts`); requests are checked by `functions.validation`, and
 bad input raises a `functions.errors.HandlerError` (answered as 4xx by
-`errors.call`). They read
-`evidence.sqlite` only through `EvidenceDB` and never interpolate input into
-SQL. Every answer is bounded (topK <= 50, quotes <= 280 chars, window <= 10).
+`errors.call`). They read `evidence.sqlite` only through `EvidenceDB` and
+never interpolate input into SQL. Every answer is bounded (topK <= 50, quotes <= 280 chars, window <= 10).
 Locators' `openAction.url` is prefixed with the site's base URL so a client
 can open it as is.
 """

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
 
+from mnote_evidence.build.model import EvidenceLocator
 from mnote_evidence.build.text import fts_query, is_cjk, query_terms
 
 CANDIDATES_PER_RESULT = 5
@@ -30,7 +30,7 @@ class Hit:
     resource_kind: str
     text: str
     score: float
-    locator: dict[str, Any]
+    locator: EvidenceLocator
 
 
 def flank_weight(text: str, start: int, end: int) -> float:
