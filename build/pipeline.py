@@ -320,7 +320,8 @@ class _Build:
                 kind = "document_contains_resource"
             else:
                 kind = "resource_refers_to"
-            self.changes.link_edges.append(edge_row(note_id, resource_id(hit.path), kind, link.source_block_id, note_id))
+            self.changes.link_edges.append(
+                edge_row(note_id, resource_id(hit.path), kind, link.source_block_id, note_id))
 
     def knowledge_candidates(self) -> list[Candidate]:
         """Every file LightRAG should hold now: `ok` resources, with a lazy loader of their text."""

@@ -1,4 +1,8 @@
-"""What the renderer reads from `evidence.sqlite`, as plain records (no HTML here)."""
+"""What the renderer reads from `evidence.sqlite`, as plain records (no HTML here).
+
+A resource is the build's own `model.ResourceRow` (named `Resource` here); nothing
+re-declares its columns.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +44,8 @@ class Alias:
 
 
 def resources(conn: sqlite3.Connection) -> list[Resource]:
-    return [Resource.from_sql(r) for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
+    return [Resource.from_sql(r)
+            for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
 
 
 def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode]:

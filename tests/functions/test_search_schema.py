@@ -114,8 +114,9 @@ def test_schema_rejects_broken_answers(answers, schema, break_it):
 
 
 def test_datasette_route_answers_match_the_schema(datasette_server, schema):
-    for params in ({"q": "retention period seven years", "topK": 3}, {"q": "retention period seven years",
-                   "mode": "hybrid"}, {"q": "吡咯烷", "resourceKinds": "office"}, {"q": "线程", "includeOcr": "1"}):
+    for params in ({"q": "retention period seven years", "topK": 3},
+                   {"q": "retention period seven years", "mode": "hybrid"},
+                   {"q": "吡咯烷", "resourceKinds": "office"}, {"q": "线程", "includeOcr": "1"}):
         r = httpx.get(datasette_server + "/-/evidence/search", params=params, timeout=30)
         assert r.status_code == 200 and r.json()["results"], params
         check_answer(schema, r.json())
