@@ -1,8 +1,9 @@
 """Resolve note links and decide which note owns each resource (SPEC §2).
 
-Links are resolved against the scanned file set only, so a link can never
-name anything outside the root: `../../etc/passwd` normalises to a path that
-starts with `..` and is reported, never opened.
+The links are `model.NoteLink`s. They are resolved against the scanned file
+set only, so a link can never name anything outside the root:
+`../../etc/passwd` normalises to a path that starts with `..` and is
+reported, never opened.
 """
 
 from __future__ import annotations
@@ -14,14 +15,6 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-
-
-@dataclass(frozen=True)
-class NoteLink:
-    note: str  # root-relative note path
-    block_id: str  # the block the link appears in
-    target: str  # as written
-    kind: str  # link | image | wikilink | embed
 
 
 @dataclass(frozen=True)

@@ -137,11 +137,11 @@ class Plan:
         counts: Counter[str] = Counter()
         for u in updates:
             row = u.row
-            p = prev.resources.get(row["source_root_relative_path"])
-            if (p and p.source_hash == row["source_hash"] and p.owner == row["owner_document_path"]
-                    and p.provider_version and row["provider_version"]
-                    and p.provider_version != row["provider_version"]):
-                counts[row["kind"]] += 1
+            p = prev.resources.get(row.path)
+            if (p and p.source_hash == row.source_hash and p.owner == row.owner
+                    and p.provider_version and row.provider_version
+                    and p.provider_version != row.provider_version):
+                counts[row.kind] += 1
         old = json.loads(self.before.get("provider_versions") or "{}")
         new = json.loads(self.now["provider_versions"])
         kinds = set(counts) | {k for k in old if k in new and old[k] != new[k]}
