@@ -17,7 +17,8 @@ import subprocess
 from functools import cached_property
 from pathlib import Path
 
-from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line
+from mnote_evidence.build.ocr.normalize import REVISION as NORMALIZE_REVISION
+from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line, respaced
 
 
 class OcrUnavailable(RuntimeError):
@@ -30,7 +31,7 @@ class RapidOcrEngine:
     def version(self) -> str:
         """From package metadata: importing rapidocr pulls in OpenCV and onnxruntime."""
         try:
-            return f"rapidocr-{_dist_version('rapidocr')}-det+rec-nocls"
+            return f"rapidocr-{_dist_version('rapidocr')}-det+rec-nocls+n{NORMALIZE_REVISION}"
         except Exception as exc:  # PackageNotFoundError
             raise OcrUnavailable("RapidOCR is not installed: pip install rapidocr onnxruntime") from exc
 
@@ -53,31 +54,15 @@ class RapidOcrEngine:
             xs, ys = [p[0] for p in quad], [p[1] for p in quad]
             box = [round(float(min(xs)), 1), round(float(min(ys)), 1), round(float(max(xs)), 1),
                    round(float(max(ys)), 1)]
-            text = normalize_line(spaced_by_geometry(pieces) if pieces else text)
+            text = normalize_line(respaced(text, word_pieces(pieces)) if pieces else text)
             if text:
                 lines.append(OcrLine(text, box, round(float(score), 4)))
         return lines
 
 
-def spaced_by_geometry(pieces) -> str:
-    """Rebuild a line's spacing from its characters' boxes.
-
-    RapidOCR's recogniser emits spurious spaces inside Latin words ("T h re ad")
-    but its per-character boxes touch; a real word gap is wide. A space goes
-    where the gap exceeds 40 % of the line's median character width."""
-    spans = []
-    for text, _score, quad in pieces:
-        x0, x1 = min(p[0] for p in quad), max(p[0] for p in quad)
-        spans.append((text.strip(), x0, x1))
-    spans = [s for s in spans if s[0]]
-    if not spans:
-        return ""
-    widths = sorted((x1 - x0) / len(t) for t, x0, x1 in spans)
-    gap_min = 0.4 * widths[len(widths) // 2]
-    out = spans[0][0]
-    for (_, _, prev_x1), (text, x0, _) in zip(spans, spans[1:]):
-        out += (" " if x0 - prev_x1 > gap_min else "") + text
-    return out
+def word_pieces(pieces) -> list[tuple[str, float, float]]:
+    """RapidOCR's word results as (text, x0, x1) in the line's order (quads -> horizontal extent)."""
+    return [(text, float(min(p[0] for p in quad)), float(max(p[0] for p in quad))) for text, _score, quad in pieces]
 
 
 class TesseractEngine:
@@ -86,7 +71,7 @@ class TesseractEngine:
 
     def version(self) -> str:
         out = subprocess.run([self._binary(), "--version"], capture_output=True, text=True).stdout
-        return "tesseract-" + (out.split()[1] if out else "unknown") + f"-{self.languages}"
+        return "tesseract-" + (out.split()[1] if out else "unknown") + f"-{self.languages}+n{NORMALIZE_REVISION}"
 
     @staticmethod
     def _binary() -> str:

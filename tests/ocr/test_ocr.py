@@ -8,8 +8,8 @@ import pymupdf
 import pytest
 
 from mnote_evidence.build.ocr import run as ocr_run
-from mnote_evidence.build.ocr.engines import TesseractEngine, spaced_by_geometry
-from mnote_evidence.build.ocr.normalize import normalize_line
+from mnote_evidence.build.ocr.engines import TesseractEngine
+from mnote_evidence.build.ocr.normalize import normalize_line, respaced
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.functions.fts import search_blocks
 from tests.conftest import FACTS, FIXTURES, SPEC_PDF, connect, copy_workspace, run_build
@@ -22,11 +22,28 @@ def test_normalisation_joins_cjk_and_spaced_letters():
     assert normalize_line("线程 作用 域") == "线程作用域"
     assert normalize_line("R u s t  并发 笔记") == "Rust 并发笔记"
     assert normalize_line("a b") == "a b"  # two letters are not a spaced-out word
-    pieces = [("T", 1, [[232, 75], [268, 75], [268, 118], [232, 118]]),
-              ("h", 1, [[268, 75], [304, 75], [304, 118], [268, 118]]),
-              ("re", 1, [[304, 75], [375, 75], [375, 118], [304, 118]]),
-              ("scope", 1, [[420, 75], [560, 75], [560, 118], [420, 118]])]
-    assert spaced_by_geometry(pieces) == "Thre scope"
+    assert normalize_line("第 2 页 42") == "第 2 页 42"  # digits stay digits, apart from CJK
+
+
+# RapidOCR 3.x word boxes (text, x0, x1) as it returned them for real images.
+TITLE = ("Title of my document", [("Title", 324, 396), ("of", 407, 442), ("my", 446, 496), ("document", 507, 666)])
+ICONS = ("<MIME>/ i cons (contains", [("<MIME>/", 270, 346), ("i", 350, 360), ("cons", 360, 403),
+                                     ("(contains", 410, 487)])  # shared-mime-info-spec.pdf p.3, 150 dpi
+THREAD = ("T h re ad", [("T", 232, 268), ("h", 268, 304), ("re", 304, 375), ("ad", 375, 447)])
+MIXED = ("Rust 并发 — scre en s hot", [("R", 22, 37), ("u", 37, 51), ("s", 51, 66), ("t", 66, 82), ("并", 106, 121),
+                                     ("发", 121, 136), ("—", 183, 199), ("s", 213, 228), ("c", 228, 242),
+                                     ("r", 242, 258), ("e", 261, 275), ("e", 275, 291), ("n", 294, 308),
+                                     ("s", 308, 324), ("h", 327, 342), ("o", 342, 356), ("t", 356, 370)])
+
+
+def test_engine_spacing_is_kept_and_split_words_rejoined():
+    assert respaced(*TITLE) == "Title of my document"  # word gaps of 4-11 px are real spaces
+    assert respaced(*ICONS) == "<MIME>/ icons (contains"  # a lone non-word letter touching a word
+    assert respaced(*THREAD) == "Thread"  # a touching run of fragments
+    assert respaced(*MIXED) == "Rust 并发 — screenshot"  # character boxes: no room for a space
+    assert respaced("fidelity 0.97", [("fidelity", 10, 90), ("0.97", 90, 130)]) == "fidelity 0.97"
+    assert respaced("install a", [("install", 10, 80), ("a", 80, 90)]) == "install a"  # "a" is a word
+    assert respaced("a b", [("ab", 0, 20)]) == "a b"  # pieces that do not spell the text: text unchanged
 
 
 def test_fixture_image_is_searchable_with_its_box(built, validate):
