@@ -48,7 +48,7 @@ from mnote_evidence.build.model import (
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers import ParseInput, provider_for
-from mnote_evidence.build.providers.markdown import decode_note
+from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
 from mnote_evidence.build.scan import SourceFile, scan

@@ -17,10 +17,11 @@ from mnote_evidence.build.ids import BlockIdAllocator
 from mnote_evidence.build.markdown_syntax import markdown_parser
 from mnote_evidence.build.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines
 
-REVISION = "1"
+REVISION = "2"  # 2: notes in UTF-16/32 and legacy encodings are decoded (providers/encoding.py)
 
 
 @dataclass
@@ -32,15 +33,6 @@ class BlockToken:
     text: str
     line_range: list[int]
     links: list[dict[str, str]]
-
-
-def decode_note(data: bytes) -> tuple[str, list[Warning_]]:
-    try:
-        return data.decode("utf-8-sig"), []
-    except UnicodeDecodeError as exc:
-        warning = Warning_("non_utf8_text", f"not valid UTF-8 (byte {exc.start}); undecodable bytes "
-                           "were replaced with U+FFFD. Re-save the note as UTF-8.")
-        return data.decode("utf-8", errors="replace"), [warning]
 
 
 def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:

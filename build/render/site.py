@@ -28,7 +28,7 @@ from mnote_evidence.build.assets import asset_dir
 from mnote_evidence.build.fsutil import atomic_write_text
 from mnote_evidence.build.links import LinkResolver
 from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, STATUS_OK, STATUS_STALE
-from mnote_evidence.build.providers.markdown import decode_note
+from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render import data, page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, render_note
 from mnote_evidence.build.scan import is_inside

@@ -38,7 +38,8 @@ def test_links_and_wikilinks_stay_on_their_block():
 def test_non_utf8_note_is_decoded_with_a_warning():
     art = parse("Inbox/Legacy Note.md")
     assert [w.code for w in art.warnings] == ["non_utf8_text"]
-    assert any("Cr\ufffdme" in b.text for b in art.blocks)
+    assert any("Crème brûlée" in b.text for b in art.blocks)  # issue 13: detected, not replaced
+    assert "decoded as cp1252" in art.warnings[0].message
 
 
 def test_tables_and_code_are_blocks():
