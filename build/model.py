@@ -52,6 +52,7 @@ class Block:
     para_id: str | None = None  # DOCX w14:paraId
     section_id: str | None = None
     confidence: float | None = None  # OCR lines: the engine's 0..1 confidence
+    note: str | None = None  # DOCX footnote/endnote/comment/text box: what it is attached to
     links: list[dict[str, str]] = field(default_factory=list)  # Markdown: [{"target", "kind"}]
 
     def to_json(self) -> dict[str, Any]:
@@ -64,6 +65,7 @@ class Block:
             ("paraId", self.para_id),
             ("sectionId", self.section_id),
             ("confidence", self.confidence),
+            ("note", self.note),
         ):
             if value is not None:
                 out[key] = value
@@ -85,6 +87,7 @@ class Block:
             para_id=data.get("paraId"),
             section_id=data.get("sectionId"),
             confidence=data.get("confidence"),
+            note=data.get("note"),
             links=data.get("links", []),
         )
 

@@ -7,6 +7,15 @@ when the file carries one. A table becomes one block per row (cells joined by
 ` | `); a row's `paragraphIndex` is that of the body paragraph before the table
 and its `paraId` that of the row's first cell paragraph.
 
+Beside the body: footnotes, endnotes and comments become blocks of those types right after
+the paragraph that references them (same `paragraphIndex` and heading path; `note` says what
+they are attached to, e.g. "footnote 2 to paragraph 3"); text-box paragraphs become `text_box`
+blocks anchored on the paragraph holding the shape (`docx_parts.py`).
+
+Damage: when python-docx refuses a package whose `word/document.xml` is readable (a relationship
+to a missing image, a broken unrelated part), the body is read from the XML directly, with the
+warning `docx_repaired`; `docx_corrupt` only when there is no readable body.
+
 Speed: python-docx's `paragraph.style.name` resolves the style part on every
 call; we read each paragraph's `w:pStyle` id and look it up in a map of heading
 levels built once from `styles.xml` (with `basedOn` inheritance).
@@ -22,17 +31,17 @@ import zipfile
 from pathlib import Path
 
 import docx
-from docx.opc.exceptions import PackageNotFoundError
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError
+from mnote_evidence.build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.providers.docx_parts import (W, notes, paragraph_text, raw_document, references,
+                                                       text_box_paragraphs)
 from mnote_evidence.build.sections import SectionTree
 
-REVISION = "1"
+REVISION = "2"  # 2: notes, comments, text boxes; repaired packages
 MAX_UNCOMPRESSED = 512 * 1024 * 1024
 
-W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 W14_PARA_ID = "{http://schemas.microsoft.com/office/word/2010/wordml}paraId"
 _HEADING_NAME = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 
@@ -53,10 +62,12 @@ def check_zip(path: Path) -> None:
                             "or far larger than any real document")
 
 
-def heading_levels(document) -> dict[str, int]:
+def heading_levels(styles_root) -> dict[str, int]:
     """styleId -> heading level (1-based) for every paragraph style that is a heading."""
     styles = {}
-    for el in document.styles.element.iter(f"{W}style"):
+    if styles_root is None:
+        return {}
+    for el in styles_root.iter(f"{W}style"):
         sid = el.get(f"{W}styleId")
         name_el = el.find(f"{W}name")
         based = el.find(f"{W}basedOn")
@@ -94,18 +105,6 @@ def _paragraph_level(p, levels: dict[str, int]) -> int | None:
     return levels.get(style.get(f"{W}val")) if style is not None else None
 
 
-_TEXT_TAGS = (f"{W}t", f"{W}tab", f"{W}br", f"{W}cr", f"{W}noBreakHyphen")
-_TEXT_OF = {f"{W}tab": "\t", f"{W}br": "\n", f"{W}cr": "\n", f"{W}noBreakHyphen": "-"}
-
-
-def paragraph_text(p) -> str:
-    """Visible text of a `w:p`: runs, hyperlinks, tabs, breaks; deleted text (`w:delText`) and
-    field codes (`w:instrText`) excluded. One C-level iteration instead of python-docx's
-    per-run XPath (`CT_P.text`), which dominated profiles of long documents."""
-    return "".join(el.text or "" if el.tag == _TEXT_TAGS[0] else _TEXT_OF[el.tag]
-                   for el in p.iter(*_TEXT_TAGS))
-
-
 def _row_text(tr) -> str:
     cells = []
     for tc in tr.iterchildren(f"{W}tc"):
@@ -121,15 +120,26 @@ class DocxProvider:
     def version(self) -> str:
         return f"{docx.__version__}+m{REVISION}"
 
+    def _open(self, path: Path) -> tuple[object, object, list[Warning_]]:
+        """(body element, styles root, warnings): python-docx first, the raw XML when it refuses."""
+        try:
+            document = docx.Document(str(path))
+            return document.element.body, document.styles.element, []
+        except Exception as exc:  # PackageNotFoundError, KeyError (missing part), malformed XML...
+            refusal = f"{type(exc).__name__}: {exc}"
+        body, styles = raw_document(path)
+        if body is None:
+            raise ProviderError("docx_corrupt", f"python-docx cannot open it ({refusal}) and word/document.xml "
+                                "has no readable body")
+        return body, styles, [Warning_("docx_repaired", f"python-docx refused the package ({refusal[:200]}); "
+                                       "the text was read from word/document.xml directly")]
+
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         check_zip(item.full_path)
-        try:
-            document = docx.Document(str(item.full_path))
-        except (PackageNotFoundError, KeyError, ValueError, zipfile.BadZipFile) as exc:
-            raise ProviderError("docx_corrupt", f"python-docx cannot open it: {exc}") from exc
-        except Exception as exc:  # malformed XML inside a valid zip
-            raise ProviderError("docx_corrupt", f"malformed Word document: {exc}") from exc
-        levels = heading_levels(document)
+        body, styles, warnings = self._open(item.full_path)
+        levels = heading_levels(styles)
+        attached = notes(item.full_path, W14_PARA_ID)
+        numbers = {kind: 0 for kind in attached}
         new_id = BlockIdAllocator(item.path)
         tree = SectionTree(item.path)
         blocks: list[Block] = []
@@ -137,37 +147,57 @@ class DocxProvider:
         length = 0
         paragraph_index = 0
 
-        def add(kind: str, text: str, para_id: str | None, prefix: str = "") -> None:
+        def add(kind: str, text: str, para_id: str | None, prefix: str = "", note: str | None = None) -> None:
             nonlocal length
             start = length + len(prefix)
             parts.append(prefix + text + "\n\n")
             length += len(prefix) + len(text) + 2
             blocks.append(tree.add(Block(new_id(kind, text), kind, text,
                                          paragraph_index=max(paragraph_index, 1),
-                                         para_id=para_id, char_range=[start, start + len(text)])))
+                                         para_id=para_id, char_range=[start, start + len(text)], note=note)))
 
-        for el in document.element.body.iterchildren():
+        def add_attached(el) -> None:
+            """Text boxes anchored in body paragraph `el`, then the notes and comments it references."""
+            where = f"paragraph {max(paragraph_index, 1)}"
+            for p in text_box_paragraphs(el):
+                if text := paragraph_text(p).strip():
+                    add("text_box", text, p.get(W14_PARA_ID), "[text box] ", f"text box in {where}")
+            for kind, ref_id in references(el):
+                found = attached[kind].get(ref_id)
+                if found is None:
+                    continue
+                numbers[kind] += 1
+                n = numbers[kind]
+                if kind == "comment":
+                    by = f" by {found.author}" if found.author else ""
+                    add(kind, found.text, found.para_id, f"[comment{by}] ", f"comment{by} on {where}")
+                else:
+                    add(kind, found.text, found.para_id, f"[^{kind[0]}{n}]: ", f"{kind} {n} to {where}")
+
+        for el in body.iterchildren():
             if el.tag == f"{W}p":
                 paragraph_index += 1
                 text = paragraph_text(el).strip()
-                if not text:
-                    continue
-                level = _paragraph_level(el, levels)
-                if level is not None:
-                    tree.open(level, text)
-                    add("heading", text, el.get(W14_PARA_ID), "#" * min(level, 6) + " ")
-                else:
-                    add("paragraph", text, el.get(W14_PARA_ID))
+                if text:
+                    level = _paragraph_level(el, levels)
+                    if level is not None:
+                        tree.open(level, text)
+                        add("heading", text, el.get(W14_PARA_ID), "#" * min(level, 6) + " ")
+                    else:
+                        add("paragraph", text, el.get(W14_PARA_ID))
+                add_attached(el)
             elif el.tag == f"{W}tbl":
                 for tr in el.iterchildren(f"{W}tr"):
                     text = _row_text(tr)
                     if text.replace("|", "").strip():
                         first = tr.find(f".//{W}p")
                         add("table_row", text, first.get(W14_PARA_ID) if first is not None else None)
+                    for p in tr.iter(f"{W}p"):
+                        add_attached(p)
         if not blocks:
             raise ProviderError("docx_no_text", "Word document has no text to index")
         return ParsedResourceArtifact(
             kind=KIND_OFFICE, provider=self.name, provider_version=self.version(),
             source_path=item.path, source_hash=item.source_hash, text="".join(parts),
-            blocks=blocks, sections=tree.sections,
+            blocks=blocks, sections=tree.sections, warnings=warnings,
         )
