@@ -70,10 +70,12 @@ def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,
         if len(rows[0]) >= top_k or rows[1] < window or window < 0:
             break
         window = window * 8 if window * 8 <= MAX_WINDOW else -1  # -1: rank every match (no LIMIT)
-    hits = [Hit(bid, path, kind, text, round(-rank * (0.5 + term_precision(text, terms)), 6), json.loads(loc))
-            for bid, path, kind, text, loc, rank in rows[0]]
-    hits.sort(key=lambda h: (-h.score, h.block_id))
-    return hits[:top_k]
+    scored = [(Hit(bid, path, kind, text, round(-rank * (0.5 + term_precision(text, terms)), 6), json.loads(loc)),
+               ordinal) for bid, path, kind, text, loc, rank, ordinal in rows[0]]
+    # Equal scores (the same sentence on many pages) in document order: path, then the block's
+    # ordinal, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
+    scored.sort(key=lambda t: (-t[0].score, t[0].resource_path, t[1]))
+    return [hit for hit, _ in scored[:top_k]]
 
 
 def _candidates(conn, match: str, window: int, kinds, path_prefix) -> tuple[list[tuple], int]:
@@ -88,7 +90,7 @@ def _candidates(conn, match: str, window: int, kinds, path_prefix) -> tuple[list
     rows = conn.execute(
         "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts "
         "WHERE evidence_fts MATCH ? ORDER BY rank LIMIT ?) "
-        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json, ranked.rank "
+        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json, ranked.rank, b.ordinal "
         "FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
         "JOIN evidence_resource r ON r.resource_id = b.resource_id "
         f"WHERE {' AND '.join(where)} ORDER BY ranked.rank", params).fetchall()
