@@ -6,15 +6,17 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from mnote_evidence import __version__
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.pipeline import BuildOptions, BuildReport, build
-from mnote_evidence.build.render.page_images import DEFAULT_ZOOM
 from mnote_evidence.build.versions import describe as describe_redone
+
+if TYPE_CHECKING:
+    from mnote_evidence.build.pipeline import BuildReport
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,7 +42,7 @@ def main() -> None:
               help="Files larger than this are recorded as errors (file_too_large), not parsed.")
 @click.option("--site/--no-site", default=True, show_default=True,
               help="Render the static site into OUT after indexing.")
-@click.option("--page-zoom", type=click.FloatRange(0.5, 4), default=DEFAULT_ZOOM, show_default=True,
+@click.option("--page-zoom", type=click.FloatRange(0.5, 4), default=lambda: _default_zoom(), show_default=True,
               help="PDF page image scale (1 = 72 dpi). 2 keeps 7 pt print legible; 1.5 saves ~35 % bytes.")
 @click.option("--ocr-engine", type=click.Choice(["rapidocr", "tesseract", "mineru"]), default="rapidocr",
               show_default=True, help="OCR for images and scanned PDF pages (local engines need no network).")
@@ -65,6 +67,8 @@ def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, sit
     build completes. Sidecars are written next to the owning note
     (`Note.ocr/`) or under `.mnote/sidecars/`.
     """
+    from mnote_evidence.build.pipeline import BuildOptions, build  # the build's imports (PyMuPDF, ...) only here
+
     ocr = OcrSettings(engine="none" if no_ocr else ocr_engine, mineru_url=mineru_url, allow_upload=allow_upload,
                       fallback=ocr_fallback)
     options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom, ocr=ocr,
@@ -77,6 +81,13 @@ def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, sit
         _print_report(report)
     if strict and report.errors:
         sys.exit(1)
+
+
+def _default_zoom() -> float:
+    """The renderer's default page zoom (imported only when `build` runs: `ask` starts without PyMuPDF)."""
+    from mnote_evidence.build.render.page_images import DEFAULT_ZOOM
+
+    return DEFAULT_ZOOM
 
 
 def _print_report(report: BuildReport) -> None:

@@ -389,9 +389,11 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)
         if options.lightrag:
-            ingest = reconcile(options.lightrag, run.knowledge_candidates(), run.prev.knowledge, run.stamp)
+            ingest = reconcile(options.lightrag, run.knowledge_candidates(), run.prev.knowledge, run.stamp,
+                               run.prev.knowledge_texts)
             run.report.knowledge = ingest.summary()
-            if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()):
+            changes.knowledge_texts = ingest.texts
+            if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()) or ingest.texts:
                 changes.knowledge = ingest.rows
         run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
                                   or run.links_changed() or plan.meta_changed or not run.db_path.exists())

@@ -1,77 +1,44 @@
 """Turn LightRAG chunks into citations that open the exact place (SPEC §10).
 
 For each chunk: LightRAG `file_path` -> `knowledge_source` -> resource (unmapped,
-stale, deleted or failed sources go to diagnostics, never to citations) ->
-the evidence blocks the chunk covers (a block is covered when the start of its
-whitespace-folded text occurs in the whitespace-folded chunk) -> the best block for the
-query: the one whose query-term occurrences score highest, where an
-occurrence embedded in a longer CJK compound counts less (吡咯烷 inside
-N-甲基吡咯烷酮), so a short term lands on its own paragraph. Chunks that cover
-no block fall back to FTS inside the resource, then to file precision.
+stale, deleted or failed sources go to diagnostics, never to citations) -> the
+chunk's span in the text we ingested (functions/chunk_span.py: by offset, never by
+resemblance) -> the blocks whose `charRange` overlaps that span -> the one the
+query's meaning-bearing terms point to (functions/block_choice.py) -> a citation
+(functions/citation_model.py) whose `displayQuote` is cut from that block, so the
+words a reader sees are the words at the place the link opens.
+
+Invariants:
+- only blocks of the chunk's span are cited or highlighted; `regions` are the span's
+  blocks (mostly inside it), capped at MAX_REGIONS around the cited one, keeping every
+  page of the chunk;
+- a chunk that cannot be located in the ingested text (an index from before
+  `knowledge_text`, or a text changed since ingest) is cited at file precision with
+  its own words, `quoteVerified: false`; never a resembling block elsewhere;
+- `quoteVerified` means every piece of `displayQuote` was found in the block's text;
+  if that fails, precision drops (box -> page, paragraph/line -> file).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
 from mnote_evidence.build.model import KIND_IMAGE
-from mnote_evidence.build.text import is_cjk, normalise, query_terms
+from mnote_evidence.build.text import normalise
 from mnote_evidence.build.urls import page_url
+from mnote_evidence.functions.block_choice import Term, choose, meaning_terms, occurrences
+from mnote_evidence.functions.chunk_span import Span, SpanBlock, SpanBlocks
+from mnote_evidence.functions.citation_model import Citation, citation_markdown
 from mnote_evidence.functions.cleaning import clean_text, is_image_placeholder, quote_window
-from mnote_evidence.functions.fts import flank_weight, search_blocks
 
-COVER_PREFIX = 40  # chars of a block's start that must occur in the chunk
-MIN_COVER = 6  # shorter blocks ("吗啉" as a heading) are too ambiguous to count as covered
 MAX_REGIONS = 50
-HEADING_WEIGHT = 0.5
+REGION_MIN_OVERLAP = 0.5  # a block highlighted for a chunk has at least half of its text inside the chunk
+EVIDENCE_CHARS = 200
+DISPLAY_CHARS = 280
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
-
-
-@dataclass
-class BlockRow:
-    """A block of a cited resource: just what coverage and scoring need."""
-
-    block_id: str
-    kind: str
-    text: str
-    ordinal: int
-    page: int | None
-
-    @property
-    def head(self) -> str:
-        """The start of the block's text with whitespace folded, as it must appear in a covering chunk.
-
-        Chunk and block come from the same parsed text, so only spacing can differ (a chunker
-        re-flows lines); block texts are almost always single-spaced already."""
-        head = self.text[: COVER_PREFIX * 2]
-        if "  " in head or "\n" in head or "\t" in head:
-            head = " ".join(head.split())
-        return head[:COVER_PREFIX]
-
-
-def fold(text: str) -> str:
-    return " ".join(text.split())
-
-
-def term_score(text: str, terms: list[str]) -> float:
-    """Occurrences of the query terms; a CJK occurrence flanked by CJK characters counts less."""
-    lower = text.lower()
-    score = 0.0
-    for term in terms:
-        t = term.lower()
-        start = lower.find(t)
-        while start >= 0:
-            if is_cjk(t[0]):
-                score += flank_weight(text, start, start + len(t))
-            else:
-                score += 1.0
-            start = lower.find(t, start + 1)
-    return score
 
 
 def _b36(data: bytes, n: int = 4) -> str:
@@ -83,11 +50,54 @@ def _b36(data: bytes, n: int = 4) -> str:
     return out
 
 
+def emits_markup(kind: str, provider: str | None) -> bool:
+    """Whose text can hold markup: notes (raw HTML blocks) and MinerU (HTML tables, <equation>)."""
+    return kind == "markdown" or "mineru" in (provider or "")
+
+
+def block_quotes(text: str, term: Term | None, markup: bool) -> tuple[str, str, bool]:
+    """(display quote, evidence text, cleaning changed something): windows of a block's text, cleaned
+    of known markup, centred on the term's first occurrence."""
+    cleaned = clean_text(text, markdown=False, markup=markup)
+    hits = occurrences(cleaned, term) if term else []
+    centre = hits[0][0] if hits else 0
+    return (quote_window(cleaned, [], DISPLAY_CHARS, centre), quote_window(cleaned, [], EVIDENCE_CHARS, centre),
+            cleaned != " ".join(text.split()))
+
+
+def verified(quote: str, block_text: str, markup: bool) -> bool:
+    """Every `…`-separated piece of the quote occurs in the block's text (whitespace-normalised)."""
+    pieces = [normalise(p) for p in quote.split("…") if p.strip()]
+    if not pieces:
+        return False
+    plain = normalise(block_text)
+    if all(p in plain for p in pieces):
+        return True
+    cleaned = normalise(clean_text(block_text, markdown=False, markup=markup))
+    return all(p in plain or p in cleaned for p in pieces)
+
+
+def regions_of(blocks: list[SpanBlock], span: Span, chosen: SpanBlock) -> list[SpanBlock]:
+    """The span's blocks worth highlighting (at least half inside it), capped around `chosen` without
+    dropping a page of the chunk. A cited block mostly outside the chunk is opened by its anchor, not
+    highlighted as part of the chunk."""
+    keep = [b for b in blocks if b.overlap(span) >= REGION_MIN_OVERLAP]
+    if len(keep) <= MAX_REGIONS:
+        return keep
+    first_of_page = {}
+    for b in keep:
+        first_of_page.setdefault(b.page, b)
+    must = {id(b) for b in first_of_page.values()} | ({id(chosen)} if chosen in keep else set())
+    rest = sorted((b for b in keep if id(b) not in must), key=lambda b: abs(b.ordinal - chosen.ordinal))
+    picked = must | {id(b) for b in rest[:max(0, MAX_REGIONS - len(must))]}
+    return [b for b in keep if id(b) in picked]
+
+
 class CitationMapper:
     def __init__(self, conn: sqlite3.Connection, query: str, site_base: str, provider: str = "lightrag"):
         self.conn, self.query, self.base, self.provider = conn, query, site_base, provider
-        self.terms = query_terms(query)
-        self._blocks: dict[str, list[BlockRow]] = {}
+        self.terms = meaning_terms(query)
+        self.spans = SpanBlocks(conn)
         self.ids: set[str] = set()
         self.seen: set[str] = set()
         self.diagnostics: dict[str, list] = {"unmapped": [], "excluded": [], "duplicates": []}
@@ -97,7 +107,7 @@ class CitationMapper:
         cur = self.conn.cursor()
         cur.row_factory = sqlite3.Row  # whatever the connection's own row factory is
         return cur.execute(
-            "SELECT k.source_root_relative_path AS path, k.ocr_text_exposed, r.resource_id, r.kind, r.status "
+            "SELECT k.source_root_relative_path AS path, k.ocr_text_exposed, r.resource_id, r.kind, r.status, r.provider "
             "FROM knowledge_source k LEFT JOIN evidence_resource r "
             "ON r.source_root_relative_path = k.source_root_relative_path WHERE k.lightrag_file_path = ?",
             [file_path]).fetchone()
@@ -107,45 +117,35 @@ class CitationMapper:
         row = self._source(file_path)
         return row["path"] if row else None
 
-    def _resource_blocks(self, resource_id: str) -> list[BlockRow]:
-        if resource_id not in self._blocks:
-            self._blocks[resource_id] = [
-                BlockRow(*r) for r in self.conn.execute("SELECT block_id, kind, text, ordinal, page FROM evidence_block "
-                                           "WHERE resource_id = ? ORDER BY ordinal", [resource_id])]
-        return self._blocks[resource_id]
+    def _details(self, block_id: str) -> tuple:
+        """(bbox, section path, locator) of the cited block."""
+        r = self.conn.execute("SELECT bbox_json, section_path_json, locator_json FROM evidence_block "
+                              "WHERE block_id = ?", [block_id]).fetchone()
+        return json.loads(r[0]) if r[0] else None, json.loads(r[1]), json.loads(r[2])
 
-    def _details(self, block_ids: list[str]) -> dict[str, tuple]:
-        """(bbox, section path, locator) of the few blocks a citation uses: one query, parsed once."""
-        marks = ",".join("?" * len(block_ids))
-        return {r[0]: (json.loads(r[1]) if r[1] else None, json.loads(r[2]), json.loads(r[3]))
-                for r in self.conn.execute("SELECT block_id, bbox_json, section_path_json, locator_json "
-                                           f"FROM evidence_block WHERE block_id IN ({marks})", block_ids)}
+    def _boxes(self, blocks: list[SpanBlock]) -> dict[str, list[float]]:
+        """The boxes of the highlighted blocks (those that have one)."""
+        if not blocks:
+            return {}
+        marks = ",".join("?" * len(blocks))
+        rows = self.conn.execute(f"SELECT block_id, bbox_json FROM evidence_block WHERE block_id IN ({marks}) "
+                                 "AND bbox_json IS NOT NULL", [b.block_id for b in blocks]).fetchall()
+        boxes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one parse for all of them
+        return {r[0]: box for r, box in zip(rows, boxes)}
 
     # -- mapping ----------------------------------------------------------------------
-    def covered(self, resource_id: str, chunk_norm: str) -> list[BlockRow]:
-        """Blocks whose text starts inside the chunk; a very short block only if it holds a query term."""
-        return [b for b in self._resource_blocks(resource_id) if b.head in chunk_norm
-                and (len(b.text) >= MIN_COVER or term_score(b.text, self.terms) > 0)]
+    def pick(self, blocks: list[SpanBlock], span: Span) -> tuple[SpanBlock | None, Term | None, str]:
+        """The block of the span the query's terms point to; else the first substantial one."""
+        parts = [(b, b.inside(span)) for b in blocks]
+        parts = [(b, t) for b, t in parts if t.strip()]
+        index, term = choose([(t, b.kind == "heading") for b, t in parts], self.terms)
+        if index is not None:
+            return parts[index][0], term, "term"
+        body = [b for b, t in parts if b.overlap(span) >= REGION_MIN_OVERLAP and len(t.strip()) >= 20]
+        chosen = body[0] if body else (parts[0][0] if parts else None)
+        return chosen, None, "position"
 
-    def best_block(self, resource_id: str, path: str, covered: list[BlockRow]) -> tuple[BlockRow | None, str]:
-        # A heading that is just the term ("吗啉") is weaker evidence than the paragraph under it.
-        scored = [(term_score(b.text, self.terms) * (HEADING_WEIGHT if b.kind == "heading" else 1.0), -b.ordinal, b)
-                  for b in covered]
-        scored = [s for s in scored if s[0] > 0]
-        if scored:
-            return max(scored, key=lambda s: s[:2])[2], "block"
-        if covered:
-            return covered[0], "block"
-        try:
-            hits = [h for h in search_blocks(self.conn, self.query, 5, path_prefix=path) if h.resource_path == path]
-        except Exception:  # a query with no searchable words: nothing to fall back to
-            hits = []
-        if hits:
-            by_id = {b.block_id: b for b in self._resource_blocks(resource_id)}
-            return by_id.get(hits[0].block_id), "fts"
-        return None, "chunk"
-
-    def citation(self, chunk: dict[str, Any], rank: int) -> dict[str, Any] | None:
+    def citation(self, chunk: dict[str, Any], rank: int) -> Citation | None:
         file_path = str(chunk.get("file_path") or "")
         chunk_id = str(chunk.get("chunk_id") or "")
         raw = str(chunk.get("content") or "")
@@ -157,68 +157,91 @@ class CitationMapper:
             reason = "deleted" if src["resource_id"] is None else str(src["status"])
             self.diagnostics["excluded"].append({"chunkId": chunk_id, "sourcePath": src["path"], "reason": reason})
             return None
-        cleaned = clean_text(raw)
-        placeholder = is_image_placeholder(raw)
-        covered = self.covered(src["resource_id"], fold(cleaned))
-        block, how = self.best_block(src["resource_id"], src["path"], covered)
-        return self._build(src, chunk_id, raw, cleaned, placeholder, block, how, covered, rank)
+        if is_image_placeholder(raw):
+            return self._build(src, chunk_id, raw, None, None, None, [], "placeholder", rank)
+        text = self.spans.text(src["path"])
+        span = self.spans.locate(src["path"], raw, chunk_id)
+        if span is None:
+            return self._build(src, chunk_id, raw, None, None, None, [], "unlocated" if text else "no_text", rank)
+        blocks = self.spans.overlapping(src["resource_id"], text, span)
+        block, term, how = self.pick(blocks, span)
+        regions = regions_of(blocks, span, block) if block else []
+        return self._build(src, chunk_id, raw, span, block, term, regions, how, rank)
 
-    def _build(self, src, chunk_id, raw, cleaned, placeholder, block, how, covered, rank) -> dict[str, Any] | None:
+    def _build(self, src, chunk_id: str, raw: str, span: Span | None, block: SpanBlock | None, term: Term | None,
+               regions: list[SpanBlock], how: str, rank: int) -> Citation | None:
         path, kind = src["path"], src["kind"]
-        fingerprint = hashlib.sha1(normalise(cleaned)[:200].encode()).hexdigest()[:12]
-        key = f"{path}|{block.block_id}" if block else f"{path}|{chunk_id}|{fingerprint}"
+        markup = emits_markup(kind, src["provider"])
+        cleaned = "" if block else clean_text(raw, markdown=kind == "markdown", markup=markup)
+        if block:
+            key = f"{path}|{block.block_id}"
+        else:
+            key = f"{path}|{chunk_id}|{hashlib.sha1(normalise(cleaned)[:200].encode()).hexdigest()[:12]}"
         if key in self.seen:
             self.diagnostics["duplicates"].append({"chunkId": chunk_id, "sourcePath": path})
             return None
         self.seen.add(key)
-        used = covered[:MAX_REGIONS] if len(covered) > 1 else []
-        details = self._details([b.block_id for b in used] + ([block.block_id] if block else []))
-        bbox, section_path, loc = details[block.block_id] if block else (None, [], {"precision": "file"})
+        used = regions if len(regions) > 1 else []
+        bbox, section_path, loc = self._details(block.block_id) if block else (None, [], {"precision": "file"})
         precision = loc["precision"]
-        regions = [{"page": b.page, "bbox": details[b.block_id][0], "blockId": b.block_id} for b in used
-                   if details[b.block_id][0] is not None]
+        terms = [t.text for t in self.terms]
         if block:
+            shown = block.inside(span) if span else block.text
+            display, evidence, changed = block_quotes(shown, term, markup)
+            quote_source = "sidecar"
+            ok = verified(display, block.text, markup)
+            if not ok:  # never show a box that does not hold the words
+                precision = {"bbox": "page", "paragraph": "file", "line": "file"}.get(precision, precision)
+                bbox, used = None, []
+        else:
+            display = quote_window(cleaned, terms, DISPLAY_CHARS)
+            evidence = quote_window(cleaned, terms, EVIDENCE_CHARS)
+            changed = cleaned != " ".join(raw.split())
+            quote_source = "placeholder" if how == "placeholder" else ("chunk" if cleaned else "missing")
+            ok = False
+        boxes = self._boxes(used)
+        region_list = [{"page": b.page, "bbox": boxes[b.block_id], "blockId": b.block_id} for b in used
+                       if b.block_id in boxes]
+        pinned = block is not None and precision not in ("page", "file")
+        if pinned:
             url = page_url(path, block.block_id)
-            if len({r["page"] for r in regions}) > 1 or len(regions) > 1:
-                ids = ",".join(r["blockId"] for r in regions)
-                url = page_url(path) + f"?hl={ids}#{block.block_id}"
+            if len(region_list) > 1:
+                url = page_url(path) + f"?hl={','.join(r['blockId'] for r in region_list)}#{block.block_id}"
+        elif block and precision == "page":
+            url = page_url(path) + f"#page-{block.page}"
         else:
             url = page_url(path)
-        if placeholder:
-            display, quote_source = quote_window(cleaned, self.terms), "placeholder"
-        elif cleaned:
-            display, quote_source = quote_window(cleaned, self.terms), "chunk"
-        elif block:
-            display, quote_source = quote_window(block.text, self.terms), "sidecar"
-        else:
-            display, quote_source = "", "missing"
-        evidence = quote_window(clean_text(block.text), self.terms, 200) if block else quote_window(cleaned, self.terms, 200)
-        search = next((t for t in self.terms if block and t.lower() in block.text.lower()), self.query)
-        cid = self._id(kind, path, block.block_id if block else chunk_id)
-        out: dict[str, Any] = {
-            "citationId": cid, "provider": self.provider, "sourcePath": path, "resourceKind": kind,
-            "headingPath": section_path, "displayQuote": display,
-            "locatorEvidenceText": evidence, "searchQuery": search, "quoteSource": quote_source,
-            "locatorPrecision": precision, "locatorDegraded": precision in ("paragraph", "file"),
+        out: Citation = {
+            "citationId": self._id(kind, path, block.block_id if block else chunk_id), "provider": self.provider,
+            "sourcePath": path, "resourceKind": kind, "headingPath": section_path, "displayQuote": display,
+            "quoteVerified": ok, "locatorEvidenceText": evidence,
+            "searchQuery": term.text if term else self.query, "quoteSource": quote_source,
+            "locatorPrecision": precision, "locatorDegraded": precision in ("paragraph", "page", "file"),
             "citationUrl": self.base + url, "relevanceScore": round(1 / (rank + 1), 4),
+            "citationMarkdown": "", "diagnostics": {},
         }
-        if block:
+        if block and block.page is not None and precision != "file":
+            out["page"] = block.page
+        if pinned:
             out["blockId"] = block.block_id
-            if block.page is not None:
-                out["page"] = block.page
             if bbox is not None:
                 out["bbox"] = bbox
             out["source"] = {**loc, "openAction": {**loc["openAction"], "url": self.base + loc["openAction"]["url"]}}
-        if regions:
-            out["regions"] = regions
-        out["citationMarkdown"] = self._markdown(out)
+        if region_list:
+            out["regions"] = region_list
+        out["citationMarkdown"] = citation_markdown(out)
+        placeholder = how == "placeholder"
         ocr_exposed = bool(src["ocr_text_exposed"]) or (kind == KIND_IMAGE and block is not None)
         out["diagnostics"] = {
             "rawReferenceMapped": True, "sidecarBlockMapped": block is not None, "blockMatch": how,
-            "displayCleaned": cleaned != " ".join(raw.split()), "locatorTextSource": "block" if block else "chunk",
+            "displayCleaned": changed, "locatorTextSource": "block" if block else "chunk",
             "ocrTextExposed": ocr_exposed and not placeholder, "quoteOnlyImagePlaceholder": placeholder,
             "rawQuote": raw[:1000], "chunkId": chunk_id,
         }
+        if span:
+            out["diagnostics"]["chunkSpan"] = [span.start, span.end]
+            if span.ambiguous:
+                out["diagnostics"]["spanAmbiguous"] = True
         return out
 
     def _id(self, kind: str, path: str, anchor: str) -> str:
@@ -230,21 +253,3 @@ class CitationMapper:
                 self.ids.add(cid)
                 return cid
             salt += 1  # a collision inside this response: re-salt
-
-    @staticmethod
-    def _markdown(c: dict[str, Any]) -> str:
-        parts = [f"[{c['citationId']}] {posixpath.basename(c['sourcePath'])}"]
-        if "page" in c:
-            parts.append(f"p.{c['page']}")
-        loc = c.get("source", {})
-        if c["locatorPrecision"] == "paragraph":
-            parts.append(f"¶{loc.get('paragraphIndex')} (paragraph)")
-        elif c["locatorPrecision"] == "line" and loc.get("lineRange"):
-            a, b = loc["lineRange"]
-            parts.append(f"line {a}" if a == b else f"lines {a}–{b}")
-        elif c["locatorPrecision"] == "file":
-            parts.append("(whole file: no passage matched)")
-        if c["headingPath"]:
-            parts.append(" > ".join(c["headingPath"]))
-        text = " · ".join(parts).replace("]", "\\]").replace("[", "\\[")
-        return f"[{text}]({c['citationUrl']})"

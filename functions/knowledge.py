@@ -10,6 +10,7 @@ a reason code, and evidence search does not depend on any of this.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagError
@@ -46,10 +47,17 @@ def _retrieve(ctx: Context, query: str, mode: str, top_k: int) -> tuple[dict, di
 QUERY_FIELDS = {"query", "mode", "topK"}
 
 
-def query(request: dict, ctx: Context) -> dict:
+def _query_args(request: dict) -> tuple[str, str, int]:
     check_fields(request, QUERY_FIELDS)
     text = get_str(request, "query", required=True)
-    mode, top_k = get_choice(request, "mode", "mix", MODES), get_int(request, "topK", 10, 1, MAX_TOP_K)
+    return text, get_choice(request, "mode", "mix", MODES), get_int(request, "topK", 10, 1, MAX_TOP_K)
+
+
+def query(request: dict, ctx: Context) -> dict:
+    return _query(ctx, *_query_args(request))
+
+
+def _query(ctx: Context, text: str, mode: str, top_k: int) -> dict:
     if ctx.lightrag is None:
         return _unavailable("knowledge_rag_unconfigured", "no LightRAG server configured (set LIGHTRAG_URL)",
                             citations=[], references=[])
@@ -86,16 +94,30 @@ def status(request: dict, ctx: Context) -> dict:
 ASK_FIELDS = {"query", "mode", "topK"}
 
 
-def ask(request: dict, ctx: Context) -> dict:
-    """LightRAG's answer text, with `[n]` markers turned into our citation ids (only ids we mapped)."""
-    result = query(request, ctx)
-    if not result["ok"]:
-        return {**result, "answer": None, "segments": []}
+def _answer(ctx: Context, text: str, mode: str, top_k: int) -> dict | LightRagError:
     try:
         with LightRag(ctx.lightrag) as client:
-            answered = client.answer(result["query"], result["mode"], get_int(request, "topK", 10, 1, MAX_TOP_K))
+            return client.answer(text, mode, top_k)
     except LightRagError as exc:
-        return {**result, "degraded": True, "degradedReason": exc.reason, "answer": None, "segments": []}
+        return exc
+
+
+def ask(request: dict, ctx: Context) -> dict:
+    """LightRAG's answer text, with `[n]` markers turned into our citation ids (only ids we mapped).
+
+    The answer (`/query`) is requested while the retrieval (`/query/data`) is mapped: the two LightRAG
+    calls overlap, so `ask` costs about one LightRAG call plus mapping, not two."""
+    args = _query_args(request)
+    if ctx.lightrag is None:
+        return {**_query(ctx, *args), "answer": None, "segments": []}
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(_answer, ctx, *args)
+        result = _query(ctx, *args)
+        answered = pending.result()
+    if not result["ok"]:
+        return {**result, "answer": None, "segments": []}
+    if isinstance(answered, LightRagError):
+        return {**result, "degraded": True, "degradedReason": answered.reason, "answer": None, "segments": []}
     by_path: dict[str, str] = {}
     for c in result["citations"]:
         by_path.setdefault(c["sourcePath"], c["citationId"])

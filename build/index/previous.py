@@ -8,7 +8,7 @@ code): the build sees no previous resources, only its `build_meta`, and
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
@@ -24,6 +24,7 @@ class PreviousBuild:
     meta: dict[str, str]
     knowledge: dict[str, dict]  # path -> knowledge_source row
     incompatible_schema: str | None = None  # the other schema version found ("unrecorded" if none)
+    knowledge_texts: set[str] = field(default_factory=set)  # paths whose sent text is kept (knowledge_text)
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
@@ -45,6 +46,10 @@ def load_previous(db_path: Path) -> PreviousBuild:
                               "ORDER BY rowid"):
             links.setdefault(r["resource_id"], []).append(NoteLink(r["source_block_id"], r["target"], r["kind"]))
         knowledge = {r["source_root_relative_path"]: dict(r) for r in conn.execute("SELECT * FROM knowledge_source")}
-        return PreviousBuild(resources, links, meta, knowledge)
+        try:
+            texts = {p for (p,) in conn.execute("SELECT source_root_relative_path FROM knowledge_text")}
+        except sqlite3.OperationalError:  # an index written before the table existed
+            texts = set()
+        return PreviousBuild(resources, links, meta, knowledge, knowledge_texts=texts)
     finally:
         conn.close()

@@ -101,6 +101,11 @@ CREATE TABLE IF NOT EXISTS evidence_anchor (
 );
 CREATE INDEX IF NOT EXISTS evidence_anchor_resource ON evidence_anchor(resource_id);
 CREATE INDEX IF NOT EXISTS knowledge_source_name ON knowledge_source(lightrag_file_path);
+CREATE TABLE IF NOT EXISTS knowledge_text (
+    source_root_relative_path TEXT PRIMARY KEY,
+    text_hash TEXT NOT NULL,          -- sha256 of the exact text sent to LightRAG
+    text TEXT NOT NULL                -- that text: chunks are located in it by offset (SPEC §10)
+);
 CREATE TABLE IF NOT EXISTS build_meta (
     key TEXT PRIMARY KEY,
     value TEXT

@@ -24,6 +24,7 @@ import sqlite_utils
 from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.index import anchors
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
+from mnote_evidence.build.knowledge.texts import pack_text
 from mnote_evidence.build.locator import locator
 from mnote_evidence.build.model import EdgeRow, LinkRow, ParsedResourceArtifact, ResourceRow
 from mnote_evidence.build import text
@@ -51,6 +52,7 @@ class IndexChanges:
     knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
     rebuild: bool = False  # start from an empty database (the previous one is of another schema)
     resegment: bool = False  # re-segment the FTS rows of resources not updated (segmentation changed)
+    knowledge_texts: dict[str, str] = field(default_factory=dict)  # path -> text just sent to LightRAG
 
 
 def now_ms() -> int:
@@ -200,6 +202,7 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
         if changes.knowledge is not None:
             conn.execute("DELETE FROM knowledge_source")
             db["knowledge_source"].insert_all(changes.knowledge, batch_size=500)
+        _write_knowledge_texts(conn, changes)
         db["build_meta"].upsert_all(({"key": k, "value": v} for k, v in changes.meta.items()), pk="key")
         conn.execute("COMMIT")
         conn.execute("PRAGMA journal_mode=DELETE")
@@ -213,6 +216,15 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
         conn.close()
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _write_knowledge_texts(conn: sqlite3.Connection, changes: IndexChanges) -> None:
+    """The text each LightRAG document was made from; rows of files LightRAG no longer holds go."""
+    conn.executemany("INSERT OR REPLACE INTO knowledge_text VALUES (?, ?, ?)",
+                     [(path, *pack_text(text)) for path, text in sorted(changes.knowledge_texts.items())])
+    if changes.knowledge is not None:
+        conn.execute("DELETE FROM knowledge_text WHERE source_root_relative_path NOT IN "
+                     "(SELECT source_root_relative_path FROM knowledge_source WHERE lightrag_doc_id IS NOT NULL)")
 
 
 def _fsync_dir(path: Path) -> None:

@@ -49,9 +49,10 @@ class IngestReport:
     failed: int = 0
     error: str | None = None
     rows: list[dict] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # path -> the exact text LightRAG chunked
 
     def summary(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "rows"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("rows", "texts")}
 
 
 def source_name(path: str) -> str:
@@ -69,8 +70,11 @@ def _row(c: Candidate, status: str, doc_id: str | None, stamp: int) -> dict:
             "ocr_text_exposed": int(c.kind == KIND_IMAGE and status == "processed"), "updated_at_ms": stamp}
 
 
-def reconcile(config: LightRagConfig, candidates: list[Candidate], registry: dict[str, dict], stamp: int) -> IngestReport:
-    """The new `knowledge_source` rows (report.rows) after bringing LightRAG up to date."""
+def reconcile(config: LightRagConfig, candidates: list[Candidate], registry: dict[str, dict], stamp: int,
+              have_text: set[str] | frozenset[str] = frozenset()) -> IngestReport:
+    """The new `knowledge_source` rows (report.rows) after bringing LightRAG up to date, and the texts sent
+    (report.texts). A kept document whose text an older index did not keep (`have_text`) gets it re-read from
+    its unchanged source, so citations can locate its chunks without re-sending it."""
     report = IngestReport()
     current = {c.path: c for c in candidates}
     keep, stale_docs, todo = [], [], []
@@ -84,6 +88,10 @@ def reconcile(config: LightRagConfig, candidates: list[Candidate], registry: dic
     todo = [c for c in candidates if c.path not in kept]
     report.unchanged = len(keep)
     report.rows = list(keep)
+    for row in keep:
+        c = current[row["source_root_relative_path"]]
+        if c.path not in have_text and row["status"] == "processed":
+            report.texts[c.path] = c.text()
     if not stale_docs and not todo:
         return report
     try:
@@ -108,6 +116,7 @@ def _insert(client: LightRag, batch: list[Candidate], stamp: int, report: Ingest
         text = c.text()
         if text.strip():
             send.append((c, text))
+            report.texts[c.path] = text
         else:
             rows.append(_row(c, "skipped_no_text", None, stamp))
     if not send:

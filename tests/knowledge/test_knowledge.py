@@ -63,6 +63,18 @@ def test_every_citation_opens_its_anchor(knowledge_site, kctx, question):
     assert len(ids) == len(set(ids))
 
 
+@pytest.mark.parametrize("question", ["吡咯烷", "线程作用域", "provider matrix format", "zebrafish retina",
+                                      "retention period audit evidence"])
+def test_real_responses_match_the_citation_schema(kctx, validate, question):
+    result = query({"query": question, "mode": "naive", "topK": 8}, kctx)
+    kinds = set()
+    for c in result["citations"]:
+        validate("citation.schema.json", c)
+        kinds.add(c["resourceKind"])
+        assert c["quoteVerified"] == (c["quoteSource"] == "sidecar")
+    assert kinds
+
+
 def test_docx_citation_is_paragraph_precision_on_its_own_paragraph(kctx):
     result = query({"query": "吡咯烷", "mode": "naive", "topK": 8}, kctx)
     [docx] = [c for c in result["citations"] if c["sourcePath"] == CHEM_DOCX]
@@ -93,10 +105,16 @@ def test_pdf_citation_regions_are_exactly_the_blocks_in_the_chunk(knowledge_site
 def test_chunk_across_a_page_break_highlights_both_pages(knowledge_site):
     root, out, _ = knowledge_site
     conn = connect(out)
-    rows = conn.execute("SELECT text, page FROM evidence_block WHERE text LIKE 'format-2%' OR text LIKE 'format-3%' "
-                        "ORDER BY id").fetchall()
-    assert {p for _, p in rows} == {2, 3}  # the fixture's table crosses the break
-    chunk = {"file_path": source_name(SPEC_PDF), "chunk_id": "synthetic", "content": "\n\n".join(t for t, _ in rows)}
+    rows = conn.execute("SELECT text, page, char_range_json FROM evidence_block WHERE text LIKE 'format-2%' "
+                        "OR text LIKE 'format-3%' ORDER BY id").fetchall()
+    assert {p for _, p, _ in rows} == {2, 3}  # the fixture's table crosses the break
+    # a chunk is a window of the text we ingested (the sidecar): this one holds exactly those rows
+    artifact = conn.execute("SELECT artifact_path FROM evidence_resource WHERE source_root_relative_path = ?",
+                            [SPEC_PDF]).fetchone()[0]
+    ingested = (root / artifact).read_text("utf-8")
+    start, end = json.loads(rows[0][2])[0], json.loads(rows[-1][2])[1]
+    assert "<!-- page 3 -->" in ingested[start:end]
+    chunk = {"file_path": source_name(SPEC_PDF), "chunk_id": "synthetic", "content": ingested[start:end]}
     c = CitationMapper(conn, "format-29", "").citation(chunk, 0)
     assert {r["page"] for r in c["regions"]} == {2, 3} and len(c["regions"]) == len(rows)
     assert c["locatorEvidenceText"].startswith("format-29") and c["page"] == 3
@@ -107,7 +125,7 @@ def test_chunk_across_a_page_break_highlights_both_pages(knowledge_site):
 def test_image_citation_carries_ocr_text(kctx):
     result = query({"query": "线程作用域", "mode": "naive", "topK": 8}, kctx)
     [img] = [c for c in result["citations"] if c["sourcePath"] == FACTS["image"]["path"]]
-    assert img["citationId"].startswith("IMG-") and img["quoteSource"] == "chunk"
+    assert img["citationId"].startswith("IMG-") and img["quoteSource"] == "sidecar" and img["quoteVerified"]
     assert "线程作用域" in img["displayQuote"] and img["locatorEvidenceText"] == "线程作用域"
     assert img["diagnostics"]["ocrTextExposed"] is True and img["diagnostics"]["quoteOnlyImagePlaceholder"] is False
     assert img["locatorPrecision"] == "bbox" and img["page"] == 1

@@ -1,0 +1,146 @@
+"""Citation truth on real documents through a real lightrag-server: what the reader sees is where the link opens.
+
+    python bench/citation_truth.py [--baseline]
+
+Workspace: bench/real_workspace.py (Debian documentation PDFs: R manuals, gnuplot, libtasn1,
+shared-mime-info; python-docx's test .docx files; the content fixtures), built and ingested into
+the tests' offline lightrag-server harness (stand-in embeddings and LLM). Questions:
+tests/real_documents/questions.json (48, written from the sources, each with the phrase that
+answers it). Each question: `/query/data` (naive, top 10) -> `CitationMapper` in process -> the
+checks of tests/knowledge/truth.py against the sidecars on disk and the PDFs (PyMuPDF
+`get_textbox`). Also: fact hits (when a retrieved chunk holds the answer phrase, does its citation
+open a block holding it?) and mapping time per question (median, p95; the LightRAG call excluded).
+`--baseline` runs the same data through the mapper of `git show main:functions/citations.py` too.
+Targets (issue 10): >= 95 % quotes fully in block, >= 98 % blocks and >= 95 % regions inside the
+chunk, 100 % boxes, mapping <= 20 ms per question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+import unicodedata
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.real_workspace import WORK, assemble  # noqa: E402
+from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
+from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
+from mnote_evidence.functions.citations import CitationMapper  # noqa: E402
+from tests.knowledge.harness import LightRag  # noqa: E402
+from tests.knowledge.truth import Tally, check  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+QUESTIONS = HERE.parent / "tests/real_documents/questions.json"
+RESULT = HERE / "results/citation_truth.json"
+
+
+def norm(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
+
+
+def baseline_mapper():
+    """The mapper as merged on main before this change (resemblance: first 40 chars anywhere in the chunk)."""
+    src = subprocess.run(["git", "-C", str(HERE.parent), "show", "main:functions/citations.py"],
+                         capture_output=True, text=True, check=True).stdout
+    path = WORK / "baseline_citations.py"
+    path.write_text(src, "utf-8")
+    spec = importlib.util.spec_from_file_location("baseline_citations", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["baseline_citations"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module.CitationMapper
+
+
+def run(mapper_cls, conn, root: Path, answers: list[tuple[dict, dict]]) -> dict:
+    tally, cache, pdfs = Tally(), {}, {}
+    times, fact_questions, fact_hits, terms_stop = [], 0, 0, 0
+    for question, data in answers:
+        chunks = [c for c in data.get("chunks") or [] if isinstance(c, dict)]
+        t = time.perf_counter()
+        mapper = mapper_cls(conn, question["q"], "")
+        citations = [c for rank, chunk in enumerate(chunks) if (c := mapper.citation(chunk, rank))]
+        times.append(time.perf_counter() - t)
+        by_chunk = {c["chunk_id"]: c["content"] for c in chunks}
+        check(root, conn, citations, by_chunk, tally, cache, pdfs)
+        fact = norm(question["fact"])
+        holding = {c["chunk_id"] for c in chunks if fact in norm(c["content"])}
+        cited = [c for c in citations if c["diagnostics"]["chunkId"] in holding and "blockId" in c]
+        if cited:
+            fact_questions += 1
+            texts = [conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [c["blockId"]]).fetchone()[0]
+                     for c in cited]
+            fact_hits += any(fact in norm(t) for t in texts)
+        terms_stop += sum(1 for c in citations if len(c["searchQuery"]) < 2 or c["searchQuery"].lower()
+                          in ("is", "the", "and", "a", "of", "to", "in", "what", "how"))
+    times_ms = sorted(x * 1000 for x in times)
+    return {**tally.rates(), "medianQuoteShare": round(statistics.median(tally.quote_share or [0]), 3),
+            "factQuestions": fact_questions, "factHits": fact_hits, "stopwordSearchQueries": terms_stop,
+            "mappingMsMedian": round(statistics.median(times_ms), 2),
+            "mappingMsP95": round(times_ms[int(0.95 * (len(times_ms) - 1))], 2),
+            "failuresSample": tally.failures[:8]}
+
+
+def time_cli(client: Client, url: str, out: Path, questions: list[dict]) -> dict:
+    """Warm `/query/data` (the call repeated) against the whole `mnote-evidence ask --json` process
+    (start-up, `/query/data` and `/query` overlapped, mapping, JSON), same questions, same run."""
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent), "LIGHTRAG_URL": url}
+    rows = []
+    for q in questions:
+        client.query_data(q["q"], "naive", 10)
+        t = time.perf_counter()
+        client.query_data(q["q"], "naive", 10)
+        data_ms = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "mnote_evidence", "ask", q["q"], "--site", str(out), "--mode",
+                               "naive", "--json"], env=env, capture_output=True, text=True)
+        ask_ms = (time.perf_counter() - t) * 1000
+        assert json.loads(done.stdout)["ok"], done.stderr[-500:]
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        bare_ms = (time.perf_counter() - t) * 1000
+        rows.append((data_ms, ask_ms, bare_ms))
+    med = [statistics.median(r[i] for r in rows) for i in range(3)]
+    return {"questions": len(rows), "queryDataWarmMsMedian": round(med[0], 1), "askJsonMsMedian": round(med[1], 1),
+            "barePythonMsMedian": round(med[2], 1), "askOverQueryData": round(med[1] / med[0], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", action="store_true")
+    args = parser.parse_args()
+    ws, out = WORK / "ws", WORK / "out"
+    files = assemble(ws)
+    questions = json.loads(QUESTIONS.read_text("utf-8"))["questions"]
+    server = LightRag(WORK / "lightrag")
+    server.start()
+    try:
+        build(ws, BuildOptions(out=out, jobs=2, site=True, lightrag=LightRagConfig(server.url, timeout=120)))
+        with Client(LightRagConfig(server.url, timeout=120)) as client:
+            answers = [(q, client.query_data(q["q"], "naive", 10)) for q in questions]
+            cli = time_cli(client, server.url, out, questions[::6])
+    finally:
+        server.close()
+    (WORK / "answers.json").write_text(json.dumps(answers, ensure_ascii=False), "utf-8")  # for profiling
+    conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
+    counts = dict(conn.execute("SELECT kind, count(*) FROM evidence_resource WHERE status = 'ok' GROUP BY kind"))
+    blocks = conn.execute("SELECT count(*) FROM evidence_block").fetchone()[0]
+    result = {"workspace": {"files": files, "okResourcesByKind": counts, "blocks": blocks},
+              "questions": len(questions), "mode": "naive", "topK": 10,
+              "ours": run(CitationMapper, conn, ws, answers), "cli": cli}
+    if args.baseline:
+        result["baselineMain"] = run(baseline_mapper(), conn, ws, answers)
+    text = json.dumps(result, indent=2, ensure_ascii=False)
+    RESULT.write_text(text + "\n", "utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

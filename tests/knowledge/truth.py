@@ -1,0 +1,161 @@
+"""Citation truth, checked independently of the mapper (SPEC §10); shared by the test suite and bench/citation_truth.py.
+
+For each citation of a real `knowledge.query` answer, against the sidecars on disk (not the index):
+- quote in block: every word of `displayQuote` is in the cited block's text (the source map's block);
+- block in chunk: the block's charRange overlaps the chunk's span in the ingested text (found
+  here with `str.find` in the sidecar text) and every word shown is in the chunk;
+- regions in chunk: each highlighted block has at least half of its charRange inside that span;
+- box holds text: for a PDF box, PyMuPDF's `page.get_textbox(bbox)` holds every word shown;
+- no page markers in any quote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mnote_evidence.build.text import CJK_RUN
+
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> list[str]:
+    """Comparable words: NFKC, lower-cased; CJK runs as bigrams (a quote window may cut a run)."""
+    out = []
+    for w in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
+        if CJK_RUN.fullmatch(w) and len(w) > 1:
+            out.extend(w[i:i + 2] for i in range(len(w) - 1))
+        else:
+            out.append(w)
+    return out
+
+
+def edge_trimmed(quote: str) -> list[str]:
+    """Words of a quote; a word cut by a `…` edge may be partial, so it counts if it is a prefix/suffix."""
+    return words(quote.replace("…", " "))
+
+
+def share_in(quote: str, text: str) -> float:
+    """Share of the quote's words found among the text's words (a word cut at a `…` edge, or a lone
+    CJK character, may be part of a longer word there)."""
+    got = edge_trimmed(quote)
+    if not got:
+        return 0.0
+    have = set(words(text))
+    flat = unicodedata.normalize("NFKC", text).lower()
+    cut = {0, len(got) - 1} if "…" in quote else set()
+    return sum(w in have or ((i in cut or len(w) == 1) and w in flat) for i, w in enumerate(got)) / len(got)
+
+
+@dataclass
+class Resource:
+    text: str  # what was sent to LightRAG
+    blocks: dict[str, dict]  # block id -> source-map block (with page)
+    pdf: Path | None
+
+
+def load_resource(root: Path, conn, path: str, cache: dict) -> Resource:
+    if path not in cache:
+        kind, artifact, source_map = conn.execute(
+            "SELECT kind, artifact_path, source_map_path FROM evidence_resource WHERE source_root_relative_path = ?",
+            [path]).fetchone()
+        raw = (root / (artifact or path)).read_bytes()
+        text = raw.decode("utf-8-sig", errors="replace")
+        doc = json.loads((root / source_map).read_text("utf-8"))
+        blocks = {}
+        for page in doc.get("pages", []):
+            for b in page.get("blocks", []):
+                blocks[b["id"]] = {**b, "page": page.get("page")}
+        for b in doc.get("blocks", []):
+            blocks[b["id"]] = b
+        cache[path] = Resource(text, blocks, root / path if kind == "pdf" else None)
+    return cache[path]
+
+
+@dataclass
+class Tally:
+    citations: int = 0
+    located: int = 0
+    with_block: int = 0
+    quote_in_block: int = 0  # every word
+    quote_share: list[float] = field(default_factory=list)
+    block_in_chunk: int = 0
+    regions: int = 0
+    regions_in_chunk: int = 0
+    boxes: int = 0
+    boxes_hold_text: int = 0
+    page_markers: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def rates(self) -> dict[str, float | int]:
+        def pct(a: int, b: int) -> float:
+            return round(100.0 * a / b, 1) if b else 100.0
+        return {"citations": self.citations, "withBlock": self.with_block,
+                "chunksLocatedPct": pct(self.located, self.citations),
+                "quoteFullyInBlockPct": pct(self.quote_in_block, self.with_block),
+                "blockInChunkPct": pct(self.block_in_chunk, self.with_block),
+                "regions": self.regions, "regionsInChunkPct": pct(self.regions_in_chunk, self.regions),
+                "pdfBoxes": self.boxes, "boxesHoldTextPct": pct(self.boxes_hold_text, self.boxes),
+                "quotesWithPageMarkers": self.page_markers}
+
+
+def _overlap(char_range: list[int] | None, span: tuple[int, int]) -> float:
+    if not char_range:
+        return 0.0
+    a, b = char_range
+    return max(0, min(b, span[1]) - max(a, span[0])) / max(1, b - a)
+
+
+def check(root: Path, conn, citations: list[dict], chunks: dict[str, str], tally: Tally, cache: dict,
+          pdfs: dict) -> None:
+    """Add one answer's citations to `tally`; `chunks` maps chunk id -> full chunk text from /query/data."""
+    import pymupdf
+
+    for c in citations:
+        tally.citations += 1
+        if "<!--" in c["displayQuote"] or "-->" in c["displayQuote"]:
+            tally.page_markers += 1
+        chunk = chunks.get(c["diagnostics"]["chunkId"])
+        res = load_resource(root, conn, c["sourcePath"], cache)
+        core = chunk.strip().strip("\ufffd").strip() if chunk else ""
+        start, slack = (res.text.find(core), 0) if core else (-1, 0)
+        if start < 0 and core:
+            # LightRAG unescapes entities and drops control characters: anchor on the chunk's first
+            # 100 characters and allow a little slack at the end
+            start, slack = res.text.find(core[:100]), 32
+        if start >= 0:
+            tally.located += 1
+        if "blockId" not in c:
+            continue
+        tally.with_block += 1
+        block = res.blocks[c["blockId"]]
+        share = share_in(c["displayQuote"], block["text"])
+        tally.quote_share.append(share)
+        tally.quote_in_block += share == 1.0
+        if share < 1.0:
+            tally.failures.append(f"quote not in block: {c['sourcePath']} {c['blockId']}: {c['displayQuote'][:80]!r}")
+        span = (start, start + len(core) + slack) if start >= 0 else (-1, -1)
+        inside = _overlap(block.get("charRange"), span) > 0 and share_in(c["displayQuote"], chunk or "") == 1.0
+        tally.block_in_chunk += inside
+        if not inside:
+            tally.failures.append(f"block outside chunk: {c['sourcePath']} {c['blockId']}")
+        for r in c.get("regions", []):
+            tally.regions += 1
+            ok = _overlap(res.blocks[r["blockId"]].get("charRange"), span) >= 0.5
+            tally.regions_in_chunk += ok
+            if not ok:
+                tally.failures.append(f"region outside chunk: {c['sourcePath']} {r['blockId']}")
+        if res.pdf is not None and "bbox" in c:
+            tally.boxes += 1
+            if res.pdf not in pdfs:
+                pdfs[res.pdf] = pymupdf.open(res.pdf)
+            under = pdfs[res.pdf][c["page"] - 1].get_textbox(pymupdf.Rect(c["bbox"]))
+            rejoined = re.sub(r"(\w)-\n(\w)", r"\1\2", under)  # "characteris-\ntics": one word in the block
+            rejoined = re.sub(r"([\u3400-\u9fff])\s*\n\s*([\u3400-\u9fff])", r"\1\2", rejoined)  # 可以\n安全
+            ok = share_in(c["displayQuote"], under + "\n" + rejoined) == 1.0
+            tally.boxes_hold_text += ok
+            if not ok:
+                tally.failures.append(f"box without the quote: {c['sourcePath']} p.{c['page']} {c['blockId']}")
