@@ -12,10 +12,10 @@ Invariants (checked by tests against real lightrag-server responses):
 - `diagnostics.rawQuote` is the only place the provider's chunk text appears.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: TypedDict must see `NotRequired[...]` evaluated.
 
 import posixpath
-from typing import Literal, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 CITATION_SCHEMA = "mnote.citation.v1"
 Precision = Literal["bbox", "page", "paragraph", "line", "file"]
@@ -28,12 +28,12 @@ class Region(TypedDict):
     blockId: str
 
 
-class CitationDiagnostics(TypedDict, total=False):
+class CitationDiagnostics(TypedDict):
     rawReferenceMapped: bool
     sidecarBlockMapped: bool
-    blockMatch: str  # term | position | unlocated | no_text | placeholder
-    chunkSpan: list[int]  # [start, end) of the chunk in the ingested text
-    spanAmbiguous: bool
+    blockMatch: Literal["term", "position", "unlocated", "no_text", "placeholder"]
+    chunkSpan: NotRequired[list[int]]  # [start, end) of the chunk in the ingested text
+    spanAmbiguous: NotRequired[bool]
     displayCleaned: bool
     locatorTextSource: Literal["block", "chunk"]
     ocrTextExposed: bool
@@ -42,11 +42,12 @@ class CitationDiagnostics(TypedDict, total=False):
     chunkId: str
 
 
-class _CitationRequired(TypedDict):
+class Citation(TypedDict):
     citationId: str
     provider: str
     sourcePath: str
     resourceKind: str
+    blockId: NotRequired[str]
     headingPath: list[str]
     displayQuote: str
     quoteVerified: bool
@@ -55,18 +56,14 @@ class _CitationRequired(TypedDict):
     quoteSource: QuoteSource
     locatorPrecision: Precision
     locatorDegraded: bool
+    page: NotRequired[int]
+    bbox: NotRequired[list[float]]
+    regions: NotRequired[list[Region]]
     citationUrl: str
     citationMarkdown: str
+    relevanceScore: NotRequired[float]
+    source: NotRequired[dict]  # the block's EvidenceLocator (schemas/locator.schema.json), URL with the site base
     diagnostics: CitationDiagnostics
-
-
-class Citation(_CitationRequired, total=False):
-    blockId: str
-    page: int
-    bbox: list[float]
-    regions: list[Region]
-    relevanceScore: float
-    source: dict  # the block's EvidenceLocator (schemas/locator.schema.json), openAction URL with the site base
 
 
 def citation_markdown(c: Citation) -> str:

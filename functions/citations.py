@@ -218,7 +218,7 @@ class CitationMapper:
             "searchQuery": term.text if term else self.query, "quoteSource": quote_source,
             "locatorPrecision": precision, "locatorDegraded": precision in ("paragraph", "page", "file"),
             "citationUrl": self.base + url, "relevanceScore": round(1 / (rank + 1), 4),
-            "citationMarkdown": "", "diagnostics": {},
+            "citationMarkdown": "", "diagnostics": {},  # type: ignore[typeddict-item]  # filled below
         }
         if block and block.page is not None and precision != "file":
             out["page"] = block.page

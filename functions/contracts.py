@@ -5,7 +5,7 @@ TypedDicts matching the published schemas: `SearchResponse` is
 `schemas/search_response.schema.json` (its `source` is the `EvidenceLocator`
 of `schemas/locator.schema.json`, with `openAction.url` prefixed by the
 site's base). Errors are `ErrorResponse`, produced only by `errors.call`.
-Citations are typed by `functions.citations`.
+Citations are typed by `functions.citation_model` (schemas/citation.schema.json).
 """
 
 # No `from __future__ import annotations` here: TypedDict must see `NotRequired[...]` evaluated.

@@ -187,3 +187,17 @@ def test_cleaning_keeps_angle_bracket_text_and_unpaired_asterisks():
         "That is, <a><b/><c/></a> means"
     assert clean_text("x <!-- page 3 -->\n\ny <!-- pa") == "x y"
     assert clean_text("a <sup>2</sup> <br> b") == "a 2 b"
+
+
+@pytest.mark.parametrize("typed, pointer", [("Citation", ()), ("CitationDiagnostics", ("diagnostics",)),
+                                            ("Region", ("regions", "items"))])
+def test_citation_typed_dicts_match_the_schema(typed, pointer):
+    from mnote_evidence.build.schemas import load_schema
+    from mnote_evidence.functions import citation_model
+
+    node = load_schema("citation.schema.json")
+    for key in pointer:
+        node = node["properties"][key] if key in node.get("properties", {}) else node[key]
+    cls = getattr(citation_model, typed)
+    assert set(cls.__required_keys__) | set(cls.__optional_keys__) == set(node["properties"])
+    assert set(cls.__required_keys__) == set(node.get("required", []))
