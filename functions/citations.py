@@ -98,12 +98,18 @@ class CitationMapper:
         self.conn, self.query, self.base, self.provider = conn, query, site_base, provider
         self.terms = meaning_terms(query)
         self.spans = SpanBlocks(conn)
+        self._sources: dict[str, sqlite3.Row | None] = {}
         self.ids: set[str] = set()
         self.seen: set[str] = set()
         self.diagnostics: dict[str, list] = {"unmapped": [], "excluded": [], "duplicates": []}
 
     # -- lookups ----------------------------------------------------------------------
     def _source(self, file_path: str) -> sqlite3.Row | None:
+        if file_path not in self._sources:
+            self._sources[file_path] = self._read_source(file_path)
+        return self._sources[file_path]
+
+    def _read_source(self, file_path: str) -> sqlite3.Row | None:
         cur = self.conn.cursor()
         cur.row_factory = sqlite3.Row  # whatever the connection's own row factory is
         return cur.execute(
