@@ -13,7 +13,9 @@ Reconciliation, every build:
 - a file with no processed document (new, changed, or a previous failure) is
   inserted; processing is awaited with a bounded poll.
 A LightRAG outage records `status=error` rows (retried next build); the build
-itself never fails because of LightRAG.
+itself never fails because of LightRAG. The exact text sent is returned too
+(`IngestReport.texts`) and kept in `knowledge_text`, where citations locate
+LightRAG's chunks by offset (SPEC §10).
 """
 
 from __future__ import annotations
