@@ -22,6 +22,7 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -111,17 +112,22 @@ def time_cli(client: Client, url: str, out: Path, questions: list[dict]) -> dict
         t = time.perf_counter()
         client.answer(q["q"], "naive", 10)
         answer_ms = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
+        t, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True)
         ask_ms = (time.perf_counter() - t) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ask_cpu_ms = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
         assert json.loads(done.stdout)["ok"], done.stderr[-500:]
-        t = time.perf_counter()
+        t, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
         bare_ms = (time.perf_counter() - t) * 1000
-        rows.append((data_ms, ask_ms, bare_ms, answer_ms))
-    med = [statistics.median(r[i] for r in rows) for i in range(4)]
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        bare_cpu_ms = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
+        rows.append((data_ms, ask_ms, bare_ms, answer_ms, ask_cpu_ms, bare_cpu_ms))
+    med = [statistics.median(r[i] for r in rows) for i in range(6)]
     return {"questions": len(rows), "queryDataWarmMsMedian": round(med[0], 1), "queryWarmMsMedian": round(med[3], 1),
             "askJsonMsMedian": round(med[1], 1), "barePythonMsMedian": round(med[2], 1),
+            "askJsonCpuMsMedian": round(med[4], 1), "barePythonCpuMsMedian": round(med[5], 1),
             "askOverQueryData": round(med[1] / med[0], 2)}
 
 

@@ -12,7 +12,6 @@ import json
 import shutil
 import sqlite3
 import unicodedata
-from pathlib import Path
 
 import pytest
 
@@ -196,6 +195,7 @@ def test_citation_typed_dicts_match_the_schema(typed, pointer):
     from mnote_evidence.functions import citation_model
 
     node = load_schema("citation.schema.json")
+    assert node["$id"] == citation_model.CITATION_SCHEMA
     for key in pointer:
         node = node["properties"][key] if key in node.get("properties", {}) else node[key]
     cls = getattr(citation_model, typed)
