@@ -201,3 +201,27 @@ def test_citation_typed_dicts_match_the_schema(typed, pointer):
     cls = getattr(citation_model, typed)
     assert set(cls.__required_keys__) | set(cls.__optional_keys__) == set(node["properties"])
     assert set(cls.__required_keys__) == set(node.get("required", []))
+
+
+def test_an_older_index_gets_the_ingested_text_without_re_sending(real_site, tmp_path):
+    root, out, server = real_site
+    older = tmp_path / "out"
+    shutil.copytree(out, older)
+    conn = sqlite3.connect(older / "evidence.sqlite")
+    conn.execute("DROP TABLE knowledge_text")  # as an index written before the table existed
+    conn.commit()
+    conn.close()
+    report = run_build(root, older, lightrag=LightRagConfig(server.url, timeout=120))
+    assert report.knowledge["inserted"] == 0 and report.knowledge["deleted"] == 0
+    kept = dict(connect(older).execute("SELECT source_root_relative_path, text FROM knowledge_text"))
+    assert kept == dict(connect(out).execute("SELECT source_root_relative_path, text FROM knowledge_text"))
+
+
+def test_a_quote_not_in_its_block_is_not_verified():
+    from mnote_evidence.functions.citations import verified
+
+    block = "The default weight value is 50, and the maximum is 100."
+    assert verified("The default weight value is 50", block, markup=False)
+    assert verified("…weight value is 50, and the…", block, markup=False)
+    assert not verified("The default weight value is 60", block, markup=False)
+    assert not verified("", block, markup=False)
