@@ -13,6 +13,7 @@ import click
 from mnote_evidence import __version__
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.sidecars import LAYOUTS
 from mnote_evidence.build.versions import describe as describe_redone
 
 if TYPE_CHECKING:
@@ -53,11 +54,16 @@ def main() -> None:
               help="Local engine to use when MinerU is requested but not configured (default: none, an error).")
 @click.option("--lightrag-url", envvar="LIGHTRAG_URL",
               help="Ingest parsed/OCR text into this LightRAG server (API key from LIGHTRAG_API_KEY only).")
+@click.option("--sidecars", type=click.Choice(LAYOUTS), default=None,
+              help="Where parse results go: 'beside' = a Note.ocr/ folder next to the owning note (the MNote "
+                   "convention); 'mnote' = all under the hidden .mnote/ folder, nothing added beside your notes. "
+                   "Default: what the last build into OUT used, else 'beside'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON on stdout.")
 @click.option("--strict", is_flag=True, help="Exit with status 1 if any file was recorded as an error.")
 def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, site: bool, page_zoom: float,
                   ocr_engine: str, no_ocr: bool, mineru_url: str | None, allow_upload: bool,
-                  ocr_fallback: str | None, lightrag_url: str | None, as_json: bool, strict: bool) -> None:
+                  ocr_fallback: str | None, lightrag_url: str | None, sidecars: str | None, as_json: bool,
+                  strict: bool) -> None:
     """Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and
     a static site in OUT (open OUT/index.html, or serve OUT from any static host).
 
@@ -65,14 +71,14 @@ def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, sit
     their pages are not re-rendered. Bad files (corrupt, encrypted, empty, too
     large...) are recorded with an error code and message; the rest of the
     build completes. Sidecars are written next to the owning note
-    (`Note.ocr/`) or under `.mnote/sidecars/`.
+    (`Note.ocr/`) or under `.mnote/sidecars/` (all of them with `--sidecars mnote`).
     """
     from mnote_evidence.build.pipeline import BuildOptions, build  # the build's imports (PyMuPDF, ...) only here
 
     ocr = OcrSettings(engine="none" if no_ocr else ocr_engine, mineru_url=mineru_url, allow_upload=allow_upload,
                       fallback=ocr_fallback)
     options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom, ocr=ocr,
-                           lightrag=LightRagConfig.from_env(lightrag_url),
+                           lightrag=LightRagConfig.from_env(lightrag_url), sidecars=sidecars,
                            progress=sys.stderr.isatty() and not as_json)
     report = build(workspace, options)
     if as_json:

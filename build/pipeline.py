@@ -52,7 +52,16 @@ from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
 from mnote_evidence.build.scan import SourceFile, scan
-from mnote_evidence.build.sidecars import SidecarPaths, load_cached, remove_sidecars, write_sidecars
+from mnote_evidence.build.sidecars import (
+    LAYOUT_BESIDE,
+    LAYOUTS,
+    SidecarPaths,
+    paths_at,
+    remove_sidecars,
+    reusable,
+    source_map_path,
+    write_sidecars,
+)
 from mnote_evidence.build.sqlite_ro import connect_ro
 
 DB_NAME = "evidence.sqlite"
@@ -73,6 +82,9 @@ class BuildOptions:
     page_quality: int = JPEG_QUALITY
     ocr: OcrSettings = field(default_factory=OcrSettings)
     lightrag: LightRagConfig | None = None  # ingest into LightRAG when set
+    # where sidecars go (build/sidecars.py): "beside" (SPEC §2: `Note.ocr/`) or "mnote" (all under
+    # `.mnote/sidecars/`); None = the layout of the previous build into `out`, else "beside"
+    sidecars: str | None = None
 
     @property
     def page_images(self) -> PageImageSettings:
@@ -162,6 +174,9 @@ class _Build:
         self.prev: PreviousBuild = load_previous(self.db_path)
         self.changes = IndexChanges()
         self.stamp = now_ms()
+        self.layout = options.sidecars or self.prev.meta.get("sidecar_layout") or LAYOUT_BESIDE
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"sidecar layout must be one of {', '.join(LAYOUTS)} (got {self.layout!r})")
 
     # -- rows -----------------------------------------------------------------
     def _row(self, f: SourceFile, owner: str | None, status: str, provider: str | None = None,
@@ -193,21 +208,27 @@ class _Build:
         if prev and prev.source_map_path and (keep is None or keep.source_map != prev.source_map_path):
             remove_sidecars(self.root, SidecarPaths(prev.artifact_path, prev.source_map_path))
 
-    def _accept(self, f: SourceFile, owner: str | None, artifact: ParsedResourceArtifact) -> None:
+    def _accept(self, f: SourceFile, owner: str | None, artifact: ParsedResourceArtifact,
+                reused_from: str | None = None) -> None:
         prev = self.prev.resources.get(f.path)
-        paths = write_sidecars(self.root, artifact, owner)
+        paths = write_sidecars(self.root, artifact, owner, self.layout)
         self._drop_old_sidecars(prev, keep=paths)
+        if reused_from and reused_from != paths.source_map:  # moved, not copied
+            remove_sidecars(self.root, paths_at(reused_from, artifact))
         row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
         self.changes.updates.append(ResourceUpdate(row, artifact))
 
     def _unchanged(self, f: SourceFile, owner: str | None, version: str) -> bool:
-        """Same bytes, same provider version, same owner: the previous outcome stands.
+        """Same bytes, same provider version, same owner (and sidecars where the layout puts them):
+        the previous outcome stands.
 
         That includes a recorded parse error: providers are deterministic, so the same
         bytes fail the same way (a new provider version retries them)."""
         prev = self.prev.resources.get(f.path)
+        in_place = prev is not None and (prev.status != STATUS_OK
+                                         or prev.source_map_path == source_map_path(f.path, owner, self.layout))
         return bool(prev and prev.status in (STATUS_OK, STATUS_ERROR) and prev.source_hash == f.sha256
-                    and prev.provider_version == version and prev.owner == owner)
+                    and prev.provider_version == version and prev.owner == owner and in_place)
 
     # -- steps ----------------------------------------------------------------
     def screen(self, f: SourceFile, owner: str | None) -> bool:
@@ -261,12 +282,11 @@ class _Build:
                 self.report.unchanged += 1
                 continue
             prev = self.prev.resources.get(f.path)
-            cached = load_cached(self.root, f.path, owner, f.source_hash, version)
-            if cached is None and prev and prev.owner != owner:  # moved to another owner note
-                cached = load_cached(self.root, f.path, prev.owner, f.source_hash, version)
-            if cached is not None:
+            reused = reusable(self.root, f.path, f.source_hash, version, owner, self.layout,
+                              prev.source_map_path if prev else None)
+            if reused is not None:
                 self.report.reused_sidecars += 1
-                self._accept(f, owner, cached)
+                self._accept(f, owner, *reused)
             else:
                 todo.append((f, owner))
         self._parse_all(todo)
@@ -347,6 +367,9 @@ class _Build:
     def links_changed(self) -> bool:
         return self.prev.meta.get("links_fingerprint") != self.changes.meta.get("links_fingerprint")
 
+    def layout_changed(self) -> bool:
+        return self.prev.meta.get("sidecar_layout", LAYOUT_BESIDE) != self.layout
+
 
 def _knowledge_key(rows) -> list[tuple]:
     return sorted((r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows)
@@ -384,7 +407,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.resources(others, owner_of)
         run.vanished({f.path for f in files})
         run.link_graph(resolved, set(links), owner_of)
-        run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes)}
+        run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes), "sidecar_layout": run.layout}
         changes = run.changes
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)
@@ -396,7 +419,8 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()) or ingest.texts:
                 changes.knowledge = ingest.rows
         run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
-                                  or run.links_changed() or plan.meta_changed or not run.db_path.exists())
+                                  or run.links_changed() or plan.meta_changed or run.layout_changed()
+                                  or not run.db_path.exists())
         resegmented = 0
         if run.report.changed:
             changes.meta.update({

@@ -1,6 +1,7 @@
 """Stage 3: sidecars, the on-disk truth of a parse (SPEC §1, §2, §5).
 
-Where they go (root-relative):
+Where they go (root-relative), in the default layout `beside` (SPEC §2, the
+convention existing MNote workspaces use):
 - a resource owned by note `docs/Page.md`: `docs/Page.ocr/<name>.parse.md` and
   `docs/Page.ocr/<name>.source-map.json`, where <name> is the resource's path
   inside `docs/Page.assets/` (usually just its file name), else its path
@@ -8,6 +9,10 @@ Where they go (root-relative):
 - an unowned resource: `.mnote/sidecars/<root-relative path>.*`;
 - a note: only `.mnote/sidecars/<note path>.source-map.json` (the note itself
   is its text, so no copy is written and the user's folders stay clean).
+In the layout `mnote` every sidecar goes under `.mnote/sidecars/<root-relative
+path>.*`, so nothing is added beside the notes (for tools such as Obsidian or
+MkDocs that would treat `*.parse.md` files as notes). Removing a sidecar also
+removes the sidecar folders it leaves empty (never a user folder).
 
 `*.ocr.md` replaces `*.parse.md` when the text came from OCR. Files are written
 atomically and only when their bytes change; the same input gives
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.scan import SIDECAR_DIR_SUFFIX
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     SOURCE_MAP_SCHEMA,
@@ -38,6 +44,8 @@ from mnote_evidence.build.model import (
 
 UNOWNED_DIR = ".mnote/sidecars"
 SOURCE_MAP_SUFFIX = ".source-map.json"
+LAYOUT_BESIDE, LAYOUT_MNOTE = "beside", "mnote"
+LAYOUTS = (LAYOUT_BESIDE, LAYOUT_MNOTE)
 
 
 @dataclass(frozen=True)
@@ -46,13 +54,13 @@ class SidecarPaths:
     source_map: str
 
 
-def sidecar_base(resource_path: str, owner_path: str | None) -> str:
-    if owner_path is None or owner_path == resource_path:
+def sidecar_base(resource_path: str, owner_path: str | None, layout: str = LAYOUT_BESIDE) -> str:
+    if layout == LAYOUT_MNOTE or owner_path is None or owner_path == resource_path:
         return f"{UNOWNED_DIR}/{resource_path}"
     owner_dir, owner_name = posixpath.split(owner_path)
     stem = posixpath.splitext(owner_name)[0]
     assets = posixpath.join(owner_dir, stem + ".assets")
-    sidecar_dir = posixpath.join(owner_dir, stem + ".ocr")
+    sidecar_dir = posixpath.join(owner_dir, stem + SIDECAR_DIR_SUFFIX)
     rel = posixpath.relpath(resource_path, assets)
     if rel.startswith("../"):
         rel = posixpath.relpath(resource_path, owner_dir or ".")
@@ -61,8 +69,18 @@ def sidecar_base(resource_path: str, owner_path: str | None) -> str:
     return posixpath.join(sidecar_dir, rel)
 
 
-def sidecar_paths(artifact: ParsedResourceArtifact, owner_path: str | None) -> SidecarPaths:
-    base = sidecar_base(artifact.source_path, owner_path)
+def source_map_path(resource_path: str, owner_path: str | None, layout: str = LAYOUT_BESIDE) -> str:
+    return sidecar_base(resource_path, owner_path, layout) + SOURCE_MAP_SUFFIX
+
+
+def sidecar_paths(artifact: ParsedResourceArtifact, owner_path: str | None,
+                  layout: str = LAYOUT_BESIDE) -> SidecarPaths:
+    return paths_at(sidecar_base(artifact.source_path, owner_path, layout) + SOURCE_MAP_SUFFIX, artifact)
+
+
+def paths_at(map_rel: str, artifact: ParsedResourceArtifact) -> SidecarPaths:
+    """The sidecar files of `artifact` whose source map is at root-relative `map_rel`."""
+    base = map_rel[: -len(SOURCE_MAP_SUFFIX)]
     if artifact.kind == KIND_MARKDOWN:
         return SidecarPaths(None, base + SOURCE_MAP_SUFFIX)
     return SidecarPaths(base + (".ocr.md" if artifact.from_ocr else ".parse.md"), base + SOURCE_MAP_SUFFIX)
@@ -126,8 +144,9 @@ def dumps(doc: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None) -> SidecarPaths:
-    paths = sidecar_paths(artifact, owner_path)
+def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None,
+                   layout: str = LAYOUT_BESIDE) -> SidecarPaths:
+    paths = sidecar_paths(artifact, owner_path, layout)
     if paths.text is not None:
         atomic_write_text(root / paths.text, artifact.text)
     atomic_write_text(root / paths.source_map, dumps(source_map(artifact, owner_path, paths)))
@@ -138,6 +157,26 @@ def remove_sidecars(root: Path, paths: SidecarPaths) -> None:
     for rel in (paths.text, paths.source_map):
         if rel:
             (root / rel).unlink(missing_ok=True)
+            _prune_empty(root, rel)
+
+
+def _prune_empty(root: Path, rel: str) -> None:
+    """Remove the now-empty folders of a sidecar path, up to its `X.ocr/` folder (included) or
+    `.mnote/sidecars/` (excluded); never a folder outside those."""
+    parts = rel.split("/")[:-1]
+    if rel.startswith(UNOWNED_DIR + "/"):
+        floor = UNOWNED_DIR.count("/") + 2  # keep .mnote/sidecars itself
+    else:
+        ocr = [i for i, part in enumerate(parts) if part.endswith(SIDECAR_DIR_SUFFIX)]
+        if not ocr:
+            return
+        floor = ocr[0] + 1
+    while len(parts) >= floor:
+        try:
+            (root / "/".join(parts)).rmdir()
+        except OSError:  # not empty (or already gone): stop
+            return
+        parts.pop()
 
 
 def artifact_from_source_map(doc: dict[str, Any], text: str) -> ParsedResourceArtifact:
@@ -154,10 +193,11 @@ def artifact_from_source_map(doc: dict[str, Any], text: str) -> ParsedResourceAr
     )
 
 
-def load_cached(root: Path, path: str, owner_path: str | None, source_hash: str,
+def load_cached(root: Path, map_rel: str, path: str, source_hash: str,
                 provider_version: str) -> ParsedResourceArtifact | None:
-    """A previous parse of exactly these bytes by this provider version, if its sidecars are intact."""
-    map_path = root / (sidecar_base(path, owner_path) + SOURCE_MAP_SUFFIX)
+    """A previous parse of exactly these bytes by this provider version, if its sidecars (source
+    map at root-relative `map_rel`, see `source_map_path`) are intact."""
+    map_path = root / map_rel
     try:
         doc = json.loads(map_path.read_text("utf-8"))
     except (OSError, ValueError):
@@ -178,3 +218,18 @@ def load_cached(root: Path, path: str, owner_path: str | None, source_hash: str,
         return artifact_from_source_map(doc, text)
     except (KeyError, TypeError):
         return None
+
+
+def reusable(root: Path, path: str, source_hash: str, provider_version: str, owner_path: str | None,
+             layout: str, previous_map: str | None = None) -> tuple[ParsedResourceArtifact, str] | None:
+    """Intact sidecars of exactly these bytes, and their source map's root-relative path: where
+    `layout` puts them, else where the previous build put them (`previous_map`: another owner
+    note or layout), else where the other layout would (an index deleted and rebuilt without
+    the layout option)."""
+    places = [source_map_path(path, owner_path, layout), *([previous_map] if previous_map else []),
+              *(source_map_path(path, owner_path, other) for other in LAYOUTS)]
+    for place in dict.fromkeys(places):
+        cached = load_cached(root, place, path, source_hash, provider_version)
+        if cached is not None:
+            return cached, place
+    return None

@@ -1,10 +1,18 @@
-"""Shared fixtures: a fresh copy of content_fixtures/ and builds of it (real files, real parsers)."""
+"""Shared fixtures: a fresh copy of content_fixtures/ and builds of it (real files, real parsers).
+
+Two rules every test keeps through this module:
+- Tests never read untracked files: `copy_workspace` copies only what git tracks in
+  content_fixtures/ (a build of the sample workspace writes `*.ocr/` and `.mnote/` into it).
+- A test that needs a system tool asks `require_tool`: absent, the test is skipped with a
+  one-line install hint, except under `CI=true`, where absence is a failure (CI installs them).
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import sqlite3
 from pathlib import Path
@@ -15,6 +23,7 @@ from referencing import Registry, Resource
 
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.pipeline import BuildOptions, build
+from mnote_evidence.build.scan import skip_dir
 from mnote_evidence.build.schemas import load_schema, schema_names
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +31,7 @@ FIXTURES = REPO / "content_fixtures"
 FACTS = json.loads((REPO / "tests" / "fixture_facts.json").read_text("utf-8"))
 
 SCREENSHOTS = Path(os.environ.get("MNOTE_SCREENSHOTS", REPO / "test-artifacts"))
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright drives it (never `playwright install`)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -30,9 +39,49 @@ SPEC_PDF = "Projects/Evidence Kernel.assets/evidence-kernel-spec.pdf"
 CHEM_DOCX = "研究/化学笔记.assets/溶剂与杂环.docx"
 
 
+def tracked_fixture_files() -> list[str]:
+    """content_fixtures/ paths (relative to it) that are part of the sample workspace.
+
+    In a git checkout: exactly what git tracks. Elsewhere (an sdist, a copied tree): what a build
+    would scan, i.e. without the folders a build writes into a workspace (`.mnote/`, `*.ocr/`; the
+    README's Quick start builds content_fixtures in place)."""
+    try:
+        out = subprocess.run(["git", "-C", str(FIXTURES), "ls-files", "-z", "--", "."], capture_output=True,
+                             check=True).stdout
+        files = [f for f in out.decode("utf-8").split("\0") if f]
+        if files:
+            return files
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    files = []
+    for dirpath, dirnames, filenames in os.walk(FIXTURES):
+        dirnames[:] = [d for d in dirnames if not skip_dir(d)]
+        files += [os.path.relpath(os.path.join(dirpath, f), FIXTURES) for f in filenames if not f.startswith(".")]
+    return files
+
+
 def copy_workspace(dest: Path) -> Path:
-    shutil.copytree(FIXTURES, dest)
+    """A fresh copy of the sample workspace: its tracked files only (see `tracked_fixture_files`)."""
+    for rel in tracked_fixture_files():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(FIXTURES / rel, target)
+    dest.mkdir(parents=True, exist_ok=True)
     return dest
+
+
+def require_tool(name: str, hint: str, path: str | None = None) -> str:
+    """The path of system tool `name` (at `path` if given, else on PATH).
+
+    Absent: skip the test with `hint` (how to install it); under `CI=true` fail instead, so a CI
+    run that should have installed the tool can never go green by skipping."""
+    found = path if path and os.access(path, os.X_OK) else shutil.which(name)
+    if found:
+        return found
+    message = f"{name} not found{f' at {path}' if path else ''}: {hint}"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message} (required when CI=true)", pytrace=False)
+    pytest.skip(message)
 
 
 # OCR results are cached by content hash; sharing the cache across the session's many
@@ -90,8 +139,10 @@ def validate():
 def browser():
     from playwright.sync_api import sync_playwright
 
+    chromium = require_tool("chromium", "apt-get install chromium (the browser tests drive Debian's Chromium)",
+                            path=CHROMIUM)
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield b
         b.close()
 
