@@ -119,7 +119,7 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
     )
     url = f"http://{host}:{port}"
     print(f"Evidence site:  {url}/site/index.html\nData (SQL):     {url}/evidence\n"
-          f"Search API:     {url}/-/evidence/search?q=...", flush=True)
+          f"Search API:     {url}/-/evidence/search?query=...", flush=True)
     watcher = None
     if watch is not None:
         watcher = Watcher(watch, site_dir, jobs, log=lambda m: print(m, flush=True), rebuild_first=bool(problem))
