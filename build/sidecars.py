@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.fsutil import atomic_write_text
-from mnote_evidence.build.scan import SIDECAR_DIR_SUFFIX
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     SOURCE_MAP_SCHEMA,
@@ -41,6 +40,7 @@ from mnote_evidence.build.model import (
     Section,
     Warning_,
 )
+from mnote_evidence.build.scan import SIDECAR_DIR_SUFFIX
 
 UNOWNED_DIR = ".mnote/sidecars"
 SOURCE_MAP_SUFFIX = ".source-map.json"
@@ -75,7 +75,7 @@ def source_map_path(resource_path: str, owner_path: str | None, layout: str = LA
 
 def sidecar_paths(artifact: ParsedResourceArtifact, owner_path: str | None,
                   layout: str = LAYOUT_BESIDE) -> SidecarPaths:
-    return paths_at(sidecar_base(artifact.source_path, owner_path, layout) + SOURCE_MAP_SUFFIX, artifact)
+    return paths_at(source_map_path(artifact.source_path, owner_path, layout), artifact)
 
 
 def paths_at(map_rel: str, artifact: ParsedResourceArtifact) -> SidecarPaths:

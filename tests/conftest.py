@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import sqlite3
 from pathlib import Path
+from typing import NoReturn
 
 import jsonschema
 import pytest
@@ -76,9 +77,13 @@ def require_tool(name: str, hint: str, path: str | None = None) -> str:
     Absent: skip the test with `hint` (how to install it); under `CI=true` fail instead, so a CI
     run that should have installed the tool can never go green by skipping."""
     found = path if path and os.access(path, os.X_OK) else shutil.which(name)
-    if found:
-        return found
-    message = f"{name} not found{f' at {path}' if path else ''}: {hint}"
+    if not found:
+        tool_missing(f"{name} not found{f' at {path}' if path else ''}: {hint}")
+    return found
+
+
+def tool_missing(message: str) -> NoReturn:
+    """Skip (or under CI=true fail) the current test because a system tool is missing."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{message} (required when CI=true)", pytrace=False)
     pytest.skip(message)
@@ -133,6 +138,16 @@ def validate():
         assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:5])
 
     return check
+
+
+@pytest.fixture(scope="session")
+def tesseract() -> str:
+    """Tesseract with its Chinese model (the alternative OCR engine)."""
+    binary = require_tool("tesseract", "apt-get install tesseract-ocr tesseract-ocr-chi-sim (the alternative OCR engine)")
+    languages = subprocess.run([binary, "--list-langs"], capture_output=True, text=True).stdout.split()
+    if "chi_sim" not in languages:
+        tool_missing("tesseract has no chi_sim model: apt-get install tesseract-ocr-chi-sim")
+    return binary
 
 
 @pytest.fixture(scope="session")

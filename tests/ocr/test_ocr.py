@@ -12,7 +12,7 @@ from mnote_evidence.build.ocr.engines import TesseractEngine
 from mnote_evidence.build.ocr.normalize import normalize_line, respaced
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.functions.fts import search_blocks
-from tests.conftest import FACTS, FIXTURES, SPEC_PDF, connect, copy_workspace, require_tool, run_build
+from tests.conftest import FACTS, FIXTURES, SPEC_PDF, connect, copy_workspace, run_build
 from tests.providers.test_pdf import overlap
 
 IMAGE = FACTS["image"]["path"]
@@ -127,11 +127,7 @@ def test_no_ocr_turns_it_off(tmp_path):
                         [IMAGE]).fetchone()[0] == 0
 
 
-TESSERACT_HINT = "apt-get install tesseract-ocr tesseract-ocr-chi-sim (the alternative OCR engine)"
-
-
-def test_tesseract_engine_reads_lines_with_boxes():
-    require_tool("tesseract", TESSERACT_HINT)
+def test_tesseract_engine_reads_lines_with_boxes(tesseract):
     lines = TesseractEngine().recognise(FIXTURES / IMAGE)
     text = " ".join(line.text for line in lines)
     assert "Thread" in text and "screenshot" in text
