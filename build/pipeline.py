@@ -52,16 +52,8 @@ from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
 from mnote_evidence.build.scan import SourceFile, scan
-from mnote_evidence.build.sidecars import (
-    LAYOUT_BESIDE,
-    LAYOUTS,
-    SidecarPaths,
-    paths_at,
-    remove_sidecars,
-    reusable,
-    source_map_path,
-    write_sidecars,
-)
+from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at, remove_sidecars, reusable,
+                                           source_map_path, write_sidecars)
 from mnote_evidence.build.sqlite_ro import connect_ro
 
 DB_NAME = "evidence.sqlite"
