@@ -141,14 +141,28 @@ def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs
 
     \b
       mnote-evidence build ~/notes && mnote-evidence serve
-      mnote-evidence serve _site --watch ~/notes     # rebuild on every save
+      mnote-evidence serve _site --watch ~/notes     # catch up, then rebuild on every save
     """
-    from mnote_evidence.functions.serve import serve
+    import shlex
+
+    from mnote_evidence.functions.serve import ServeError, looks_like_notes, serve
 
     if not (site_dir / "evidence.sqlite").is_file():
-        raise click.ClickException(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
-                                   f"--out {site_dir}` first")
-    serve(site_dir, host, port, watch, jobs, lightrag_url, lightrag_timeout)
+        if site_dir.is_dir() and looks_like_notes(site_dir):
+            notes = shlex.quote(str(site_dir))
+            raise click.ClickException(
+                f"{site_dir} is a folder of notes, not a built site (it has Markdown files and no evidence.sqlite)."
+                f" Build it, then serve the result:\n  mnote-evidence build {notes}\n  mnote-evidence serve _site\n"
+                f"or build and keep it up to date while serving:\n  mnote-evidence serve _site --watch {notes}")
+        if watch is None:
+            raise click.ClickException(
+                f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE --out "
+                f"{shlex.quote(str(site_dir))}` first, or `mnote-evidence serve {shlex.quote(str(site_dir))} "
+                "--watch WORKSPACE` to build and serve")
+    try:
+        serve(site_dir, host, port, watch, jobs, lightrag_url, lightrag_timeout)
+    except ServeError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @main.command("ask")

@@ -1,22 +1,27 @@
 """Datasette plugin `mnote-evidence`: a thin HTTP adapter over `functions.evidence`.
 
-Registered by entry point (`datasette plugins` lists it). It adds:
-- `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open`: GET with query
-  parameters or POST with a JSON body, answered by the pure handlers;
-- `/site/...`: the static site next to the database (when one is there), and `/`
-  redirecting to it, so one URL serves browsing, querying and citations;
+Registered by entry point (`datasette plugins` lists it). On a Datasette that holds an
+evidence database (one with an `evidence_block` table) it adds, all under `/-/` as
+Datasette's conventions ask, so no database or table URL is ever taken over:
+- `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open` and `/-/knowledge/*`:
+  GET with query parameters or POST with a JSON body, answered by the pure handlers;
+- `/-/evidence/site/...`: the static site next to the database (when one is there), and
+  `/` redirecting to it, so one URL serves browsing, querying and citations. The old
+  `/site/...` URLs redirect there, unless a database is routed at `/site`;
 - `?_search=` on `evidence_block` through our CJK-aware query builder
   (registered as `escape_fts` on evidence databases only);
 - links from block ids, locators and resource paths to the site (`render_cell`);
 - canned queries and table descriptions (metadata);
-- a hot swap: when a build renames a new `evidence.sqlite` into place, the next
-  request sees it, without a restart and without a failed request.
+- live rebuilds: the evidence database is served by `LiveDatabase`, so every view
+  (Datasette's and ours) reads a rebuilt `evidence.sqlite` from the next query on,
+  without a restart and without a failed request (`functions/live_database.py`).
+On a Datasette without an evidence database it registers no route at all.
 
 Settings (`plugins.mnote-evidence` in Datasette metadata), all optional:
 `site_dir` (default: the database's folder if it holds an index.html),
-`site_base` (default `/site/`), `lightrag_url` (default: `LIGHTRAG_URL`) and
-`lightrag_timeout` (seconds, default 30). The LightRAG API key is read from
-`LIGHTRAG_API_KEY` only.
+`site_base` (where the site is mounted, default `/-/evidence/site/`), `lightrag_url`
+(default: `LIGHTRAG_URL`) and `lightrag_timeout` (seconds, default 30). The LightRAG
+API key is read from `LIGHTRAG_API_KEY` only.
 """
 
 from __future__ import annotations
@@ -24,24 +29,27 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sqlite3
 from pathlib import Path
 from urllib.parse import unquote
 
 from datasette import hookimpl
-from datasette.database import Database
 from datasette.utils.asgi import Response, asgi_send_file
 
-from mnote_evidence.build.sqlite_ro import connect_ro, file_identity
+from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.text import QueryError, fts_query
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.functions import evidence, knowledge
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
+from mnote_evidence.functions.live_database import make_live
 from mnote_evidence.functions.metadata import CANNED_QUERIES, TABLES
 
 PLUGIN = "mnote-evidence"
+SITE_BASE = "/-/evidence/site/"
+LEGACY_SITE = "/site/"  # where the site used to be mounted; redirected while no database is routed there
 LIST_PARAMS = {"resourceKinds"}
 INT_PARAMS = {"topK", "window"}
 BOOL_PARAMS = {"includeOcr"}
@@ -74,7 +82,6 @@ class _State:
             if _is_evidence_db(db.path):
                 self.name, self.db = name, EvidenceDB(db.path)
                 break
-        self.identity = self._identity()
         self._site: tuple[str, Path | None, LightRagConfig | None] | None = None
 
     def _settings(self) -> tuple[str, Path | None, LightRagConfig | None]:
@@ -83,7 +90,8 @@ class _State:
             site_dir = config.get("site_dir") or (str(self.db.path.parent) if self.db else None)
             found = Path(site_dir).resolve() if site_dir and (Path(site_dir) / "index.html").exists() else None
             lightrag = LightRagConfig.from_env(config.get("lightrag_url"), float(config.get("lightrag_timeout", 30)))
-            self._site = (config.get("site_base", "/site/"), found, lightrag)
+            base = "/" + config.get("site_base", SITE_BASE).strip("/") + "/"
+            self._site = (base, found, lightrag)
         return self._site
 
     @property
@@ -94,22 +102,19 @@ class _State:
     def site_dir(self) -> Path | None:
         return self._settings()[1]
 
-    def _identity(self):
-        return file_identity(self.db.path) if self.db else None
+    def make_live(self) -> None:
+        """Serve Datasette's own views of the evidence database through a LiveDatabase."""
+        if self.name is not None and self.name in self.datasette.databases:
+            make_live(self.datasette, self.name)
 
     def refresh(self) -> None:
-        """If a build replaced the file, register a fresh Database object for Datasette's own views."""
+        """Notice a rebuilt file now (closing idle connections to the old one); queries do it anyway."""
         if self.db is None:
             return
-        ident = self._identity()
-        if ident is None or ident == self.identity:
-            return
-        old = self.datasette.databases.get(self.name)
-        fresh = Database(self.datasette, path=str(self.db.path), is_mutable=old.is_mutable if old else False)
-        # remove + add with no await between: atomic for the event loop
-        self.datasette.remove_database(self.name)
-        self.datasette.add_database(fresh, name=self.name)
-        self.identity = ident
+        self.db.live.check()
+        database = self.datasette.databases.get(self.name)
+        if hasattr(database, "live"):
+            database.live.check()
 
     def context(self) -> evidence.Context:
         base = self.site_base if self.site_dir else ""
@@ -151,9 +156,6 @@ def request_from_query(args) -> dict:
 def _endpoint(handler):
     async def view(request, datasette):
         state = _state(datasette)
-        if state.db is None:
-            return Response.json({"ok": False, "error": {"code": "no_evidence_db",
-                                  "message": "no evidence.sqlite among this Datasette's databases"}}, status=503)
         if request.method == "POST":
             try:
                 body = json.loads((await request.post_body()) or b"{}")
@@ -163,7 +165,12 @@ def _endpoint(handler):
         else:
             body = request_from_query(request.args)
         ctx = state.context()
-        status, payload = await asyncio.to_thread(call, lambda r: handler(r, ctx), body)
+
+        def in_session(request: dict) -> dict:
+            with state.db.session():  # one connection, one build, for the whole request
+                return handler(request, ctx)
+
+        status, payload = await asyncio.to_thread(call, in_session, body)
         return Response.json(payload, status=status, headers={"Cache-Control": "no-store"})
 
     return view
@@ -207,6 +214,10 @@ async def _home(request, datasette):
 
 @hookimpl
 def register_routes(datasette):
+    state = _state(datasette)
+    if state.db is None:
+        return []  # not an evidence Datasette: leave every URL to Datasette and other plugins
+    base = state.site_base
     routes = [
         (r"^/-/evidence/search$", _endpoint(evidence.search)),
         (r"^/-/evidence/read$", _endpoint(evidence.read)),
@@ -214,29 +225,58 @@ def register_routes(datasette):
         (r"^/-/knowledge/query$", _endpoint(knowledge.query)),
         (r"^/-/knowledge/status$", _endpoint(knowledge.status)),
         (r"^/-/knowledge/ask$", _endpoint(knowledge.ask)),
-        (r"^/site/(?P<path>.*)$", _site_file),
+        ("^" + re.escape(base) + "(?P<path>.*)$", _site_file),
+        ("^" + re.escape(base.rstrip("/")) + "$", _home),
     ]
-    if _state(datasette).site_dir is not None:
+    if state.site_dir is not None:
         routes.append((r"^/$", _home))
     return routes
 
 
 @hookimpl
 def skip_csrf(datasette, scope):
-    return scope.get("path", "").startswith(("/-/evidence/", "/-/knowledge/"))
+    return _state(datasette).db is not None and scope.get("path", "").startswith(("/-/evidence/", "/-/knowledge/"))
+
+
+def _legacy_site_redirect(datasette, scope) -> str | None:
+    """Where an old `/site/...` URL lives now, or None when it is not ours to answer."""
+    state = _state(datasette)
+    raw = (scope.get("raw_path") or scope.get("path", "").encode()).decode("latin-1")
+    if state.site_dir is None or state.site_base == LEGACY_SITE or not (
+            raw == LEGACY_SITE.rstrip("/") or raw.startswith(LEGACY_SITE)):
+        return None
+    if any(db.route == LEGACY_SITE.strip("/") for db in datasette.databases.values()):
+        return None  # a database named `site` owns these URLs
+    query = scope.get("query_string", b"").decode("latin-1")
+    return state.site_base + raw[len(LEGACY_SITE):] + (f"?{query}" if query else "")
+
+
+@hookimpl
+def startup(datasette):
+    _state(datasette).make_live()
 
 
 @hookimpl
 def asgi_wrapper(datasette):
-    def wrap(app):
-        async def add_refresh(scope, receive, send):
-            if scope.get("type") == "http":
-                _state(datasette).refresh()
-            await app(scope, receive, send)
+    _state(datasette).make_live()  # before the first request: app() builds this wrapper
 
-        return add_refresh
+    def wrap(app):
+        async def redirect_legacy(scope, receive, send):
+            target = _legacy_site_redirect(datasette, scope) if scope.get("type") == "http" else None
+            if target is None:
+                return await app(scope, receive, send)
+            await send({"type": "http.response.start", "status": 302,
+                        "headers": [(b"location", target.encode("latin-1")), (b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body", "body": b"Moved to " + target.encode("latin-1")})
+
+        return redirect_legacy
 
     return wrap
+
+
+def refresh(datasette) -> None:
+    """Called by `serve --watch` after a rebuild: every view switches now, idle old connections close."""
+    _state(datasette).refresh()
 
 
 # -- Datasette's own views ---------------------------------------------------------------

@@ -1,21 +1,27 @@
-"""`mnote-evidence serve`: Datasette + our plugin + the static site, one URL.
+"""`mnote-evidence serve`: Datasette + our plugin + the static site, one URL (SPEC §12).
 
-With `--watch WORKSPACE` a watcher thread polls the workspace (stat only, every
-0.3 s), waits until changes settle (debounce), and runs an incremental build in
-a child process. The build renames a complete new `evidence.sqlite` into place;
-the plugin notices the new file on the next request. Searches never fail and
-never see a half-written database, and the server is never restarted.
-Polling needs no extra dependency and works on every filesystem (network
-mounts and containers included), at the cost of ~1 ms per 1,000 files a tick.
+The port is bound before anything is printed, so a busy port is refused with a
+message instead of a banner followed by a crash. With `--watch WORKSPACE` a
+watcher thread first catches up (an incremental build of whatever changed while
+no server was watching), then polls the workspace (stat only, every 0.3 s), waits
+until changes settle (debounce) and runs an incremental build in a child process.
+A failed build is retried with a growing delay (1 s doubling to 30 s) even if
+nothing else changes; the previous index is served meanwhile. The build renames
+a complete new `evidence.sqlite` into place and every view reads it from the
+next query on (`functions/live_database.py`); the server is never restarted.
+Polling needs no extra dependency and works on every filesystem (network mounts
+and containers included), at the cost of ~1 ms per 1,000 files a tick.
 An index of another schema or segmentation version is reported at start (the
-query endpoints answer 503 until it is rebuilt); with `--watch` it is rebuilt
-at once.
+query endpoints answer 503 until it is rebuilt); with `--watch` the catch-up
+build rebuilds it at once.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +35,13 @@ from mnote_evidence.functions.errors import IndexIncompatible
 
 POLL_SECONDS = 0.3
 SETTLE_SECONDS = 0.3
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 30.0
+DB_NAME = "evidence.sqlite"
+
+
+class ServeError(Exception):
+    """A reason `serve` cannot start, in words for the user (the CLI prints it)."""
 
 
 def snapshot(root: Path, exclude: Path | None = None) -> dict[str, tuple[int, int]]:
@@ -49,84 +62,146 @@ def snapshot(root: Path, exclude: Path | None = None) -> dict[str, tuple[int, in
     return out
 
 
+def looks_like_notes(folder: Path) -> bool:
+    """A folder of Markdown notes (a workspace), as opposed to a built site."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if not skip_dir(d)]
+        if any(name.lower().endswith(".md") for name in filenames):
+            return True
+    return False
+
+
 class Watcher(threading.Thread):
-    """Rebuild `out` from `workspace` whenever files change (debounced)."""
+    """Rebuild `out` from `workspace`: once at start (catch up), then on every change, retrying failures."""
 
     def __init__(self, workspace: Path, out: Path, jobs: int, log: Callable[[str], None] = print,
-                 rebuild_first: bool = False):
+                 on_rebuilt: Callable[[], None] | None = None):
         super().__init__(name="mnote-evidence-watch", daemon=True)
         self.workspace, self.out, self.jobs, self.log = workspace.resolve(), out.resolve(), jobs, log
-        self.rebuild_first = rebuild_first  # the index is of another version: rebuild before any change
+        self.on_rebuilt = on_rebuilt
         self.stop = threading.Event()
         self.builds = 0
+        self.failures = 0
 
     def run(self) -> None:
-        last = snapshot(self.workspace, self.out)
-        if self.rebuild_first:
-            self._build(time.monotonic())
-        while not self.stop.wait(POLL_SECONDS):
+        last: dict | None = None  # None: nothing built yet by this watcher -> catch up first
+        retry_at, delay = None, RETRY_FIRST_SECONDS
+        while not self.stop.is_set():
             current = snapshot(self.workspace, self.out)
-            if current == last:
-                continue
-            detected = time.monotonic()
-            while not self.stop.wait(SETTLE_SECONDS):  # wait for the editor to finish saving
-                settled = snapshot(self.workspace, self.out)
-                if settled == current:
-                    break
-                current = settled
-            self._build(detected)
-            last = current
+            changed = last is not None and current != last
+            if last is None or changed or (retry_at is not None and time.monotonic() >= retry_at):
+                detected = time.monotonic()
+                if changed:
+                    current = self._settle(current)
+                why = "catching up with changes made while no server was watching" if last is None else (
+                    "change" if changed else f"retrying the failed rebuild (after {delay / 2:.0f}s)")
+                ok = self.build_once(detected, why)
+                last = current  # seen before the build started: later saves trigger another build
+                if ok:
+                    retry_at, delay = None, RETRY_FIRST_SECONDS
+                else:
+                    retry_at, delay = time.monotonic() + delay, min(delay * 2, RETRY_MAX_SECONDS)
+            self.stop.wait(POLL_SECONDS)
 
-    def _build(self, detected: float) -> None:
+    def _settle(self, current: dict) -> dict:
+        """Wait until the editor has finished saving (two equal snapshots in a row)."""
+        while not self.stop.wait(SETTLE_SECONDS):
+            settled = snapshot(self.workspace, self.out)
+            if settled == current:
+                break
+            current = settled
+        return current
+
+    def build_once(self, detected: float | None = None, why: str = "change") -> bool:
+        """One incremental build in a child process; True when it succeeded."""
+        detected = time.monotonic() if detected is None else detected
         cmd = [sys.executable, "-m", "mnote_evidence", "build", str(self.workspace), "--out", str(self.out),
                "--jobs", str(self.jobs), "--json"]  # LIGHTRAG_URL / MINERU_* pass through the environment
         result = subprocess.run(cmd, capture_output=True, text=True)
         self.builds += 1
         if result.returncode != 0:
-            self.log(f"rebuild failed (exit {result.returncode}); still serving the previous index\n"
-                     f"{result.stderr.strip()[-2000:]}")
-            return
-        report = json.loads(result.stdout)
+            self.failures += 1
+            self.log(f"rebuild failed (exit {result.returncode}, {why}); still serving the previous index, "
+                     f"will retry\n{result.stderr.strip()[-2000:]}")
+            return False
+        try:
+            report = json.loads(result.stdout)
+        except ValueError:
+            report = {}
+        if self.on_rebuilt:
+            self.on_rebuilt()
         site = report.get("site") or {}
-        self.log(f"rebuilt in {report['seconds']:.2f}s ({report['parsed']} parsed, "
-                 f"{site.get('pages_written', 0)} pages), done {time.monotonic() - detected:.2f}s "
+        what = "rebuilt" if report.get("changed", True) else "index up to date"
+        self.log(f"{what} in {report.get('seconds', 0):.2f}s ({report.get('parsed', 0)} parsed, "
+                 f"{site.get('pages_written', 0)} pages; {why}), done {time.monotonic() - detected:.2f}s "
                  "after the change was seen")
+        return True
 
 
 def _index_problem(db: Path) -> str | None:
     """What the query endpoints will answer instead of results (None: the index is readable)."""
+    probe = EvidenceDB(db)
     try:
-        EvidenceDB(db).connect().close()
+        with probe.session():
+            return None
     except IndexIncompatible as exc:
         return exc.message
-    return None
+    finally:
+        probe.live.close_all()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound now: a busy port is refused before anything is printed."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: restart without waiting
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeError(f"port {port} on {host} is already in use (another `mnote-evidence serve` or "
+                             f"Datasette?): stop it, or pick a free port with --port") from None
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, lightrag_url: str | None = None,
           lightrag_timeout: float = 30.0) -> None:
+    """Bind, build first if `--watch` has nothing to serve yet, print the URLs, serve until interrupted."""
     import uvicorn
     from datasette.app import Datasette
 
-    db = site_dir / "evidence.sqlite"
+    from mnote_evidence.functions.datasette_plugin import SITE_BASE, refresh
+
+    sock = bind(host, port)
+    db = site_dir / DB_NAME
+    log = lambda m: print(m, flush=True)  # noqa: E731
+    watcher = Watcher(watch, site_dir, jobs, log=log) if watch is not None else None
+    if watcher is not None and not db.is_file():
+        log(f"Building {watch} into {site_dir} first…")
+        if not watcher.build_once(why="first build"):
+            sock.close()
+            raise ServeError(f"the first build of {watch} failed (see above); nothing to serve yet")
     problem = _index_problem(db)
     if problem:  # still serve: the site and the SQL work; the query endpoints answer 503 with this
-        print(f"warning: {problem}", flush=True)
+        print(f"warning: {problem}" + (" (the first --watch build rebuilds it)" if watcher else ""), flush=True)
     ds = Datasette(
         immutables=[str(db)],
         settings={"suggest_facets": False, "facet_time_limit_ms": 50},
         metadata={"plugins": {"mnote-evidence": {"site_dir": str(site_dir.resolve()), "lightrag_url": lightrag_url,
                                                  "lightrag_timeout": lightrag_timeout}}},
     )
-    url = f"http://{host}:{port}"
-    print(f"Evidence site:  {url}/site/index.html\nData (SQL):     {url}/evidence\n"
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    print(f"Evidence site:  {url}{SITE_BASE}index.html\nData (SQL):     {url}/{db.stem}\n"
           f"Search API:     {url}/-/evidence/search?query=...", flush=True)
-    watcher = None
-    if watch is not None:
-        watcher = Watcher(watch, site_dir, jobs, log=lambda m: print(m, flush=True), rebuild_first=bool(problem))
+    if watcher is not None:
+        watcher.on_rebuilt = lambda: refresh(ds)
         watcher.start()
         print(f"Watching {watch} for changes", flush=True)
     try:
-        uvicorn.run(ds.app(), host=host, port=port, log_level="warning")
+        uvicorn.Server(uvicorn.Config(ds.app(), host=host, port=port, log_level="warning")).run(sockets=[sock])
     finally:
         if watcher:
             watcher.stop.set()
