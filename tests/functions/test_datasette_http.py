@@ -93,7 +93,7 @@ def test_datasette_own_search_box_finds_chinese(datasette_server):
     texts = [row["text"] for row in r.json()]
     assert texts and all("线程作用域" in t for t in texts)
     html = get(datasette_server, "/evidence/evidence_block", _search="吗啉").text
-    assert 'href="/site/' in html  # render_cell links block ids to the static site
+    assert 'href="/-/evidence/site/' in html  # render_cell links block ids to the static site
 
 
 def test_canned_queries_and_metadata(datasette_server):
@@ -111,7 +111,15 @@ def test_canned_queries_and_metadata(datasette_server):
 
 
 def test_site_is_served_and_guarded(datasette_server):
-    assert httpx.get(datasette_server + "/", timeout=30).headers["location"] == "/site/index.html"
-    assert httpx.get(datasette_server + "/site/index.html", timeout=30).status_code == 200
-    for bad in ("/site/evidence.sqlite", "/site/.mnote-site.json", "/site/%2e%2e/%2e%2e/etc/passwd"):
+    assert httpx.get(datasette_server + "/", timeout=30).headers["location"] == "/-/evidence/site/index.html"
+    assert httpx.get(datasette_server + "/-/evidence/site/index.html", timeout=30).status_code == 200
+    for bad in ("/-/evidence/site/evidence.sqlite", "/-/evidence/site/.mnote-site.json",
+                "/-/evidence/site/%2e%2e/%2e%2e/etc/passwd"):
         assert httpx.get(datasette_server + bad, timeout=30).status_code == 404, bad
+
+
+def test_old_site_urls_redirect(datasette_server):
+    old = httpx.get(datasette_server + "/site/Projects/Evidence%20Kernel.html", params={"hl": "b-x"}, timeout=30)
+    assert old.status_code == 302
+    assert old.headers["location"] == "/-/evidence/site/Projects/Evidence%20Kernel.html?hl=b-x"
+    assert httpx.get(datasette_server + old.headers["location"], timeout=30).status_code == 200

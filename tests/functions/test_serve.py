@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
+import socket
+import subprocess
 import sys
 import threading
 import time
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from mnote_evidence.build.cli import main
 from tests.conftest import copy_workspace, run_build, shoot
 from tests.servers import free_port, start, stop
 
@@ -68,18 +73,18 @@ def test_watch_rebuilds_and_serves_new_text_without_errors(served):
         t.join()
     print(f"save -> searchable: {first:.2f}s, {second:.2f}s; {len(latencies)} requests during rebuilds")
     assert errors == [] and len(latencies) > 50
-    page = httpx.get(base + "/site/Inbox/Fresh%20Note.html", timeout=10)
+    page = httpx.get(base + "/-/evidence/site/Inbox/Fresh%20Note.html", timeout=10)
     assert page.status_code == 200 and "quokka" in page.text  # its stale page, still served
 
 
 def test_search_box_uses_the_server(served, page):
     _, out, base, _ = served
-    page.goto(base + "/site/index.html")
+    page.goto(base + "/-/evidence/site/index.html")
     page.fill("form.search input", "吗啉")
     page.press("form.search input", "Enter")
     page.wait_for_selector("#search-results .result")
     first = page.eval_on_selector("#search-results .result", "a => a.getAttribute('href')")
-    assert first.startswith("/site/") and "#b-" in first
+    assert first.startswith("/-/evidence/site/") and "#b-" in first
     shoot(page, "served-search-box")
     page.click("#search-results .result")
     page.wait_for_load_state("load")
@@ -91,3 +96,57 @@ def test_search_box_uses_the_server(served, page):
     page.press("form.search input", "Enter")
     assert "mnote-evidence serve" in page.inner_text("#notice")
     assert page.console_errors == []
+
+
+def test_watch_catches_up_at_start_and_retries_a_failed_rebuild(tmp_path):
+    root = copy_workspace(tmp_path / "ws")
+    out = tmp_path / "out"
+    run_build(root, out, site=True)
+    (root / "Inbox/Offline.md").write_text("# Offline\n\nWritten while no server ran: wombat.\n", "utf-8")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch", str(root),
+                  "--jobs", "1"], base + "/-/versions.json")
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_for(base, "wombat")  # nothing changed after the start: the catch-up build found it
+        with open(out / ".build.lock", "w") as lock:  # a build by hand is writing: the watcher's fails
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            (root / "Inbox/Offline.md").write_text("# Offline\n\nNow about a numbat.\n", "utf-8")
+            wait_for_line(lines, "rebuild failed")
+        retried = wait_for(base, "numbat")  # no further change: the watcher retried by itself
+        wait_for_line(lines, "retrying the failed rebuild")
+    finally:
+        stop(proc)
+        reader.join(timeout=10)
+    print(f"retry searchable {retried:.2f}s after the lock was released")
+    assert any("catching up" in line for line in lines)
+
+
+def wait_for_line(lines: list[str], text: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not any(text in line for line in lines):
+        assert time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.1)
+
+
+def test_serve_refuses_a_busy_port_before_printing_urls(stale_site):
+    _, out = stale_site
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port)],
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "http://" not in result.stdout + result.stderr and "Traceback" not in result.stderr
+
+
+def test_serve_refuses_a_notes_folder_with_the_right_suggestion(workspace):
+    result = CliRunner().invoke(main, ["serve", str(workspace)])
+    assert result.exit_code != 0
+    assert f"mnote-evidence build {workspace}" in result.output and "mnote-evidence serve _site" in result.output
+    assert "--out" not in result.output

@@ -30,7 +30,7 @@ def test_knowledge_routes(served):
     body = r.json()
     assert r.status_code == 200 and body["ok"]
     docx = [c for c in body["citations"] if c["sourcePath"] == CHEM_DOCX][0]
-    assert docx["citationUrl"].startswith("/site/")
+    assert docx["citationUrl"].startswith("/-/evidence/site/")
     page = httpx.get(served + docx["citationUrl"].split("#")[0], timeout=30)
     assert page.status_code == 200 and f'id="{docx["blockId"]}"' in page.text
     health = httpx.get(served + "/-/knowledge/status", timeout=30).json()
@@ -40,7 +40,7 @@ def test_knowledge_routes(served):
 
 
 def test_ask_page_shows_answer_badges_and_source_cards(served, page):
-    page.goto(served + "/site/ask.html")
+    page.goto(served + "/-/evidence/site/ask.html")
     page.fill("#ask input[name=q]", "retention period audit evidence")
     page.select_option("#ask select[name=mode]", "naive")
     page.click("#ask button")
