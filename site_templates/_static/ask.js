@@ -1,5 +1,7 @@
 // The Ask page: sends the question to /-/knowledge/ask and shows the answer with citation badges.
 // Only citation ids from the server's mapped citation set become badges; everything is set as text.
+// Without an answer (LightRAG not set up, down or slow) it says why in plain words and lists the
+// local evidence passages that match the question, from /-/evidence/search.
 (function () {
   "use strict";
   var PRECISION = { bbox: "exact box", paragraph: "paragraph", line: "lines", file: "whole file" };
@@ -47,6 +49,33 @@
     answer.hidden = false;
   }
 
+  // Why there is no (full) answer, in words: reason codes stay in the JSON, never on the page.
+  var WHY = {
+    knowledge_rag_unconfigured: "No answering service (LightRAG) is set up for this server, so there is no written answer.",
+    knowledge_rag_unavailable: "The answering service (LightRAG) could not be reached: it may be stopped or still starting.",
+    knowledge_rag_timeout: "The answering service (LightRAG) took too long to reply.",
+    knowledge_rag_unhealthy: "The answering service (LightRAG) reports a problem."
+  };
+  var WHY_OTHER = "The answering service (LightRAG) gave an answer that could not be used.";
+
+  function why(reason) { return WHY[reason] || WHY_OTHER; }
+
+  // Local evidence search for the same question: works without LightRAG.
+  function showLocal(form, question, status, lead) {
+    var section = document.getElementById("local");
+    var panel = section.querySelector(".local-results");
+    fetch(form.dataset.search + "?topK=10&query=" + encodeURIComponent(question))
+      .then(function (r) { return r.json(); })
+      .then(function (data) {
+        if (!data.ok) { status.textContent = lead; return; }
+        window.mnoteEvidence.showResults(panel, data);
+        status.textContent = lead + (data.results.length ? " Here are the passages of your notes that match the question."
+          : " No passage of your notes matches the question either.");
+        section.hidden = !data.results.length;
+      })
+      .catch(function () { status.textContent = lead; });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var form = document.getElementById("ask");
     var status = document.getElementById("ask-status");
@@ -56,17 +85,19 @@
         status.textContent = "Asking needs the query server: run `mnote-evidence serve --lightrag-url URL`.";
         return;
       }
+      var question = form.q.value;
       status.textContent = "Asking…";
+      document.getElementById("answer").hidden = true;
+      document.getElementById("sources").textContent = "";
+      document.getElementById("local").hidden = true;
       fetch(form.dataset.endpoint, {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ query: form.q.value, mode: form.mode.value })
+        body: JSON.stringify({ query: question, mode: form.mode.value })
       }).then(function (r) { return r.json(); }).then(function (data) {
-        if (!data.ok) {
-          status.textContent = (data.error && data.error.message) || ("No answer: " + (data.degradedReason || "unknown") +
-            ". Evidence search still works.");
-          return;
-        }
-        status.textContent = data.degraded ? "Partial answer (" + data.degradedReason + ")." : "";
+        if (data.error) { status.textContent = data.error.message; return; }  // a bad question: say why
+        if (!data.ok) { showLocal(form, question, status, why(data.degradedReason)); return; }
+        status.textContent = data.degraded ? "The sources below were found, but there is no written answer: " +
+          why(data.degradedReason).charAt(0).toLowerCase() + why(data.degradedReason).slice(1) : "";
         render(data);
       }).catch(function () { status.textContent = "The query server did not answer."; });
     });

@@ -112,6 +112,9 @@
     });
   }
 
+  // The Ask page shows local evidence with the same result list when no answer can be had.
+  window.mnoteEvidence = { showResults: showResults };
+
   document.addEventListener("DOMContentLoaded", function () {
     if (params.has("hl")) highlightBlocks();
     else if (params.has("page") && params.has("bbox")) highlightBox();
