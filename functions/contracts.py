@@ -27,7 +27,7 @@ class Context:
     """Everything a handler needs besides its request."""
 
     db: EvidenceDB
-    site_base: str = ""  # prefix of openAction URLs: "" = site-relative, "/site/" when served
+    site_base: str = ""  # prefix of openAction URLs: "" = site-relative, "/-/evidence/site/" when served
     lightrag: LightRagConfig | None = None  # knowledge functions and includeOcr
 
 

@@ -134,7 +134,7 @@ class Watcher(threading.Thread):
         what = "rebuilt" if report.get("changed", True) else "index up to date"
         self.log(f"{what} in {report.get('seconds', 0):.2f}s ({report.get('parsed', 0)} parsed, "
                  f"{site.get('pages_written', 0)} pages; {why}), done {time.monotonic() - detected:.2f}s "
-                 "after the change was seen")
+                 f"after {'the change was seen' if why == 'change' else 'it started'}")
         return True
 
 

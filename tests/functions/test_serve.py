@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from mnote_evidence.build.cli import main
 from tests.conftest import copy_workspace, run_build, shoot
-from tests.servers import free_port, start, stop
+from tests.servers import free_port, start, stop, wait_until_up
 
 WAIT_SECONDS = 60  # failure detection only; the measured latency is printed and benchmarked
 
@@ -150,3 +150,19 @@ def test_serve_refuses_a_notes_folder_with_the_right_suggestion(workspace):
     assert result.exit_code != 0
     assert f"mnote-evidence build {workspace}" in result.output and "mnote-evidence serve _site" in result.output
     assert "--out" not in result.output
+
+
+def test_watch_into_an_empty_site_folder_builds_first(tmp_path):
+    root = copy_workspace(tmp_path / "ws")
+    out = tmp_path / "site"  # does not exist yet: `serve _site --watch NOTES`, as the refusal suggests
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch", str(root),
+           "--jobs", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until_up(base + "/-/versions.json", proc, timeout=WAIT_SECONDS * 2)
+        assert (out / "evidence.sqlite").is_file() and (out / "index.html").is_file()
+        assert httpx.get(base + "/-/evidence/search", params={"q": "吗啉"}, timeout=10).json()["results"]
+    finally:
+        stop(proc)
