@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mnote_evidence.build import text
+from mnote_evidence.build.versions import SCHEMA_VERSION
 from mnote_evidence.functions.db import EvidenceDB
 
 
@@ -19,6 +21,9 @@ def write_db(path: Path, generation: int) -> None:
     conn = sqlite3.connect(tmp)
     conn.execute("CREATE TABLE g (n INTEGER)")
     conn.execute("INSERT INTO g VALUES (?)", [generation])
+    conn.execute("CREATE TABLE build_meta (key TEXT PRIMARY KEY, value TEXT)")  # readable by this code
+    conn.executemany("INSERT INTO build_meta VALUES (?, ?)", [("schema_version", SCHEMA_VERSION),
+                                                              ("segmentation_version", text.SEGMENTATION_VERSION)])
     conn.commit()
     conn.close()
     os.replace(tmp, path)

@@ -120,7 +120,7 @@ def test_datasette_route_answers_match_the_schema(datasette_server, schema):
         r = httpx.get(datasette_server + "/-/evidence/search", params=params, timeout=30)
         assert r.status_code == 200 and r.json()["results"], params
         check_answer(schema, r.json())
-        assert r.json()["results"][0]["source"]["openAction"]["url"].startswith("/site/")
+        assert r.json()["results"][0]["source"]["openAction"]["url"].startswith("/-/evidence/site/")
     r = httpx.post(datasette_server + "/-/evidence/search", json={"query": "thread", "mode": "graph"}, timeout=30)
     assert r.status_code == 200
     check_answer(schema, r.json())
