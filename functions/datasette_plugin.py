@@ -166,9 +166,9 @@ def _endpoint(handler):
             body = request_from_query(request.args)
         ctx = state.context()
 
-        def in_session(request: dict) -> dict:
+        def in_session(req: dict) -> dict:
             with state.db.session():  # one connection, one build, for the whole request
-                return handler(request, ctx)
+                return handler(req, ctx)
 
         status, payload = await asyncio.to_thread(call, in_session, body)
         return Response.json(payload, status=status, headers={"Cache-Control": "no-store"})
@@ -240,10 +240,11 @@ def skip_csrf(datasette, scope):
 
 def _legacy_site_redirect(datasette, scope) -> str | None:
     """Where an old `/site/...` URL lives now, or None when it is not ours to answer."""
-    state = _state(datasette)
     raw = (scope.get("raw_path") or scope.get("path", "").encode()).decode("latin-1")
-    if state.site_dir is None or state.site_base == LEGACY_SITE or not (
-            raw == LEGACY_SITE.rstrip("/") or raw.startswith(LEGACY_SITE)):
+    if not (raw == LEGACY_SITE.rstrip("/") or raw.startswith(LEGACY_SITE)):
+        return None
+    state = _state(datasette)
+    if state.site_dir is None or state.site_base == LEGACY_SITE:
         return None
     if any(db.route == LEGACY_SITE.strip("/") for db in datasette.databases.values()):
         return None  # a database named `site` owns these URLs
