@@ -166,3 +166,18 @@ def test_watch_into_an_empty_site_folder_builds_first(tmp_path):
         assert httpx.get(base + "/-/evidence/search", params={"q": "吗啉"}, timeout=10).json()["results"]
     finally:
         stop(proc)
+
+
+def test_bound_socket_is_tcp_so_responses_are_not_delayed():
+    """asyncio disables Nagle only on sockets whose proto is TCP; with proto 0 every response of
+    `serve` waited ~40 ms for a delayed ACK (measured: 170 vs 990 requests/s, 8 clients)."""
+    from mnote_evidence.functions.serve import ServeError, bind
+
+    sock = bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP and sock.type == socket.SOCK_STREAM
+        with pytest.raises(ServeError, match="already in use"):
+            sock.listen()
+            bind("127.0.0.1", sock.getsockname()[1])
+    finally:
+        sock.close()
