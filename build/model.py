@@ -30,6 +30,11 @@ KIND_OTHER = "other"
 # Files that are notes (kind markdown): the URL scheme (SPEC §8) and the scan both decide by these.
 NOTE_SUFFIXES = (".md", ".markdown")
 
+# Block roles (evidence_block.role): furniture is anchored and shown, but left out of default
+# search ranking, LightRAG ingest and citation mapping (SPEC §6).
+ROLE_BODY = "body"
+ROLE_FURNITURE = "furniture"
+
 # evidence_resource.status
 STATUS_OK = "ok"
 STATUS_STALE = "stale"
@@ -54,6 +59,7 @@ class Block:
     confidence: float | None = None  # OCR lines: the engine's 0..1 confidence
     note: str | None = None  # DOCX footnote/endnote/comment/text box: what it is attached to
     links: list[dict[str, str]] = field(default_factory=list)  # Markdown: [{"target", "kind"}]
+    role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (SPEC §6)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "type": self.type, "text": self.text}
@@ -71,6 +77,8 @@ class Block:
                 out[key] = value
         if self.links:
             out["links"] = self.links
+        if self.role != ROLE_BODY:
+            out["role"] = self.role
         return out
 
     @classmethod
@@ -89,6 +97,7 @@ class Block:
             confidence=data.get("confidence"),
             note=data.get("note"),
             links=data.get("links", []),
+            role=data.get("role", ROLE_BODY),
         )
 
 

@@ -21,14 +21,17 @@ from dataclasses import dataclass
 import pymupdf
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.model import KIND_PDF, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
+from mnote_evidence.build.model import (
+    KIND_PDF, ROLE_BODY, ROLE_FURNITURE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_,
+)
 from mnote_evidence.build.ocr.run import engine_version, pdf_page_lines, versioned
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines, normalise
 
-REVISION = "5"
+REVISION = "6"  # 6: page furniture (running headers, footers, page numbers) gets role "furniture"
 # No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").
 _FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
 _MAX_HEADING_CHARS = 200
@@ -46,6 +49,7 @@ class _RawBlock:
     lines: int
     kind: str = "paragraph"
     confidence: float | None = None
+    role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (build/providers/furniture.py)
 
 
 # A page goes to OCR when it has (almost) no text layer but images cover a good part of it.
@@ -139,7 +143,8 @@ def _outline_starts(toc: list, raw: list[_RawBlock]) -> list[tuple[int, int, str
     """(block position, level, title) for each outline entry we can place."""
     first_on_page: dict[int, int] = {}
     for pos, b in enumerate(raw):
-        first_on_page.setdefault(b.page, pos)
+        if b.role == ROLE_BODY:  # a running header is never where a section starts
+            first_on_page.setdefault(b.page, pos)
     starts = []
     for level, title, page, *_ in toc:
         if page < 1 or page not in first_on_page:
@@ -149,7 +154,7 @@ def _outline_starts(toc: list, raw: list[_RawBlock]) -> list[tuple[int, int, str
         for cand in range(pos, len(raw)):
             if raw[cand].page != page:
                 break
-            if normalise(raw[cand].text).lower().startswith(want[:60]):
+            if raw[cand].role == ROLE_BODY and normalise(raw[cand].text).lower().startswith(want[:60]):
                 pos = cand
                 break
         starts.append((pos, level, normalise(title)))
@@ -165,7 +170,7 @@ def _font_heading_starts(raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
     body = chars.most_common(1)[0][0]
     candidates = [
         (pos, b) for pos, b in enumerate(raw)
-        if b.size >= body * 1.15 and b.size - body >= 1.0
+        if b.role == ROLE_BODY and b.size >= body * 1.15 and b.size - body >= 1.0
         and len(b.text) <= _MAX_HEADING_CHARS and b.lines <= 3
     ]
     sizes = sorted({round(b.size * 2) / 2 for _, b in candidates}, reverse=True)[:6]
@@ -213,6 +218,7 @@ class PdfProvider:
                 raise ProviderError("pdf_no_text", "PDF has no text layer and OCR is off (--no-ocr); "
                                     "build with OCR to read scanned pages")
             raise ProviderError("pdf_no_text", "PDF has no extractable text, and OCR found none either")
+        mark_furniture(raw, pages)
         starts = _outline_starts(toc, raw) if toc else _font_heading_starts(raw)
         text, blocks, sections = _blocks(item.path, raw, starts)
         warnings = [Warning_("pdf_repaired", "PDF is damaged; MuPDF repaired it and some text may be "
@@ -233,6 +239,14 @@ class PdfProvider:
             raw.extend(_RawBlock(number, line.bbox, line.text, 0.0, 1, "ocr_line", line.confidence)
                        for line in lines[number])
         return sorted(raw, key=lambda b: b.page)  # stable: native blocks first on each page
+
+
+def mark_furniture(raw: list[_RawBlock], pages: list[Page]) -> None:
+    """Set `role = "furniture"` on running headers, footers and page numbers."""
+    flags = furniture_flags([PageBlock(b.page, b.bbox, b.text) for b in raw], {p.page: p.height for p in pages})
+    for b, flag in zip(raw, flags):
+        if flag:
+            b.role = ROLE_FURNITURE
 
 
 def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]]):
@@ -266,6 +280,7 @@ def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]])
         start = emit("\n\n" + prefix)
         end = emit(b.text)
         blocks.append(tree.add(Block(new_id(kind, b.text), kind, b.text, page=b.page,
-                                     bbox=b.bbox, char_range=[start, end], confidence=b.confidence)))
+                                     bbox=b.bbox, char_range=[start, end], confidence=b.confidence,
+                                     role=b.role)))
     emit("\n")
     return "".join(parts), blocks, tree.sections

@@ -1,0 +1,97 @@
+"""Page furniture: running headers, footers and page numbers of paged documents (SPEC §6, issue 13).
+
+A pure function over the pages' blocks (no I/O, no PyMuPDF): `furniture_flags` says, per block,
+whether it is furniture. Only *edge lines* can be: blocks whose top (bottom) is within
+`EDGE_TOLERANCE` of the page's topmost (bottommost) block and that lie in the outer `BAND` of
+the page height. An edge line is a *candidate* when it is a page number (`12`, `iv`, `Page 3`,
+`3 of 17`, `- 3 -`) or when its text, digits ignored, is an edge line at about the same height
+(`SAME_Y`) on at least `MIN_REPEATS` pages (`Shared MIME-info Database`, `Chapter 3: Basics 27`).
+A height is a *furniture line* when candidates sit there on at least `MIN_LINE_PAGES` pages and
+on at least `LINE_SHARE` of the pages that have an edge line there. Furniture: the candidates on a
+furniture line, and the short lines with a number there (a chapter header seen on one page only).
+
+Why the line test: body text ends at the same baseline on most full pages, so a short body line
+("Syntax:" in gnuplot.pdf) repeats at the bottom edge of several pages; there it is a few pages
+among hundreds whose last lines all differ, while a running header is on nearly every page.
+
+Invariants: body text never qualifies by position alone; a document title on page 1 set lower
+than the running header is not furniture; documents of fewer than `MIN_LINE_PAGES` pages have
+none; the result has one flag per input block, in input order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+BAND = 0.12  # outer share of the page height where headers/footers live
+EDGE_TOLERANCE = 3.0  # points: lines this close to the page's edge-most line are edge lines too
+SAME_Y = 4.0  # points: "the same position" across pages
+MIN_REPEATS = 2  # pages an identical (digits aside) edge line must appear on
+MIN_LINE_PAGES = 3  # pages with a page number or repeated text that make a furniture line
+LINE_SHARE = 0.5  # ... and their share of the pages with an edge line at that height
+MAX_FURNITURE_CHARS = 120
+
+_ROMAN = r"[ivxlcdm]{1,7}"
+PAGE_NUMBER = re.compile(
+    rf"^(?:(?:page|p\.|seite|página|第)\s*)?[-–—(\[]?\s*(?:\d{{1,4}}|{_ROMAN})\s*[-–—)\]]?"
+    rf"(?:\s*(?:of|/|von|de|页|頁)\s*\d{{1,4}})?\s*(?:页|頁)?$", re.I)
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class PageBlock:
+    """What detection needs of a block: its page, box (top-left origin) and text."""
+
+    page: int
+    bbox: list[float]  # [x0, y0, x1, y1]
+    text: str
+
+
+def _key(text: str) -> str:
+    return _DIGITS.sub("#", " ".join(text.lower().split()))
+
+
+def _edge_lines(blocks: list[PageBlock], heights: dict[int, float]) -> list[tuple[int, str, float]]:
+    """(block index, "top" | "bottom", y of its outer edge) of every edge line in the outer bands."""
+    by_page: dict[int, list[int]] = {}
+    for i, b in enumerate(blocks):
+        by_page.setdefault(b.page, []).append(i)
+    edges = []
+    for page, idx in by_page.items():
+        height = heights.get(page) or 0.0
+        if height <= 0:
+            continue
+        top = min(blocks[i].bbox[1] for i in idx)
+        bottom = max(blocks[i].bbox[3] for i in idx)
+        for i in idx:
+            _x0, y0, _x1, y1 = blocks[i].bbox
+            if y0 <= top + EDGE_TOLERANCE and y1 <= height * BAND:
+                edges.append((i, "top", y0))
+            elif y1 >= bottom - EDGE_TOLERANCE and y0 >= height * (1 - BAND):
+                edges.append((i, "bottom", y1))
+    return edges
+
+
+def furniture_flags(blocks: list[PageBlock], heights: dict[int, float]) -> list[bool]:
+    """One flag per block: True for a running header, footer or page number."""
+    edges = _edge_lines(blocks, heights)
+    texts = {i: " ".join(blocks[i].text.split()) for i, _, _ in edges}
+    candidate: dict[int, bool] = {i: bool(PAGE_NUMBER.match(texts[i])) for i, _, _ in edges}
+    groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for i, band, y in edges:
+        groups.setdefault((band, _key(texts[i])), []).append((i, y))
+    for members in groups.values():
+        for i, y in members:
+            if len({blocks[j].page for j, yy in members if abs(yy - y) <= SAME_Y}) >= MIN_REPEATS:
+                candidate[i] = True
+    flags = [False] * len(blocks)
+    for i, band, y in edges:
+        mates = [j for j, b2, y2 in edges if b2 == band and abs(y2 - y) <= SAME_Y]
+        pages = {blocks[j].page for j in mates}
+        found = {blocks[j].page for j in mates if candidate[j]}
+        if len(found) < MIN_LINE_PAGES or len(found) < LINE_SHARE * len(pages):
+            continue  # not a furniture line: body text that happens to sit at the page's edge
+        text = texts[i]
+        flags[i] = candidate[i] or (len(text) <= MAX_FURNITURE_CHARS and bool(_DIGITS.search(text)))
+    return flags
