@@ -33,6 +33,7 @@ from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text
 from mnote_evidence.build.links import LinkResolver, Resolution, owners
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
@@ -344,17 +345,24 @@ class _Build:
             if path in updated or prev.resource_id in gone or prev.status != STATUS_OK:
                 continue
             out.append(Candidate(path, prev.kind, prev.source_hash or "", bool(prev.artifact_path and
-                                 prev.artifact_path.endswith(".ocr.md")), self._text_loader(path, prev.artifact_path)))
+                                 prev.artifact_path.endswith(".ocr.md")), self._text_loader(path, prev)))
         for path, u in updated.items():
             if u.artifact is not None and u.row.status == STATUS_OK:
-                text = u.artifact.text
+                text = ingest_text(u.artifact.text, u.artifact.blocks)
                 out.append(Candidate(path, u.artifact.kind, u.row.source_hash, u.artifact.from_ocr,
                                      lambda text=text: text))
         return sorted(out, key=lambda c: c.path)
 
-    def _text_loader(self, path: str, artifact_path: str | None):
-        source = self.root / (artifact_path or path)  # parsed text, or the note itself
-        return lambda: decode_note(source.read_bytes())[0] if source.is_file() else ""
+    def _text_loader(self, path: str, prev: ResourceRow):
+        source = self.root / (prev.artifact_path or path)  # parsed text, or the note itself
+        source_map = self.root / prev.source_map_path if prev.source_map_path else None
+
+        def load() -> str:
+            if not source.is_file():
+                return ""
+            text = decode_note(source.read_bytes())[0]
+            return ingest_text(text, furniture_blocks(source_map)) if source_map else text
+        return load
 
     def links_changed(self) -> bool:
         return self.prev.meta.get("links_fingerprint") != self.changes.meta.get("links_fingerprint")

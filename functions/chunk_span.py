@@ -10,6 +10,9 @@ lies inside the chunk.
 Invariants:
 - a block is a candidate only if its charRange overlaps the chunk's span; nothing
   else in the document (an identical passage on another page) can be cited;
+- page furniture (role `furniture`: running headers, footers, page numbers) is never a
+  candidate: its range is blanked in the ingested text (build/knowledge/texts.py `ingest_text`)
+  and skipped here, also in texts ingested before furniture was detected;
 - LightRAG sanitises what it receives (lightrag-hku 1.5 `sanitize_text_for_encoding`: HTML entities
   unescaped, control characters and surrogates removed); when a chunk is not found verbatim it is
   looked up in that sanitised view of the text, whose every character maps back to its offset;
@@ -26,6 +29,8 @@ import json
 import re
 import sqlite3
 from dataclasses import dataclass
+
+from mnote_evidence.build.model import ROLE_FURNITURE
 
 
 _REPLACEMENT = "\ufffd"  # a token window cut inside a multi-byte character decodes to U+FFFD
@@ -190,15 +195,15 @@ class SpanBlocks:
         return found
 
     def overlapping(self, resource_id: str, text: str, span: Span) -> list[SpanBlock]:
-        """Blocks whose char range overlaps the span, in text order (only their rows are read)."""
+        """Body blocks whose char range overlaps the span, in text order (only their rows are read)."""
         first = self._first_after(resource_id, span.start)
         if first is None:
             return []
         out = []
-        for bid, kind, btext, ordinal, page, cr in self.conn.execute(
-                "SELECT block_id, kind, text, ordinal, page, char_range_json FROM evidence_block "
+        for bid, kind, btext, ordinal, page, cr, role in self.conn.execute(
+                "SELECT block_id, kind, text, ordinal, page, char_range_json, role FROM evidence_block "
                 "WHERE resource_id = ? AND ordinal >= ? ORDER BY ordinal", [resource_id, first]):
-            if cr is None:
+            if cr is None or role == ROLE_FURNITURE:
                 continue
             a, b = json.loads(cr)
             if a >= span.end:

@@ -46,6 +46,7 @@ class SearchResult(TypedDict):
     matchSource: Literal["fts", "graph", "knowledge_ocr"]
     source: EvidenceLocator  # openAction.url prefixed with Context.site_base
     via: NotRequired[Via]  # graph results only
+    role: NotRequired[str]  # "furniture" (includeFurniture only); absent for body text
 
 
 class Boundary(TypedDict):

@@ -52,7 +52,7 @@ SITE_BASE = "/-/evidence/site/"
 LEGACY_SITE = "/site/"  # where the site used to be mounted; redirected while no database is routed there
 LIST_PARAMS = {"resourceKinds"}
 INT_PARAMS = {"topK", "window"}
-BOOL_PARAMS = {"includeOcr"}
+BOOL_PARAMS = {"includeOcr", "includeFurniture"}
 NO_MATCH = '"\u2063"'  # an FTS phrase nothing is indexed under: "no results", not an SQL error
 
 

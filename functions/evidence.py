@@ -18,7 +18,7 @@ from typing import Any
 
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
 from mnote_evidence.build.locator import OPEN_ACTION
-from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, EvidenceLocator
+from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, ROLE_BODY, EvidenceLocator
 from mnote_evidence.build.text import QueryError, query_terms
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.functions.cleaning import quote_window
@@ -63,6 +63,8 @@ def _result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float,
            "matchSource": source, "source": with_base(hit.locator, ctx.site_base)}
     if via:
         out["via"] = via
+    if hit.role != ROLE_BODY:
+        out["role"] = hit.role  # only with includeFurniture: a running header, footer or page number
     return out
 
 
@@ -112,13 +114,13 @@ def _best_block_of(conn: sqlite3.Connection, resource_id: str, query: str) -> Hi
     hits = [h for h in hits if h.resource_path == path[0]]
     if hits:
         return hits[0]
-    first = conn.execute("SELECT block_id FROM evidence_block WHERE resource_id = ? ORDER BY ordinal LIMIT 1",
-                         [resource_id]).fetchone()
+    first = conn.execute("SELECT block_id FROM evidence_block WHERE resource_id = ? AND role = ? "
+                         "ORDER BY ordinal LIMIT 1", [resource_id, ROLE_BODY]).fetchone()
     return _hit_for(conn, first[0]) if first else None
 
 
 # -- evidence.search -------------------------------------------------------------------
-SEARCH_FIELDS = {"query", "mode", "topK", "resourceKinds", "pathPrefix", "includeOcr"}
+SEARCH_FIELDS = {"query", "mode", "topK", "resourceKinds", "pathPrefix", "includeOcr", "includeFurniture"}
 
 
 def search(request: dict, ctx: Context) -> SearchResponse:
@@ -129,9 +131,11 @@ def search(request: dict, ctx: Context) -> SearchResponse:
     kinds = get_choices(request, "resourceKinds", KINDS)
     prefix = get_str(request, "pathPrefix", max_len=500)
     include_ocr = get_bool(request, "includeOcr")
+    include_furniture = get_bool(request, "includeFurniture")  # running headers, footers, page numbers
     conn = ctx.db.connect()
     try:
-        hits = search_blocks(conn, query, top_k, kinds=kinds, path_prefix=prefix)
+        hits = search_blocks(conn, query, top_k, kinds=kinds, path_prefix=prefix,
+                             include_furniture=include_furniture)
     except QueryError as exc:
         raise BadRequest(f"query has nothing to search for: {exc}") from exc
     except sqlite3.OperationalError as exc:  # defence in depth: fts_query never emits bad syntax

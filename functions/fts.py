@@ -14,7 +14,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from mnote_evidence.build.model import EvidenceLocator
+from mnote_evidence.build.model import ROLE_BODY, EvidenceLocator
 from mnote_evidence.build.text import fts_query, is_cjk, query_terms
 
 CANDIDATES_PER_RESULT = 5
@@ -31,6 +31,7 @@ class Hit:
     text: str
     score: float
     locator: EvidenceLocator
+    role: str = ROLE_BODY
 
 
 def flank_weight(text: str, start: int, end: int) -> float:
@@ -55,32 +56,37 @@ def term_precision(text: str, terms: list[str]) -> float:
 
 
 def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,
-                  kinds: list[str] | None = None, path_prefix: str | None = None) -> list[Hit]:
-    """Ranked hits among `ok` resources. Raises `build.text.QueryError` for an unusable query.
+                  kinds: list[str] | None = None, path_prefix: str | None = None,
+                  include_furniture: bool = False) -> list[Hit]:
+    """Ranked hits among `ok` resources; page furniture (running headers, footers, page numbers)
+    only with `include_furniture`. Raises `build.text.QueryError` for an unusable query.
 
     bm25 ranks inside the FTS index first (a CTE with a LIMIT), and only those
     candidates are joined to blocks and resources: joining every match before
     sorting cost 3x the raw FTS query on a 1M-block index. When filters (stale
-    files, kinds, path prefix) leave fewer than `top_k`, the window widens."""
+    files, furniture, kinds, path prefix) leave fewer than `top_k`, the window widens."""
     match = fts_query(query)
     terms = query_terms(query)
     window = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
     while True:
-        rows = _candidates(conn, match, window, kinds, path_prefix)
+        rows = _candidates(conn, match, window, kinds, path_prefix, include_furniture)
         if len(rows[0]) >= top_k or rows[1] < window or window < 0:
             break
         window = window * 8 if window * 8 <= MAX_WINDOW else -1  # -1: rank every match (no LIMIT)
-    scored = [(Hit(bid, path, kind, text, round(-rank * (0.5 + term_precision(text, terms)), 6), json.loads(loc)),
-               ordinal) for bid, path, kind, text, loc, rank, ordinal in rows[0]]
+    scored = [(Hit(bid, path, kind, text, round(-rank * (0.5 + term_precision(text, terms)), 6), json.loads(loc),
+                   role), ordinal) for bid, path, kind, text, loc, rank, ordinal, role in rows[0]]
     # Equal scores (the same sentence on many pages) in document order: path, then the block's
     # ordinal, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
     scored.sort(key=lambda t: (-t[0].score, t[0].resource_path, t[1]))
     return [hit for hit, _ in scored[:top_k]]
 
 
-def _candidates(conn, match: str, window: int, kinds, path_prefix) -> tuple[list[tuple], int]:
+def _candidates(conn, match: str, window: int, kinds, path_prefix,
+                include_furniture: bool = False) -> tuple[list[tuple], int]:
     """(rows passing the filters among the `window` best FTS matches, how many FTS matches were ranked)."""
     where, params = ["r.status = 'ok'"], [match, window]
+    if not include_furniture:
+        where.append(f"b.role = '{ROLE_BODY}'")
     if kinds:
         where.append(f"r.kind IN ({','.join('?' * len(kinds))})")
         params.extend(kinds)
@@ -90,7 +96,7 @@ def _candidates(conn, match: str, window: int, kinds, path_prefix) -> tuple[list
     rows = conn.execute(
         "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts "
         "WHERE evidence_fts MATCH ? ORDER BY rank LIMIT ?) "
-        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json, ranked.rank, b.ordinal "
+        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json, ranked.rank, b.ordinal, b.role "
         "FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
         "JOIN evidence_resource r ON r.resource_id = b.resource_id "
         f"WHERE {' AND '.join(where)} ORDER BY ranked.rank", params).fetchall()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: evidence_block.role
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS evidence_block (
     line_range_json TEXT,
     paragraph_index INTEGER,
     para_id TEXT,
-    locator_json TEXT NOT NULL
+    locator_json TEXT NOT NULL,
+    role TEXT NOT NULL DEFAULT 'body' -- body | furniture (running header, footer, page number)
 );
 CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block(resource_id, ordinal);
 CREATE INDEX IF NOT EXISTS evidence_block_section ON evidence_block(section_id);

@@ -108,7 +108,7 @@ def _block_rows(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: in
             "section_path_json": _json(path), "page": block.page, "bbox_json": _json(block.bbox),
             "char_range_json": _json(block.char_range), "line_range_json": _json(block.line_range),
             "paragraph_index": block.paragraph_index, "para_id": block.para_id,
-            "locator_json": _json(loc),
+            "locator_json": _json(loc), "role": block.role,
         }
 
 
