@@ -31,10 +31,17 @@ import sqlite3
 from dataclasses import dataclass
 
 from mnote_evidence.build.model import ROLE_FURNITURE
+from mnote_evidence.build.text import is_cjk
 
 
 _REPLACEMENT = "\ufffd"  # a token window cut inside a multi-byte character decodes to U+FFFD
 _ORDER = re.compile(r"-chunk-(\d+)$")
+_WORD = re.compile(r"\w")
+
+
+def _in_word(text: str, i: int) -> bool:
+    """text[i-1] and text[i] belong to one Latin word (CJK runs have no word boundaries to respect)."""
+    return all(_WORD.match(ch) and not is_cjk(ch) for ch in text[i - 1:i + 1])
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,20 @@ class SpanBlock:
     verbatim: bool  # text == ingested[start:end] (PDF, DOCX, OCR); Markdown blocks hold rendered text
 
     def inside(self, span: Span) -> str:
-        """The block's text that lies inside the span (all of it unless verbatim and cut by the span's edge)."""
+        """The block's text that lies inside the span (all of it unless verbatim and cut by the span's edge);
+        a word the span's edge cuts in two is left out, so every word shown is whole in block and chunk."""
         if not self.verbatim:
             return self.text
-        return self.text[max(span.start, self.start) - self.start: min(span.end, self.end) - self.start]
+        a = max(span.start, self.start) - self.start
+        z = min(span.end, self.end) - self.start
+        text = self.text
+        if 0 < a < z and _in_word(text, a):
+            space = text.find(" ", a, z)
+            a = space + 1 if space >= 0 else a
+        if a < z < len(text) and _in_word(text, z):
+            space = text.rfind(" ", a, z)
+            z = space if space > a else z
+        return text[a:z]
 
     def overlap(self, span: Span) -> float:
         """Share of the block's char range inside the span (0..1)."""

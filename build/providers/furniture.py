@@ -8,7 +8,9 @@ the page height. An edge line is a *candidate* when it is a page number (`12`, `
 (`SAME_Y`) on at least `MIN_REPEATS` pages (`Shared MIME-info Database`, `Chapter 3: Basics 27`).
 A height is a *furniture line* when candidates sit there on at least `MIN_LINE_PAGES` pages and
 on at least `LINE_SHARE` of the pages that have an edge line there. Furniture: the candidates on a
-furniture line, and the short lines with a number there (a chapter header seen on one page only).
+furniture line, the short lines with a number there (a chapter header seen on one page only), and
+a bare edge-line number equal to its page's position plus the document's usual offset between
+printed and physical page numbers (a page number moved to the footer on one page).
 
 Why the line test: body text ends at the same baseline on most full pages, so a short body line
 ("Syntax:" in gnuplot.pdf) repeats at the bottom edge of several pages; there it is a few pages
@@ -94,4 +96,20 @@ def furniture_flags(blocks: list[PageBlock], heights: dict[int, float]) -> list[
             continue  # not a furniture line: body text that happens to sit at the page's edge
         text = texts[i]
         flags[i] = candidate[i] or (len(text) <= MAX_FURNITURE_CHARS and bool(_DIGITS.search(text)))
+    offset = _page_offset(blocks, flags)
+    for i, _band, _y in edges:  # a lone page number where the others are not (gnuplot's index page)
+        if not flags[i] and offset is not None and texts[i].isdigit() and int(texts[i]) - blocks[i].page == offset:
+            flags[i] = True
     return flags
+
+
+def _page_offset(blocks: list[PageBlock], flags: list[bool]) -> int | None:
+    """The printed page number minus the page's position, as the furniture found shows it on at least
+    `MIN_LINE_PAGES` pages (its first or last number); None when no offset is that common."""
+    pages: dict[int, set[int]] = {}
+    for b, flag in zip(blocks, flags):
+        numbers = _DIGITS.findall(b.text) if flag else []
+        for n in {numbers[0], numbers[-1]} if numbers else ():
+            pages.setdefault(int(n) - b.page, set()).add(b.page)
+    best = max(pages.items(), key=lambda kv: len(kv[1]), default=None)
+    return best[0] if best and len(best[1]) >= MIN_LINE_PAGES else None

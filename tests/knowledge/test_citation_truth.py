@@ -69,10 +69,15 @@ def test_ingested_text_is_kept_and_block_ranges_index_it(real_site):
     assert set(kept) == {r[0] for r in conn.execute("SELECT source_root_relative_path FROM knowledge_source "
                                                      "WHERE status = 'processed'")}
     text = kept[MIME_SPEC]
-    assert text == (root / ".mnote/sidecars" / (MIME_SPEC + ".parse.md")).read_text("utf-8")
-    rows = conn.execute("SELECT b.text, b.char_range_json FROM evidence_block b JOIN evidence_resource r "
+    parsed = (root / ".mnote/sidecars" / (MIME_SPEC + ".parse.md")).read_text("utf-8")
+    assert len(text) == len(parsed)  # furniture is blanked, never cut: offsets stay the parse's
+    rows = conn.execute("SELECT b.text, b.char_range_json, b.role FROM evidence_block b JOIN evidence_resource r "
                         "USING (resource_id) WHERE r.source_root_relative_path = ?", [MIME_SPEC]).fetchall()
-    assert rows and all(text.__getitem__(slice(*json.loads(cr))) == t for t, cr in rows)
+    body = [(t, cr) for t, cr, role in rows if role == "body"]
+    furniture = [json.loads(cr) for _, cr, role in rows if role == "furniture"]
+    assert body and all(text.__getitem__(slice(*json.loads(cr))) == t for t, cr in body)
+    assert len(furniture) >= 30 and all(not text[a:b].strip() for a, b in furniture)  # headers never sent
+    assert all(parsed[a:b].strip() for a, b in furniture)
 
 
 def test_citations_on_real_documents_are_true(real_site, answers, validate):
@@ -94,6 +99,7 @@ def test_citations_on_real_documents_are_true(real_site, answers, validate):
     assert rates["quoteFullyInBlockPct"] >= 95 and rates["blockInChunkPct"] >= 98, (rates, tally.failures[:5])
     assert rates["regionsInChunkPct"] >= 95 and rates["boxesHoldTextPct"] == 100.0, (rates, tally.failures[:5])
     assert rates["quotesWithPageMarkers"] == 0 and tally.boxes >= 40
+    assert rates["furnitureCited"] == 0, rates
 
 
 def _norm(text: str) -> str:
@@ -143,14 +149,14 @@ def test_an_identical_passage_elsewhere_is_not_cited(real_site):
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     text = conn.execute("SELECT text FROM knowledge_text WHERE source_root_relative_path = ?", [MIME_SPEC]).fetchone()[0]
     rows = conn.execute("SELECT b.block_id, b.text, b.char_range_json FROM evidence_block b JOIN evidence_resource r "
-                        "USING (resource_id) WHERE r.source_root_relative_path = ? ORDER BY b.ordinal",
-                        [MIME_SPEC]).fetchall()
+                        "USING (resource_id) WHERE r.source_root_relative_path = ? AND b.role = 'body' "
+                        "ORDER BY b.ordinal", [MIME_SPEC]).fetchall()
     seen: dict[str, list] = {}
     for bid, t, cr in rows:
         if len(t) > 15:
             seen.setdefault(t, []).append((bid, json.loads(cr)))
     repeated = [copies for copies in seen.values() if len(copies) > 1]
-    assert repeated, "the spec repeats its running header on every page"
+    assert repeated, "the spec repeats some passages (its running header is furniture, never cited)"
     bid, (a, b) = repeated[0][-1]
     chunk = {"file_path": source_name(MIME_SPEC), "chunk_id": "c", "content": text[a - 300:b + 300]}
     term = max(meaning_terms(text[a:b]), key=lambda t: len(t.text)).text
@@ -161,6 +167,28 @@ def test_an_identical_passage_elsewhere_is_not_cited(real_site):
                                     [c["blockId"]]).fetchone()[0])
     assert cited[0] < end and cited[1] > start
     assert c["blockId"] not in [other for other, _ in repeated[0][:-1]]
+
+
+def test_a_chunk_across_a_running_header_never_cites_or_highlights_it(real_site):
+    """Page furniture is blanked in the ingested text and never a citation candidate (issue 13)."""
+    _, out, _ = real_site
+    conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
+    text = conn.execute("SELECT text FROM knowledge_text WHERE source_root_relative_path = ?", [MIME_SPEC]).fetchone()[0]
+    rows = conn.execute("SELECT b.block_id, b.role, b.char_range_json FROM evidence_block b JOIN evidence_resource r "
+                        "USING (resource_id) WHERE r.source_root_relative_path = ? ORDER BY b.ordinal",
+                        [MIME_SPEC]).fetchall()
+    role = {bid: r for bid, r, _ in rows}
+    headers = [json.loads(cr) for _, r, cr in rows if r == "furniture"]
+    checked = 0
+    for a, b in headers[2:8]:
+        chunk = {"file_path": source_name(MIME_SPEC), "chunk_id": "c", "content": text[a - 200:b + 200]}
+        for query in ("Shared MIME-info Database", "MIME database"):
+            c = CitationMapper(conn, query, "").citation(chunk, 0)
+            assert c["diagnostics"]["chunkSpan"][0] <= a and "blockId" in c
+            assert role[c["blockId"]] == "body", c["displayQuote"]
+            assert all(role[r["blockId"]] == "body" for r in c.get("regions", []))
+            checked += 1
+    assert checked >= 10
 
 
 def test_terms_stopwords_whole_words_and_chinese():

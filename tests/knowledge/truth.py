@@ -3,7 +3,9 @@
 For each citation of a real `knowledge.query` answer, against the sidecars on disk (not the index):
 - quote in block: every word of `displayQuote` is in the cited block's text (the source map's block);
 - block in chunk: the block's charRange overlaps the chunk's span in the ingested text (found
-  here with `str.find` in the sidecar text) and every word shown is in the chunk;
+  here with `str.find` in the sidecar text, its page furniture blanked as ingest does) and every
+  word shown is in the chunk;
+- never furniture: no cited or highlighted block has the source map's role `furniture`;
 - regions in chunk: each highlighted block has at least half of its charRange inside that span;
 - box holds text: for a PDF box, PyMuPDF's `page.get_textbox(bbox)` holds every word shown;
 - no page markers in any quote.
@@ -71,6 +73,10 @@ def load_resource(root: Path, conn, path: str, cache: dict) -> Resource:
                 blocks[b["id"]] = {**b, "page": page.get("page")}
         for b in doc.get("blocks", []):
             blocks[b["id"]] = b
+        for b in blocks.values():  # what LightRAG received: page furniture blanked, offsets unchanged
+            if b.get("role") == "furniture" and b.get("charRange"):
+                a, z = b["charRange"]
+                text = text[:a] + " " * (z - a) + text[z:]
         cache[path] = Resource(text, blocks, root / path if kind == "pdf" else None)
     return cache[path]
 
@@ -86,6 +92,7 @@ class Tally:
     regions: int = 0
     regions_in_chunk: int = 0
     boxes: int = 0
+    furniture: int = 0  # cited or highlighted blocks that are page furniture (must stay 0)
     boxes_hold_text: int = 0
     page_markers: int = 0
     failures: list[str] = field(default_factory=list)
@@ -99,7 +106,7 @@ class Tally:
                 "blockInChunkPct": pct(self.block_in_chunk, self.with_block),
                 "regions": self.regions, "regionsInChunkPct": pct(self.regions_in_chunk, self.regions),
                 "pdfBoxes": self.boxes, "boxesHoldTextPct": pct(self.boxes_hold_text, self.boxes),
-                "quotesWithPageMarkers": self.page_markers}
+                "quotesWithPageMarkers": self.page_markers, "furnitureCited": self.furniture}
 
 
 def _overlap(char_range: list[int] | None, span: tuple[int, int]) -> float:
@@ -132,6 +139,8 @@ def check(root: Path, conn, citations: list[dict], chunks: dict[str, str], tally
             continue
         tally.with_block += 1
         block = res.blocks[c["blockId"]]
+        tally.furniture += sum(res.blocks[b].get("role") == "furniture"
+                               for b in [c["blockId"]] + [r["blockId"] for r in c.get("regions", [])])
         share = share_in(c["displayQuote"], block["text"])
         tally.quote_share.append(share)
         tally.quote_in_block += share == 1.0
