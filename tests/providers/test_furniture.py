@@ -20,6 +20,7 @@ from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
 from mnote_evidence.build.providers.pdf import PdfProvider
+from mnote_evidence.build.urls import page_url
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.evidence import Context, read, search
@@ -114,7 +115,7 @@ def spec_index(tmp_path_factory):
     root = base / "ws"
     (root / "manuals").mkdir(parents=True)
     shutil.copy(MANUALS / "shared-mime-info-spec.pdf", root / "manuals")
-    run_build(root, base / "out")
+    run_build(root, base / "out", site=True)
     return base / "out"
 
 
@@ -152,3 +153,11 @@ def test_a_page_number_moved_to_the_footer_on_one_page_is_furniture():
     flags = furniture_flags(blocks, {n: 792.0 for n in range(1, 13)})
     marked = [(blocks[i].page, blocks[i].text) for i, f in enumerate(flags) if f]
     assert (7, "9") in marked and len(marked) == 12 and (12, "99") not in marked
+
+
+def test_the_page_overlay_marks_furniture_boxes(spec_index: Path):
+    html = (spec_index / page_url("manuals/shared-mime-info-spec.pdf")).read_text("utf-8")
+    rows = connect(spec_index).execute("SELECT block_id, role FROM evidence_block").fetchall()
+    for block_id, role in rows:
+        marked = f'class="overlay block furniture" id="{block_id}"' in html
+        assert marked == (role == ROLE_FURNITURE) and f'id="{block_id}"' in html
