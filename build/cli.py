@@ -231,9 +231,11 @@ def ask_text(body: dict, site_dir: Path) -> str:
 @click.option("--mode", type=click.Choice(MODES), default="fts", show_default=True,
               help="fts: full-text; graph: follow links from the hits; hybrid: both.")
 @click.option("--top", "top_k", type=click.IntRange(1, MAX_TOP_K), default=DEFAULT_TOP_K, show_default=True)
+@click.option("--include-furniture", is_flag=True,
+              help="Also rank PDF page furniture (running headers, footers, page numbers).")
 @click.option("--json", "as_json", is_flag=True, help="Print the search function's response as JSON.")
 def search_command(query: str, site_dir: Path, kinds: tuple[str, ...], path_prefix: str | None, mode: str,
-                   top_k: int, as_json: bool) -> None:
+                   top_k: int, include_furniture: bool, as_json: bool) -> None:
     """Search the evidence index for QUERY (Chinese substrings and English words) and print
     each hit with a link that opens its exact place in the site: the same function as the
     HTTP route /-/evidence/search.
@@ -254,6 +256,8 @@ def search_command(query: str, site_dir: Path, kinds: tuple[str, ...], path_pref
         request["resourceKinds"] = list(kinds)
     if path_prefix:
         request["pathPrefix"] = path_prefix
+    if include_furniture:
+        request["includeFurniture"] = True
     status, body = call(lambda r: search(r, Context(EvidenceDB(site_dir / "evidence.sqlite"))), request)
     if status != 200:
         raise click.ClickException(f"{body['error']['message']} [{body['error']['code']}]")

@@ -161,3 +161,17 @@ def test_the_page_overlay_marks_furniture_boxes(spec_index: Path):
     for block_id, role in rows:
         marked = f'class="overlay block furniture" id="{block_id}"' in html
         assert marked == (role == ROLE_FURNITURE) and f'id="{block_id}"' in html
+
+
+def test_the_search_cli_leaves_furniture_out_unless_asked(spec_index: Path):
+    from click.testing import CliRunner
+
+    from mnote_evidence.build.cli import main
+
+    runner = CliRunner()
+    got = {}
+    for flag in ([], ["--include-furniture"]):
+        result = runner.invoke(main, ["search", "MIME database", "--site", str(spec_index), "--json", *flag])
+        assert result.exit_code == 0, result.output
+        got[bool(flag)] = [r.get("role", "body") for r in json.loads(result.output)["results"]]
+    assert got[False] and set(got[False]) == {"body"} and ROLE_FURNITURE in got[True]
