@@ -33,7 +33,7 @@ from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text
+from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text, text_hash
 from mnote_evidence.build.links import LinkResolver, Resolution, owners
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
@@ -350,7 +350,7 @@ class _Build:
             if u.artifact is not None and u.row.status == STATUS_OK:
                 text = ingest_text(u.artifact.text, u.artifact.blocks)
                 out.append(Candidate(path, u.artifact.kind, u.row.source_hash, u.artifact.from_ocr,
-                                     lambda text=text: text))
+                                     lambda text=text: text, text_hash(text)))
         return sorted(out, key=lambda c: c.path)
 
     def _text_loader(self, path: str, prev: ResourceRow):
@@ -412,8 +412,9 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)
         if options.lightrag:
+            # a rebuilt index (new schema) starts without knowledge_text: every kept text is re-read
             ingest = reconcile(options.lightrag, run.knowledge_candidates(), run.prev.knowledge, run.stamp,
-                               run.prev.knowledge_texts)
+                               set() if changes.rebuild else run.prev.knowledge_texts, run.prev.sent_hashes)
             run.report.knowledge = ingest.summary()
             changes.knowledge_texts = ingest.texts
             if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()) or ingest.texts:

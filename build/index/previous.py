@@ -25,6 +25,7 @@ class PreviousBuild:
     knowledge: dict[str, dict]  # path -> knowledge_source row
     incompatible_schema: str | None = None  # the other schema version found ("unrecorded" if none)
     knowledge_texts: set[str] = field(default_factory=set)  # paths whose sent text is kept (knowledge_text)
+    sent_hashes: dict[str, str] = field(default_factory=dict)  # path -> text_hash of what LightRAG was sent
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
@@ -38,18 +39,30 @@ def load_previous(db_path: Path) -> PreviousBuild:
         except sqlite3.DatabaseError:
             meta = {}
         if meta.get("schema_version") != SCHEMA_VERSION:
-            return PreviousBuild({}, {}, meta, {}, meta.get("schema_version") or "unrecorded")
+            # the index is rebuilt, but LightRAG still holds what was sent: keep its registry (SPEC §9)
+            knowledge, hashes = _knowledge(conn)
+            return PreviousBuild({}, {}, meta, knowledge, meta.get("schema_version") or "unrecorded",
+                                 sent_hashes=hashes)
         resources = {r["source_root_relative_path"]: ResourceRow.from_sql(r)
                      for r in conn.execute("SELECT * FROM evidence_resource")}
         links: dict[str, list[NoteLink]] = {}
         for r in conn.execute("SELECT resource_id, source_block_id, target, kind FROM evidence_link "
                               "ORDER BY rowid"):
             links.setdefault(r["resource_id"], []).append(NoteLink(r["source_block_id"], r["target"], r["kind"]))
-        knowledge = {r["source_root_relative_path"]: dict(r) for r in conn.execute("SELECT * FROM knowledge_source")}
-        try:
-            texts = {p for (p,) in conn.execute("SELECT source_root_relative_path FROM knowledge_text")}
-        except sqlite3.OperationalError:  # an index written before the table existed
-            texts = set()
-        return PreviousBuild(resources, links, meta, knowledge, knowledge_texts=texts)
+        knowledge, hashes = _knowledge(conn)
+        return PreviousBuild(resources, links, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes)
     finally:
         conn.close()
+
+
+def _knowledge(conn: sqlite3.Connection) -> tuple[dict[str, dict], dict[str, str]]:
+    """The LightRAG registry (path -> knowledge_source row) and the hash of each text sent."""
+    try:
+        knowledge = {r["source_root_relative_path"]: dict(r) for r in conn.execute("SELECT * FROM knowledge_source")}
+    except sqlite3.OperationalError:  # not an index of ours after all
+        return {}, {}
+    try:
+        hashes = dict(conn.execute("SELECT source_root_relative_path, text_hash FROM knowledge_text").fetchall())
+    except sqlite3.OperationalError:  # an index written before the table existed
+        hashes = {}
+    return knowledge, hashes

@@ -41,6 +41,7 @@ class Candidate:
     source_hash: str
     from_ocr: bool
     text: Callable[[], str]  # loaded only if the file must be sent
+    text_hash: str | None = None  # of the text, when this build re-parsed the file (it is in memory)
 
 
 @dataclass
@@ -73,16 +74,21 @@ def _row(c: Candidate, status: str, doc_id: str | None, stamp: int) -> dict:
 
 
 def reconcile(config: LightRagConfig, candidates: list[Candidate], registry: dict[str, dict], stamp: int,
-              have_text: set[str] | frozenset[str] = frozenset()) -> IngestReport:
+              have_text: set[str] | frozenset[str] = frozenset(),
+              sent: dict[str, str] | None = None) -> IngestReport:
     """The new `knowledge_source` rows (report.rows) after bringing LightRAG up to date, and the texts sent
     (report.texts). A kept document whose text an older index did not keep (`have_text`) gets it re-read from
-    its unchanged source, so citations can locate its chunks without re-sending it."""
+    its unchanged source, so citations can locate its chunks without re-sending it. A re-parsed file whose
+    text differs from the one sent (`sent`: path -> text hash; a provider revision that blanks page
+    furniture) is re-sent: LightRAG's chunks must be substrings of the text kept for citations."""
     report = IngestReport()
     current = {c.path: c for c in candidates}
+    sent = sent or {}
     keep, stale_docs, todo = [], [], []
     for path, row in registry.items():
         c = current.get(path)
-        if c and row["source_hash"] == c.source_hash and row["status"] in DONE:
+        text_changed = c is not None and c.text_hash is not None and sent.get(path, c.text_hash) != c.text_hash
+        if c and row["source_hash"] == c.source_hash and row["status"] in DONE and not text_changed:
             keep.append(row)
         elif row.get("lightrag_doc_id"):
             stale_docs.append(row["lightrag_doc_id"])

@@ -253,3 +253,32 @@ def test_a_quote_not_in_its_block_is_not_verified():
     assert verified("…weight value is 50, and the…", block, markup=False)
     assert not verified("The default weight value is 60", block, markup=False)
     assert not verified("", block, markup=False)
+
+
+def test_a_schema_change_keeps_lightrag_documents_and_re_sends_a_changed_text(real_site, tmp_path):
+    """A new index schema (e.g. 2: block roles) rebuilds the index, not LightRAG: its registry is kept
+    (re-inserting under the same names answered HTTP 409 forever). A re-parsed file whose text differs
+    from the text sent (page furniture now blanked) is deleted and sent again."""
+    root, out, server = real_site
+    older = tmp_path / "out"
+    shutil.copytree(out, older)
+    conn = sqlite3.connect(older / "evidence.sqlite")
+    conn.execute("UPDATE build_meta SET value = '1' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    before = dict(connect(out).execute("SELECT source_root_relative_path, text FROM knowledge_text"))
+    report = run_build(root, older, lightrag=LightRagConfig(server.url, timeout=120))
+    assert report.redone.get("schema") and report.knowledge["error"] is None
+    assert report.knowledge["inserted"] == 0 and report.knowledge["unchanged"] == len(before)
+    assert dict(connect(older).execute("SELECT source_root_relative_path, text FROM knowledge_text")) == before
+    conn = sqlite3.connect(older / "evidence.sqlite")
+    conn.execute("UPDATE build_meta SET value = '1' WHERE key = 'schema_version'")
+    conn.execute("UPDATE knowledge_text SET text_hash = 'sha256:' || hex(randomblob(32)) "
+                 "WHERE source_root_relative_path = ?", [MIME_SPEC])  # as if the header had been sent
+    conn.commit()
+    conn.close()
+    report = run_build(root, older, lightrag=LightRagConfig(server.url, timeout=120))
+    assert report.knowledge["error"] is None and report.knowledge["deleted"] == 1 and report.knowledge["inserted"] == 1
+    rows = dict(connect(older).execute("SELECT source_root_relative_path, status FROM knowledge_source"))
+    assert rows[MIME_SPEC] == "processed"
+    assert dict(connect(older).execute("SELECT source_root_relative_path, text FROM knowledge_text")) == before
