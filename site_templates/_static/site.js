@@ -49,10 +49,25 @@
     return true;
   }
 
+  // An old id's alias span stands just before its successor (maybe after other aliases of it, or inside
+  // it, e.g. a tight list item): mark exactly that block. CSS does the common cases without JavaScript.
+  function successorOf(alias) {
+    var el = alias.nextElementSibling;
+    while (el && el.classList.contains("alias")) el = el.nextElementSibling;
+    if (el && el.classList.contains("block")) return el;
+    return alias.parentElement ? alias.parentElement.closest(".block") : null;
+  }
+
   function checkFragment() {
+    document.querySelectorAll(".block.successor").forEach(function (el) { el.classList.remove("successor"); });
     var id = decodeURIComponent(window.location.hash.slice(1));
-    if (id && !document.getElementById(id)) {
+    var target = id ? document.getElementById(id) : null;
+    if (id && !target) {
       notice("The passage this link pointed to (" + id + ") is not in this version of the document: it was changed or removed.");
+    } else if (target && target.classList.contains("alias") && !target.classList.contains("overlay")) {
+      var next = target.classList.contains("removed") ? null : successorOf(target);
+      if (next) next.classList.add("successor");
+      else window.scrollTo(0, 0);  // removed: the page top, where the alias's notice is shown
     }
   }
 

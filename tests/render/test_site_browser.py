@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import SPEC_PDF, run_build
+from tests.conftest import CHEM_DOCX, SPEC_PDF, run_build
 from tests.conftest import shoot
 from tests.render.conftest import block_id
 
@@ -166,3 +166,58 @@ def test_image_ocr_overlay_lands_on_the_text_at_any_size(site, page, width):
     assert abs(box["width"] - (bbox[2] - bbox[0]) * sx) <= 2
     assert outline_color(page, f'[id="{bid}"]') == HIGHLIGHT
     shoot(page, f"image-ocr-overlay-{width}")
+
+
+def highlighted(page) -> list[dict]:
+    """Every element drawn with the highlight outline, with its box."""
+    return page.evaluate("""accent => [...document.querySelectorAll('*')]
+        .filter(e => { const s = getComputedStyle(e); return s.outlineStyle !== 'none' && s.outlineColor === accent; })
+        .map(e => ({tag: e.tagName, id: e.id, box: e.getBoundingClientRect().toJSON()}))""", HIGHLIGHT)
+
+
+def _edit_docx(path, starts: str, change) -> None:
+    import docx
+
+    d = docx.Document(path)
+    para = next(p for p in d.paragraphs if p.text.startswith(starts))
+    text = change(para.text)
+    for run in para.runs[1:]:
+        run.text = ""
+    para.runs[0].text = text
+    d.save(path)
+
+
+def test_old_docx_anchors_land_on_one_paragraph_or_the_page_top(workspace, tmp_path, page):
+    """A rewritten paragraph (no successor) shows the notice at the page top and highlights nothing; an
+    edited one (twice, so two generations of old ids) highlights exactly its successor paragraph."""
+    out, docx_path = tmp_path / "out", workspace / CHEM_DOCX
+    run_build(workspace, out, site=True)
+    rewritten = block_id(out, "吗啉是一种同时含氧和氮的六元杂环%")
+    edited = block_id(out, "N-甲基吡咯烷酮（NMP）是一种强极性非质子溶剂%")
+    _edit_docx(docx_path, "吗啉是一种", lambda _: "Completely different English text about corrosion inhibitors.")
+    _edit_docx(docx_path, "N-甲基吡咯烷酮", lambda t: t + "（已修订）")
+    run_build(workspace, out, site=True)
+    middle = block_id(out, "N-甲基吡咯烷酮%（已修订）")
+    _edit_docx(docx_path, "N-甲基吡咯烷酮", lambda t: t + "（第二版）")
+    run_build(workspace, out, site=True)
+    successor = block_id(out, "N-甲基吡咯烷酮%（第二版）")
+    rel = CHEM_DOCX + ".html"
+
+    open_page(page, out, rel, fragment=rewritten)
+    assert highlighted(page) == []  # before the fix: the whole <article> was outlined
+    notice = page.eval_on_selector(f'[id="{rewritten}"]', "el => getComputedStyle(el, '::before').content")
+    assert "removed or changed" in notice
+    assert page.evaluate("window.scrollY") == 0
+    shoot(page, "docx-removed-paragraph")
+
+    body = rect(page, "article.docx")
+    para = rect(page, f'[id="{successor}"]')
+    for old in (edited, middle):
+        open_page(page, out, rel, fragment=old)
+        marks = highlighted(page)
+        assert [m["id"] for m in marks] == [successor], (old, marks)
+        box = marks[0]["box"]
+        assert (box["width"], box["height"]) == (para["width"], para["height"])
+        assert box["height"] < body["height"] / 4
+        assert in_viewport(page, f'[id="{successor}"]')
+    shoot(page, "docx-successor-paragraph")
