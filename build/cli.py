@@ -1,4 +1,9 @@
-"""`mnote-evidence`: a thin shell over the library (flags in, library call, report out)."""
+"""`mnote-evidence`: a thin shell over the library (flags in, library call, report out).
+
+Start-up: each command imports only what it needs, inside the command (click and the
+package version are all the group loads), so `ask --json` does not pay for the build's
+parsers, OCR settings or Datasette; tests/test_cli.py checks what `ask` imports.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mnote_evidence import __version__
-from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.sidecars import LAYOUTS
-from mnote_evidence.build.versions import describe as describe_redone
 from mnote_evidence.functions.evidence import DEFAULT_TOP_K, KINDS, MAX_TOP_K, MODES
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, sit
     build completes. Sidecars are written next to the owning note
     (`Note.ocr/`) or under `.mnote/sidecars/` (all of them with `--sidecars mnote`).
     """
+    from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+    from mnote_evidence.build.ocr.settings import OcrSettings
     from mnote_evidence.build.pipeline import BuildOptions, build  # the build's imports (PyMuPDF, ...) only here
 
     ocr = OcrSettings(engine="none" if no_ocr else ocr_engine, mineru_url=mineru_url, allow_upload=allow_upload,
@@ -99,6 +103,8 @@ def _default_zoom() -> float:
 
 
 def _print_report(report: BuildReport) -> None:
+    from mnote_evidence.build.versions import describe as describe_redone
+
     counts = ", ".join(f"{n} {status}" for status, n in report.status_counts.items()) or "no files"
     what = "updated" if report.changed else "up to date"
     click.echo(f"{report.db_path}: {what} in {report.seconds:.2f}s ({counts})")
@@ -179,9 +185,10 @@ def ask_command(question: str, site_dir: Path, lightrag_url: str | None, mode: s
                 as_json: bool) -> None:
     """Ask LightRAG QUESTION and print the answer with citations you can click:
     each opens the exact page, box or paragraph in the built site."""
+    from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+    from mnote_evidence.functions.contracts import Context
     from mnote_evidence.functions.db import EvidenceDB
     from mnote_evidence.functions.errors import call
-    from mnote_evidence.functions.evidence import Context
     from mnote_evidence.functions.knowledge import ask
 
     if not (site_dir / "evidence.sqlite").is_file():

@@ -32,3 +32,27 @@ def test_json_summary_and_strict_exit(workspace, tmp_path):
 def test_missing_workspace_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(main, ["build", str(tmp_path / "nope")])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_ask_imports_only_what_it_needs(built):
+    """`ask --json` start-up (issue 10): a real process, LightRAG configured but down. It runs the whole
+    command (client included) and imports none of the build's parsers, Datasette or an HTTP library."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.servers import free_port
+
+    _, out, _ = built
+    repo = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": repo, "LIGHTRAG_URL": f"http://127.0.0.1:{free_port()}"}
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mnote_evidence", "ask", "吡咯烷的沸点",
+                           "--site", str(out), "--json", "--timeout", "2"], env=env, capture_output=True, text=True)
+    body = json.loads(done.stdout)
+    assert done.returncode == 1 and body["degradedReason"] == "knowledge_rag_unavailable"
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert {"mnote_evidence.functions.knowledge", "mnote_evidence.functions.citations", "http.client"} <= imported
+    heavy = {"httpx", "httpcore", "anyio", "trio", "pymupdf", "fitz", "docx", "PIL", "datasette", "jinja2",
+             "markdown_it", "mnote_evidence.build.pipeline"}
+    assert imported & heavy == set()

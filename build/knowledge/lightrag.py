@@ -6,16 +6,24 @@ Every failure becomes a `LightRagError` with one of the reason codes of SPEC §1
 `knowledge_rag_rejected` (LightRAG refused the request, e.g. a query under 3
 characters). The API key comes from `LIGHTRAG_API_KEY` only, is sent as
 `X-API-Key`, and never appears in an error message.
+
+Transport: the standard library's `http.client`, one connection per request
+(LightRAG is on loopback or a private network; a connect costs well under a
+millisecond there). `httpx` is not imported: it cost `ask` ~45-190 ms of
+start-up (bench/ask_startup.py). `timeout` bounds each socket operation
+(connect, send, every read), as httpx's single timeout did; no proxy variables
+are read (httpx ran with `trust_env=False`); TLS is set up only for https URLs.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import time
 from dataclasses import dataclass
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 URL_ENV = "LIGHTRAG_URL"
 KEY_ENV = "LIGHTRAG_API_KEY"
@@ -39,19 +47,32 @@ class LightRagConfig:
         return cls(url, timeout) if url else None
 
 
+class _Response:
+    def __init__(self, status_code: int, content: bytes):
+        self.status_code = status_code
+        self.content = content
+
+    def json(self) -> Any:
+        return json.loads(self.content)  # ValueError (incl. UnicodeDecodeError) on anything but JSON
+
+
 class LightRag:
     def __init__(self, config: LightRagConfig):
         key = os.environ.get(KEY_ENV, "").strip()
-        headers = {"X-API-Key": key} if key else {}
+        self.headers = {"X-API-Key": key} if key else {}
         self.config = config
-        # Plain http (LightRAG on loopback or a private network) uses no TLS: skip loading the CA bundle,
-        # which costs ~100 ms per client (measured in `ask`'s start-up, bench/citation_truth.py).
-        tls = config.url.lower().startswith("https:")
-        self.http = httpx.Client(base_url=config.url, timeout=config.timeout, headers=headers, trust_env=False,
-                                 verify=True if tls else False)
+        url = urlsplit(config.url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise LightRagError("knowledge_rag_unavailable", "LightRAG URL must be http(s)://host[:port][/prefix]")
+        try:
+            self.port = url.port
+        except ValueError:
+            raise LightRagError("knowledge_rag_unavailable", "LightRAG URL has an invalid port") from None
+        self.tls = url.scheme == "https"
+        self.host, self.prefix = url.hostname, url.path.rstrip("/")
 
     def close(self) -> None:
-        self.http.close()
+        pass  # no connection outlives its request
 
     def __enter__(self) -> "LightRag":
         return self
@@ -59,13 +80,35 @@ class LightRag:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _call(self, method: str, path: str, **kw) -> dict[str, Any]:
+    def _connection(self) -> http.client.HTTPConnection:
+        if not self.tls:
+            return http.client.HTTPConnection(self.host, self.port, timeout=self.config.timeout)
+        import ssl  # only for https: loading the CA bundle costs start-up
+
+        return http.client.HTTPSConnection(self.host, self.port, timeout=self.config.timeout,
+                                           context=ssl.create_default_context())
+
+    def _send(self, method: str, path: str, payload: Any = None) -> _Response:
+        headers = {**self.headers, "Accept": "application/json"}
+        body = None
+        if payload is not None:
+            body = json.dumps(payload).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        conn = self._connection()
         try:
-            resp = self.http.request(method, path, **kw)
-        except httpx.TimeoutException:
+            conn.request(method, self.prefix + path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return _Response(resp.status, resp.read())
+        finally:
+            conn.close()
+
+    def _call(self, method: str, path: str, payload: Any = None) -> dict[str, Any]:
+        try:
+            resp = self._send(method, path, payload)
+        except TimeoutError:
             raise LightRagError("knowledge_rag_timeout", f"LightRAG did not answer {path} within "
                                 f"{self.config.timeout:g} s") from None
-        except httpx.HTTPError as exc:
+        except (OSError, http.client.HTTPException) as exc:
             raise LightRagError("knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})") from None
         if resp.status_code in (400, 422):
             raise LightRagError("knowledge_rag_rejected", f"LightRAG rejected the request: {_message(resp)}")
@@ -86,7 +129,7 @@ class LightRag:
         return self._call("GET", "/health")
 
     def query_data(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
-        body = self._call("POST", "/query/data", json={"query": query, "mode": mode, "top_k": top_k,
+        body = self._call("POST", "/query/data", payload={"query": query, "mode": mode, "top_k": top_k,
                                                        "chunk_top_k": top_k, "enable_rerank": False})
         if body.get("status") == "failure" or not body.get("data"):
             return {"chunks": [], "references": [], "entities": [], "relationships": []}
@@ -96,12 +139,12 @@ class LightRag:
         return data
 
     def answer(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
-        return self._call("POST", "/query", json={"query": query, "mode": mode, "top_k": top_k,
+        return self._call("POST", "/query", payload={"query": query, "mode": mode, "top_k": top_k,
                                                   "include_references": True, "enable_rerank": False})
 
     # -- documents ---------------------------------------------------------------------
     def insert_texts(self, texts: list[str], sources: list[str]) -> str:
-        body = self._call("POST", "/documents/texts", json={"texts": texts, "file_sources": sources})
+        body = self._call("POST", "/documents/texts", payload={"texts": texts, "file_sources": sources})
         track = body.get("track_id")
         if not track:
             raise LightRagError("knowledge_rag_bad_response", "LightRAG returned no track_id for the insert")
@@ -122,7 +165,7 @@ class LightRag:
         if not doc_ids:
             return
         self.wait_idle(timeout)
-        self._call("DELETE", "/documents/delete_document", json={"doc_ids": doc_ids})
+        self._call("DELETE", "/documents/delete_document", payload={"doc_ids": doc_ids})
         self.wait_idle(timeout)
 
     def wait_idle(self, timeout: float) -> None:
@@ -133,10 +176,12 @@ class LightRag:
             time.sleep(0.3)
 
 
-def _message(resp: httpx.Response) -> str:
+def _message(resp: _Response) -> str:
     try:
         body = resp.json()
     except ValueError:
         return f"HTTP {resp.status_code}"
+    if not isinstance(body, dict):
+        return str(body)[:300]
     detail = body.get("message") or body.get("detail") or body
     return str(detail)[:300]
