@@ -1,7 +1,8 @@
 """`mnote-evidence`: a thin shell over the library (flags in, library call, report out).
 
-Start-up: each command imports only what it needs, inside the command (click and the
-package version are all the group loads), so `ask --json` does not pay for the build's
+Start-up: each command imports only what it needs, inside the command; at module level
+only click, the package version and the few constants the options' choices list
+(sidecar layouts, search kinds and modes). So `ask --json` does not pay for the build's
 parsers, OCR settings or Datasette; tests/test_cli.py checks what `ask` imports.
 """
 
