@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mnote_evidence import __version__
+from mnote_evidence.build.fsutil import storage_error_message
 from mnote_evidence.build.sidecars import LAYOUTS
 from mnote_evidence.functions.evidence import DEFAULT_TOP_K, KINDS, MAX_TOP_K, MODES
 
@@ -24,7 +26,20 @@ if TYPE_CHECKING:
     from mnote_evidence.build.pipeline import BuildReport
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Every command: a disk-full / permission error is one clear line, not a traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (OSError, sqlite3.OperationalError) as exc:
+            message = storage_error_message(exc)
+            if message is None:
+                raise
+            raise click.ClickException(message) from None
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mnote-evidence")
 def main() -> None:
     """Trace every fact in a folder of Markdown notes and attachments to the exact

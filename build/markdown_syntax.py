@@ -3,6 +3,10 @@
 CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`,
 `[[Note#Heading]]`, `![[image.png]]`). Raw HTML is parsed (so its text can be
 indexed) but the renderer neutralises it.
+
+Linear time on hostile input: a wikilink's closing `]]` is looked for within
+`MAX_WIKILINK` characters on the same line only, so a note of unbalanced `[[`
+costs O(n), not O(n^2) (each `[[` used to scan to the end of the text).
 """
 
 from __future__ import annotations
@@ -14,14 +18,19 @@ from markdown_it.rules_inline import StateInline
 from mdit_py_plugins.front_matter import front_matter_plugin
 
 
+MAX_WIKILINK = 1000  # characters between `[[` and `]]`; longer is text, not a link
+
+
 def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
     embed = src.startswith("![[", pos)
     start = pos + (3 if embed else 2)
     if not (embed or src.startswith("[[", pos)):
         return False
-    end = src.find("]]", start)
-    if end < 0 or "\n" in src[start:end] or end == start:
+    limit = min(len(src), start + MAX_WIKILINK + 2)
+    newline = src.find("\n", start, limit)
+    end = src.find("]]", start, newline if newline >= 0 else limit)
+    if end <= start:
         return False
     if not silent:
         raw = src[start:end]

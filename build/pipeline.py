@@ -14,11 +14,10 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,11 +55,8 @@ from mnote_evidence.build.scan import SourceFile, scan
 from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at, remove_sidecars, reusable,
                                            source_map_path, write_sidecars)
 from mnote_evidence.build.sqlite_ro import connect_ro
-
-DB_NAME = "evidence.sqlite"
-# Workers start from a clean process: forking a parent that already loaded an OCR model
-# (onnxruntime threads) can deadlock.
-WORKER_CONTEXT = multiprocessing.get_context("forkserver")
+from mnote_evidence.build.urls import DB_NAME
+from mnote_evidence.build.workers import BudgetExceeded, time_budget, worker_pool
 
 
 @dataclass
@@ -111,11 +107,15 @@ def _parse_one(root: str, path: str, kind: str, source_hash: str,
     """Worker entry point: never raises, so one bad file cannot stop the build."""
     provider = provider_for(kind, ocr)
     try:
-        return provider.parse(ParseInput(Path(root), path, source_hash))
+        with time_budget():
+            return provider.parse(ParseInput(Path(root), path, source_hash))
     except ProviderError as exc:
         return exc
+    except BudgetExceeded as exc:
+        return ProviderError("parse_timeout", f"{exc}; the file was not indexed (MNOTE_PARSE_SECONDS)")
     except MemoryError:
-        return ProviderError("parse_failed", "ran out of memory while parsing this file")
+        return ProviderError("parse_out_of_memory", "ran out of its memory budget while parsing this file "
+                             "(MNOTE_PARSE_MEMORY_MB)")
     except Exception as exc:  # a provider bug or a library crash on odd input
         return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
 
@@ -125,7 +125,7 @@ def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSetti
     library) breaks the pool; the files it took down are retried one per fresh
     process, so only the file that really crashes is recorded as `parse_crashed`."""
     results: dict[str, ParsedResourceArtifact | ProviderError] = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=WORKER_CONTEXT) as pool:
+    with worker_pool(jobs) as pool:
         futures = {pool.submit(_parse_one, str(root), f.path, f.kind, f.source_hash, ocr): f for f in files}
         for fut in as_completed(futures):
             try:
@@ -136,7 +136,7 @@ def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSetti
     for f in files:
         if f.path in results:
             continue
-        with ProcessPoolExecutor(max_workers=1, mp_context=WORKER_CONTEXT) as solo:
+        with worker_pool(1) as solo:
             try:
                 results[f.path] = solo.submit(_parse_one, str(root), f.path, f.kind, f.source_hash, ocr).result()
             except Exception:

@@ -5,6 +5,12 @@ kind, size and content hash. Nothing outside the root is read: a symlink whose
 target resolves outside the root becomes a refused entry with an error code,
 and symlinked directories are never descended (no cycles, no escapes).
 
+Only regular files are read. A FIFO, socket or device is recorded as
+`not_regular_file` without ever being opened (opening a FIFO blocks forever);
+a broken or looping symlink (`a -> b -> a`) is recorded as `symlink_broken`.
+Files are opened non-blocking and checked again after opening, so a file
+swapped for a FIFO between the check and the read is refused too.
+
 Skipped, never indexed: hidden files and folders (`.git`, `.mnote`, ...),
 sidecar folders (`*.ocr/`), and the build's own output folder when it sits
 inside the workspace.
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,12 +59,29 @@ def kind_for(path: str) -> str:
     return KIND_BY_SUFFIX.get(Path(path).suffix.lower(), KIND_OTHER)
 
 
+class NotRegularFile(OSError):
+    """The path names a FIFO, socket, device or folder: never read."""
+
+
 def file_sha256(path: Path | str) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
+
+
+def open_regular(path: Path | str):
+    """Open a regular file for binary reading; anything else raises `NotRegularFile` without
+    blocking (O_NONBLOCK: a FIFO opens at once and is then refused by fstat)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise NotRegularFile(f"{path} is not a regular file")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegularFile(f"{path} is not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def is_inside(child: Path, root: Path) -> bool:
@@ -105,7 +129,11 @@ def _rel(root: Path, full: Path) -> str:
 
 def _refused_link(root: Path, full: Path, is_dir: bool) -> SourceFile:
     rel = _rel(root, full)
-    target = full.resolve()
+    try:
+        target = full.resolve(strict=True)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return SourceFile(rel, kind_for(rel), 0, None,
+                          ("symlink_broken", "symlink is broken or loops back on itself; it was not read"))
     if not is_inside(target, root):
         return SourceFile(rel, kind_for(rel), 0, None,
                           ("outside_root", "symlink points outside the workspace root; it was not read"))
@@ -117,12 +145,16 @@ def _refused_link(root: Path, full: Path, is_dir: bool) -> SourceFile:
 
 def _entry(root: Path, full: str, rel: str) -> SourceFile:
     if os.path.islink(full):
-        target = Path(full).resolve()
-        if not is_inside(target, root) or not target.is_file():
-            return _refused_link(root, Path(full), is_dir=False)
+        refused = _refused_link(root, Path(full), is_dir=False)
+        target = Path(full).resolve() if refused.refused[0] != "symlink_broken" else None
+        if target is None or not is_inside(target, root) or not target.is_file():
+            return refused
     try:
         size = os.stat(full).st_size
         digest = file_sha256(full)
+    except NotRegularFile:
+        return SourceFile(rel, kind_for(rel), 0, None, (
+            "not_regular_file", "a FIFO, socket or device, not a regular file; it was not opened"))
     except OSError as exc:
         return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
     return SourceFile(rel, kind_for(rel), size, digest)

@@ -3,6 +3,13 @@
 Depends on the contracts only (`build.model`), never on a pipeline stage: a
 page's URL follows from the source path alone (notes, by `NOTE_SUFFIXES`,
 drop their suffix; every other file keeps its name and gains `.html`).
+
+Inputs can never overwrite outputs: the names the build generates itself
+(`RESERVED_NAMES` at the site root, everything under `RESERVED_DIRS`) are never
+a source's page or copy. A source whose page or copy would land on one is
+placed under `_page/` (pages, `<source path>.html`) or `_file/` (copies,
+`<source path>`) instead, both reserved themselves, so every placement is
+injective and disjoint from generated output; every other URL is unchanged.
 """
 
 from __future__ import annotations
@@ -13,12 +20,37 @@ from urllib.parse import quote
 from mnote_evidence.build.model import NOTE_SUFFIXES
 
 
+DB_NAME = "evidence.sqlite"
+# Site-root files the build writes (the database and its SQLite companions, the generated
+# pages, the render state, the build lock, static-host header files).
+RESERVED_NAMES = frozenset({
+    DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal",
+    "index.html", "ask.html", "_headers", ".mnote-site.json", ".build.lock",
+})
+# Site-root folders the build owns: static assets, PDF page images, relocated pages and copies.
+STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
+RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR)
+
+
+def is_reserved(site_path: str) -> bool:
+    """True when `site_path` (root-relative) is a name the build itself writes."""
+    first = site_path.split("/", 1)[0]
+    if "/" not in site_path:
+        return site_path.lower() in RESERVED_NAMES
+    return first.lower() in RESERVED_DIRS
+
+
 def page_path(source_path: str) -> str:
-    """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`."""
+    """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`;
+    a page that would land on a reserved name goes to `_page/<source path>.html` (`index.md`)."""
     stem, suffix = posixpath.splitext(source_path)
-    if suffix.lower() in NOTE_SUFFIXES:
-        return stem + ".html"
-    return source_path + ".html"
+    page = stem + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
+    return f"{MOVED_PAGES_DIR}/{source_path}.html" if is_reserved(page) else page
+
+
+def copy_path(source_path: str) -> str:
+    """Site file holding the copy of a source's bytes: its own path, or `_file/<path>` when reserved."""
+    return f"{MOVED_FILES_DIR}/{source_path}" if is_reserved(source_path) else source_path
 
 
 def page_url(source_path: str, block_id: str | None = None) -> str:

@@ -66,13 +66,17 @@ def _json(value: Any) -> str | None:
 def _open_working_copy(db_path: Path, fresh: bool = False) -> tuple[Path, sqlite3.Connection]:
     tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
-    if not fresh and db_path.exists() and is_valid_db(db_path):
-        shutil.copyfile(db_path, tmp)
-    conn = sqlite3.connect(tmp, isolation_level=None)
-    # The working copy is thrown away on any failure, so no journal is needed while writing.
-    conn.execute("PRAGMA journal_mode=OFF")
-    conn.execute("PRAGMA synchronous=OFF")
-    create_schema(conn)
+    try:
+        if not fresh and db_path.exists() and is_valid_db(db_path):
+            shutil.copyfile(db_path, tmp)
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        # The working copy is thrown away on any failure, so no journal is needed while writing.
+        conn.execute("PRAGMA journal_mode=OFF")
+        conn.execute("PRAGMA synchronous=OFF")
+        create_schema(conn)
+    except BaseException:  # disk full while copying: leave no working copy behind
+        tmp.unlink(missing_ok=True)
+        raise
     return tmp, conn
 
 

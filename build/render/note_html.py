@@ -25,7 +25,7 @@ from markdown_it.token import Token
 from mnote_evidence.build.links import LinkResolver
 from mnote_evidence.build.markdown_syntax import markdown_parser
 from mnote_evidence.build.providers.markdown import block_tokens
-from mnote_evidence.build.urls import page_path, relative_url
+from mnote_evidence.build.urls import copy_path, page_path, relative_url
 
 
 class BlockMismatch(RuntimeError):
@@ -69,7 +69,7 @@ def _link_target(env: dict, target: str, kind: str) -> tuple[str | None, bool]:
         internal = hit.problem is not None
         return (None, True) if internal else (target, False)
     if kind in ("image", "embed") and not hit.path.endswith(".md"):
-        return relative_url(env["page"], hit.path), True  # the copied original file
+        return relative_url(env["page"], copy_path(hit.path)), True  # the copied original file
     return relative_url(env["page"], page_path(hit.path)), True
 
 

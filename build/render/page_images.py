@@ -15,10 +15,8 @@ the folders of any other setting (`build/versions.py` records and reports it).
 from __future__ import annotations
 
 import io
-import multiprocessing
 import os
 import shutil
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,11 +24,12 @@ import pymupdf
 from PIL import Image
 
 from mnote_evidence.build.fsutil import atomic_write_bytes
+from mnote_evidence.build.urls import PAGES_DIR
+from mnote_evidence.build.workers import worker_pool
 
 JPEG_QUALITY = 80
 DEFAULT_FORMAT = "jpeg"
 DEFAULT_ZOOM = 2.0
-PAGES_DIR = "_pages"
 # format -> (Pillow encoder, file extension)
 FORMATS = {"jpeg": ("JPEG", "jpg"), "webp": ("WEBP", "webp"), "png": ("PNG", "png")}
 
@@ -129,7 +128,7 @@ def render_all(jobs: list[PageImageJob], workers: int, on_done=lambda n: None) -
         return total
     chunks = [c for job in jobs for c in split(job, workers * 2 if len(job.pages) > 8 else 1)]
     total = 0
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    with worker_pool(workers, memory_mb=0) as pool:
         for n in pool.map(render_job, chunks):
             total += n
             on_done(n)

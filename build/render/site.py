@@ -33,10 +33,9 @@ from mnote_evidence.build.render import data, page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, render_note
 from mnote_evidence.build.scan import is_inside
 from mnote_evidence.build.sidecars import artifact_from_source_map
-from mnote_evidence.build.urls import page_path, relative_url
+from mnote_evidence.build.urls import STATIC_DIR, copy_path, is_reserved, page_path, relative_url
 
 STATE_FILE = ".mnote-site.json"
-STATIC_DIR = "_static"
 
 
 @dataclass
@@ -85,8 +84,28 @@ class _Site:
         self.resources = data.resources(self.conn)
         self.by_path = {r.path: r for r in self.resources}
         self.resolver = LinkResolver({r.path for r in self.resources if r.status != STATUS_STALE})
-        self.generated = {page_path(r.path) for r in self.resources} | {"index.html", "ask.html"}
+        self.generated = {page_path(r.path) for r in self.resources}
+        self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
+
+    def _collisions(self) -> None:
+        """Report sources placed away from their usual URL, and sources whose pages or copies
+        collide with another source's page (the page wins; the copy is not written)."""
+        pages: dict[str, str] = {}
+        for r in self.resources:
+            page = page_path(r.path)
+            if page in pages:
+                self.report.problems.append({"path": r.path, "code": "page_collision", "message": (
+                    f"its page {page} is also the page of {pages[page]}; rename one of them")})
+            pages.setdefault(page, r.path)
+            if is_reserved(r.path) or page.startswith("_page/"):
+                self.report.problems.append({"path": r.path, "code": "reserved_name", "message": (
+                    f"its name is one the build generates; its page is {page}, its copy "
+                    f"{copy_path(r.path)}")})
+            elif copy_path(r.path) in pages and pages[copy_path(r.path)] != r.path:
+                self.report.problems.append({"path": r.path, "code": "page_collision", "message": (
+                    f"the copy of this file would overwrite the page of {pages[copy_path(r.path)]}; "
+                    "it is not copied into the site")})
 
     # -- common context ----------------------------------------------------------
     def _base(self, page: str, title: str, source_path: str | None) -> dict[str, Any]:
@@ -103,7 +122,7 @@ class _Site:
         owner = self.by_path.get(res.owner) if res.owner and res.owner != res.path else None
         ctx.update({
             "res": res,
-            "source_url": relative_url(page, res.path) if self._copyable(res) else None,
+            "source_url": relative_url(page, copy_path(res.path)) if self._copyable(res) else None,
             "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))} if owner else None,
             "outline": data.section_tree(self.conn, res.resource_id),
             "backlinks": [{"path": b.from_path, "text": b.text,
@@ -115,7 +134,7 @@ class _Site:
         return ctx
 
     def _copyable(self, res: data.Resource) -> bool:
-        return bool(res.source_hash) and res.status != STATUS_STALE and res.path not in self.generated
+        return bool(res.source_hash) and res.status != STATUS_STALE and copy_path(res.path) not in self.generated
 
     # -- one page per resource ----------------------------------------------------
     def render_resource(self, res: data.Resource) -> str:
@@ -248,15 +267,19 @@ def _load_state(out: Path) -> dict[str, Any]:
 
 
 def _copy_source(root: Path, out: Path, rel: str) -> None:
-    src, dest = root / rel, out / rel
+    src, dest = root / rel, out / copy_path(rel)
     if not is_inside(src.resolve(), root.resolve()) or not src.is_file():
         return  # never copy anything that leaves the workspace
     if dest.exists() and dest.stat().st_size == src.stat().st_size and dest.stat().st_mtime >= src.stat().st_mtime:
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp")
-    shutil.copyfile(src, tmp)
-    tmp.replace(dest)
+    try:
+        shutil.copyfile(src, tmp)
+        tmp.replace(dest)
+    except BaseException:  # disk full: no half copy left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _copy_static(out: Path) -> None:

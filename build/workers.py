@@ -1,0 +1,111 @@
+"""Worker processes of the build: they die with it, and each parse has a budget (SPEC §9).
+
+Invariants:
+- No worker outlives the build process. `worker_pool()` starts every worker
+  with `PR_SET_PDEATHSIG` = SIGKILL (the kernel kills it when its parent, the
+  forkserver, exits; the forkserver exits when the build process dies) and a
+  watchdog thread that exits the worker once the build's pid is gone.
+- A parse has a time budget (`PARSE_SECONDS`) and a worker a memory budget
+  (`PARSE_MEMORY_MB`, RLIMIT_DATA: heap, not address-space reservations).
+  Exceeding either is a recorded error of that file (`parse_timeout`,
+  `parse_out_of_memory`), never a hung or swapping build. Both can be set with
+  the environment variables of the same name with an `MNOTE_` prefix.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import resource
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from typing import Iterator
+
+PARSE_SECONDS = float(os.environ.get("MNOTE_PARSE_SECONDS", 1800))
+PARSE_MEMORY_MB = float(os.environ.get("MNOTE_PARSE_MEMORY_MB", 4096))
+_PR_SET_PDEATHSIG = 1
+# Workers start from a clean process: forking a parent that already loaded an OCR model
+# (onnxruntime threads) can deadlock.
+CONTEXT = multiprocessing.get_context("forkserver")
+
+
+class BudgetExceeded(BaseException):
+    """Raised inside a parse that ran past its time budget. A BaseException, so a provider's
+    `except Exception` cannot swallow it."""
+
+
+def _die_with_parent(build_pid: int) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the watchdog alone
+        pass
+
+    def watch() -> None:
+        while True:
+            try:
+                os.kill(build_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:
+                pass
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, name="mnote-watchdog", daemon=True).start()
+
+
+def init_worker(build_pid: int, memory_mb: float) -> None:
+    """Pool initializer: die with the build; cap this worker's heap."""
+    _die_with_parent(build_pid)
+    if os.getppid() == 1 or not _alive(build_pid):
+        os._exit(1)
+    if memory_mb > 0:
+        limit = int(memory_mb * 1024 * 1024)
+        _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def worker_pool(max_workers: int, memory_mb: float | None = None) -> ProcessPoolExecutor:
+    """A process pool whose workers die with this process and have a memory budget."""
+    budget = PARSE_MEMORY_MB if memory_mb is None else memory_mb
+    return ProcessPoolExecutor(max_workers=max_workers, mp_context=CONTEXT, initializer=init_worker,
+                               initargs=(os.getpid(), budget))
+
+
+@contextmanager
+def time_budget(seconds: float | None = None) -> Iterator[None]:
+    """Raise `BudgetExceeded` in the block after `seconds` (SIGALRM; also interrupts a blocking
+    read). Only in a process's main thread with no timer of its own; elsewhere (a build run from a
+    thread, a test runner's timeout) it does nothing."""
+    seconds = PARSE_SECONDS if seconds is None else seconds
+    if (seconds <= 0 or threading.current_thread() is not threading.main_thread()
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):  # someone else's timer: leave it alone
+        yield
+        return
+
+    def expire(signum, frame):
+        raise BudgetExceeded(f"parsing took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
