@@ -21,6 +21,7 @@ from mnote_evidence.build.ocr import mineru
 from mnote_evidence.build.ocr.engines import ENGINES, OcrUnavailable
 from mnote_evidence.build.ocr.normalize import OcrLine
 from mnote_evidence.build.ocr.settings import OcrSettings, cached_lines, store_lines
+from mnote_evidence.build.pixels import capped_scale
 
 _SETUP_CODES = {"mineru_token_missing", "mineru_url_missing", "mineru_upload_not_allowed"}
 
@@ -106,11 +107,13 @@ def pdf_page_lines(root: Path, settings: OcrSettings, doc: pymupdf.Document, pat
 
 
 def _render_and_read(settings: OcrSettings, page: pymupdf.Page) -> list[OcrLine]:
-    """Render the page at `pdf_dpi`, OCR it, convert pixel boxes to points exactly (x 72/dpi)."""
-    scale = 72.0 / settings.pdf_dpi
+    """Render the page at `pdf_dpi` (less for a page past the pixel budget), OCR it, convert pixel
+    boxes to points exactly (x 72/dpi)."""
+    zoom = capped_scale(page.rect.width, page.rect.height, settings.pdf_dpi / 72.0)  # a huge page: fewer dpi
+    scale = 1.0 / zoom
     with tempfile.TemporaryDirectory() as tmp:
         png = Path(tmp) / "page.png"
-        page.get_pixmap(dpi=settings.pdf_dpi, colorspace=pymupdf.csGRAY).save(png)
+        page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csGRAY).save(png)
         lines = _local(settings, png)
     rect = page.rect
     return [OcrLine(line.text, [round(min(max(v * scale, 0), lim), 2) for v, lim in

@@ -21,7 +21,9 @@ call; we read each paragraph's `w:pStyle` id and look it up in a map of heading
 levels built once from `styles.xml` (with `basedOn` inheritance).
 
 Safety: the zip directory is checked before anything is inflated: total
-uncompressed size above `MAX_UNCOMPRESSED` is refused as a zip bomb.
+uncompressed size above `MAX_UNCOMPRESSED` is refused as a zip bomb; so is an
+archive whose entries really inflate past it whatever they declare
+(`build/zipbudget.py` inflates them itself, in constant memory).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.docx_parts import (W, notes, paragraph_text, raw_document, references,
                                                        text_box_paragraphs)
 from mnote_evidence.build.sections import SectionTree
+from mnote_evidence.build.zipbudget import OverBudget, check_inflated_size
 
 REVISION = "2"  # 2: notes, comments, text boxes; repaired packages
 MAX_UNCOMPRESSED = 512 * 1024 * 1024
@@ -56,6 +59,13 @@ def check_zip(path: Path) -> None:
     if "word/document.xml" not in names:
         raise ProviderError("docx_corrupt", "zip file has no word/document.xml; not a Word document")
     total = sum(i.file_size for i in infos)
+    try:
+        if total <= MAX_UNCOMPRESSED:
+            check_inflated_size(path, infos, MAX_UNCOMPRESSED)
+    except OverBudget as exc:
+        total = exc.inflated
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ProviderError("docx_corrupt", f"damaged .docx (zip) file: {exc}") from exc
     if total > MAX_UNCOMPRESSED:
         raise ProviderError("docx_zip_bomb", f"refusing to inflate {total / 2**20:.0f} MiB "
                             f"(limit {MAX_UNCOMPRESSED / 2**20:.0f} MiB); the file is a zip bomb "

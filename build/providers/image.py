@@ -9,6 +9,8 @@ opens images: PyMuPDF cannot read WebP.
 
 from __future__ import annotations
 
+import warnings
+
 import PIL
 from PIL import Image, ImageOps, UnidentifiedImageError
 
@@ -16,16 +18,24 @@ from mnote_evidence.build.ids import BlockIdAllocator
 from mnote_evidence.build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.run import engine_version, image_lines, versioned
 from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.pixels import MAX_PIXELS, too_many_pixels
 from mnote_evidence.build.providers.base import ParseInput
 
 REVISION = "2"
-Image.MAX_IMAGE_PIXELS = 200_000_000  # above this Pillow raises DecompressionBombError
+Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow's own guard (it raises only past twice this)
 
 
 def image_size(item: ParseInput) -> tuple[int, int]:
-    """(width, height) as displayed; raises `image_corrupt` for anything Pillow cannot decode."""
+    """(width, height) as displayed; raises `image_too_large` from the header alone (before any
+    decode) past `pixels.MAX_PIXELS`, `image_corrupt` for anything Pillow cannot decode."""
     try:
-        with Image.open(item.full_path) as im:
+        with warnings.catch_warnings():  # Pillow warns past its limit; we refuse with a clear error
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(item.full_path)
+        with im:
+            refused = too_many_pixels(*im.size)
+            if refused:
+                raise ProviderError("image_too_large", refused)
             im.verify()
         with Image.open(item.full_path) as im:
             im.load()

@@ -24,6 +24,7 @@ import pymupdf
 from PIL import Image
 
 from mnote_evidence.build.fsutil import atomic_write_bytes
+from mnote_evidence.build.pixels import capped_scale
 from mnote_evidence.build.urls import PAGES_DIR
 from mnote_evidence.build.workers import worker_pool
 
@@ -74,7 +75,8 @@ def image_name(page: int, settings: PageImageSettings) -> str:
 
 
 def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
-    pix = page.get_pixmap(matrix=pymupdf.Matrix(settings.zoom, settings.zoom), alpha=False)
+    zoom = capped_scale(page.rect.width, page.rect.height, settings.zoom)  # a huge page: smaller image
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
     img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     buf = io.BytesIO()
     encoder = FORMATS[settings.format][0]
