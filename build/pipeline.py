@@ -49,6 +49,7 @@ from mnote_evidence.build.model import (
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers import ParseInput, provider_for
 from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.redact import redact
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
 from mnote_evidence.build.scan import SourceFile, scan
@@ -188,6 +189,7 @@ class _Build:
 
     def _record_error(self, f: SourceFile, owner: str | None, kind_status: str, code: str, message: str,
                       provider: str | None = None, version: str | None = None) -> None:
+        message = redact(message)  # stored, rendered, printed: an upstream may have echoed a secret
         prev = self.prev.resources.get(f.path)
         if (prev and prev.status == kind_status and prev.error_code == code and prev.error_message == message
                 and prev.source_hash == f.sha256 and prev.owner == owner and prev.provider_version == version):

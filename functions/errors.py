@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from mnote_evidence.build.redact import redact
+
 log = logging.getLogger("mnote_evidence.functions")
 
 
@@ -47,7 +49,7 @@ def call(handler: Callable[[dict], dict], request: Any) -> tuple[int, dict]:
     try:
         return 200, handler(request)
     except HandlerError as exc:
-        return exc.status, {"ok": False, "error": {"code": exc.code, "message": exc.message}}
+        return exc.status, {"ok": False, "error": {"code": exc.code, "message": redact(exc.message)}}
     except Exception:  # never leak a traceback to a client
         log.exception("handler failed")
         return 500, {"ok": False, "error": {"code": "internal_error", "message": "internal error; see server log"}}

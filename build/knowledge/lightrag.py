@@ -25,12 +25,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from mnote_evidence.build.redact import redact
+
 URL_ENV = "LIGHTRAG_URL"
 KEY_ENV = "LIGHTRAG_API_KEY"
 
 
 class LightRagError(Exception):
     def __init__(self, reason: str, message: str):
+        message = redact(message)  # LightRAG may echo a credential; this is stored and answered
         super().__init__(message)
         self.reason = reason
         self.message = message
