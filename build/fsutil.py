@@ -18,6 +18,7 @@ from pathlib import Path
 # errno -> what to tell the user
 _STORAGE_ERRNOS = {
     errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+    errno.EFBIG: "the file size limit is exceeded",
     errno.EACCES: "permission denied", errno.EPERM: "permission denied",
     errno.EROFS: "the file system is read-only",
 }

@@ -20,8 +20,10 @@ def capped_scale(width_pt: float, height_pt: float, scale: float) -> float:
     """The largest scale <= `scale` at which a `width_pt` x `height_pt` page fits the render budget."""
     if width_pt <= 0 or height_pt <= 0:
         return scale
-    by_area = math.sqrt(MAX_RENDER_PIXELS / (width_pt * height_pt))
-    by_side = MAX_RENDER_SIDE / max(width_pt, height_pt)
+    # a renderer rounds each side up: (w*s + 1) * (h*s + 1) <= budget, solved for s
+    w, h = width_pt, height_pt
+    by_area = (-(w + h) + math.sqrt((w + h) ** 2 + 4 * w * h * (MAX_RENDER_PIXELS - 1))) / (2 * w * h)
+    by_side = (MAX_RENDER_SIDE - 1) / max(w, h)
     return min(scale, by_area, by_side)
 
 
