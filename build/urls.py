@@ -10,6 +10,8 @@ a source's page or copy. A source whose page or copy would land on one is
 placed under `_page/` (pages, `<source path>.html`) or `_file/` (copies,
 `<source path>`) instead, both reserved themselves, so every placement is
 injective and disjoint from generated output; every other URL is unchanged.
+Copies of files a browser would execute (`ACTIVE_SUFFIXES`) go under `_file/`
+too, where the site's headers make them inert downloads (`render/headers.py`).
 """
 
 from __future__ import annotations
@@ -48,9 +50,22 @@ def page_path(source_path: str) -> str:
     return f"{MOVED_PAGES_DIR}/{source_path}.html" if is_reserved(page) else page
 
 
+# Attachments a browser would run as a page or script if served by type from our origin.
+ACTIVE_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xht", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".xslt",
+                             ".js", ".mjs", ".css", ".swf", ".mht", ".mhtml", ".hta", ".wasm"})
+
+
+def is_active(source_path: str) -> bool:
+    """True for files browsers execute (HTML, SVG, XML, scripts): their copies are served inert."""
+    return posixpath.splitext(source_path)[1].lower() in ACTIVE_SUFFIXES
+
+
 def copy_path(source_path: str) -> str:
-    """Site file holding the copy of a source's bytes: its own path, or `_file/<path>` when reserved."""
-    return f"{MOVED_FILES_DIR}/{source_path}" if is_reserved(source_path) else source_path
+    """Site file holding the copy of a source's bytes: its own path, or `_file/<path>` when its name
+    is reserved or a browser would execute it (`_file/` is served as a sandboxed download)."""
+    if is_reserved(source_path) or is_active(source_path):
+        return f"{MOVED_FILES_DIR}/{source_path}"
+    return source_path
 
 
 def page_url(source_path: str, block_id: str | None = None) -> str:

@@ -188,7 +188,9 @@ def test_workspace_files_never_overwrite_our_output(hostile):
     assert (out / "_file" / "evidence.sqlite").read_bytes() == (root / "evidence.sqlite").read_bytes()
     ours = asset_dir("site_templates") / "_static" / "site.css"
     assert (out / "_static" / "site.css").read_bytes() == ours.read_bytes()
-    assert not (out / "_headers").exists() or "X-Evil" not in (out / "_headers").read_text("utf-8")
+    headers = (out / "_headers").read_text("utf-8")  # ours, for static hosts
+    assert "X-Evil" not in headers and "X-Content-Type-Options: nosniff" in headers
+    assert (out / "_file" / "_headers").read_text("utf-8") == (root / "_headers").read_text("utf-8")
     index, ask = (out / "index.html").read_text("utf-8"), (out / "ask.html").read_text("utf-8")
     assert "Its own text." not in index and "Ask note" not in ask
     note_page = out / page_path("index.md")
@@ -196,6 +198,17 @@ def test_workspace_files_never_overwrite_our_output(hostile):
     # links and citation URLs into the relocated note open it, not the generated index
     assert 'href="_page/index.md.html' in (out / "home.html").read_text("utf-8")
     assert page_url("index.md", "b-1") == "_page/index.md.html#b-1"
+
+
+def test_attachments_browsers_execute_are_copied_where_they_are_served_inert(hostile):
+    root, out, *_ = hostile
+    assert not (out / "x.html").exists() and (out / "_file" / "x.html").is_file()
+    assert 'href="_file/x.html"' in (out / "other.html").read_text("utf-8") or \
+        'src="_file/x.html"' in (out / "other.html").read_text("utf-8")
+    headers = (out / "_headers").read_text("utf-8").split("\n/")
+    rule = next(r for r in headers if r.startswith("_file/*"))
+    assert "Content-Disposition: attachment" in rule and "sandbox" in rule
+    assert 'http-equiv="Content-Security-Policy"' in (out / "home.html").read_text("utf-8")
 
 
 def test_huge_pdf_page_renders_within_the_pixel_cap(hostile):

@@ -30,10 +30,11 @@ from mnote_evidence.build.links import LinkResolver
 from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render import data, page_images
+from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
 from mnote_evidence.build.render.note_html import BlockMismatch, render_note
 from mnote_evidence.build.scan import is_inside
 from mnote_evidence.build.sidecars import artifact_from_source_map
-from mnote_evidence.build.urls import STATIC_DIR, copy_path, is_reserved, page_path, relative_url
+from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
 
 STATE_FILE = ".mnote-site.json"
 
@@ -98,7 +99,7 @@ class _Site:
                 self.report.problems.append({"path": r.path, "code": "page_collision", "message": (
                     f"its page {page} is also the page of {pages[page]}; rename one of them")})
             pages.setdefault(page, r.path)
-            if is_reserved(r.path) or page.startswith("_page/"):
+            if is_reserved(r.path) or page.startswith(f"{MOVED_PAGES_DIR}/"):
                 self.report.problems.append({"path": r.path, "code": "reserved_name", "message": (
                     f"its name is one the build generates; its page is {page}, its copy "
                     f"{copy_path(r.path)}")})
@@ -114,7 +115,7 @@ class _Site:
         crumbs += [{"name": p, "url": None} for p in parts[:-1]]
         return {"title": title, "page": page, "crumbs": crumbs, "file_name": parts[-1],
                 "static": relative_url(page, STATIC_DIR), "home": relative_url(page, "index.html"),
-                "workspace": self.meta.get("workspace_name", "workspace")}
+                "workspace": self.meta.get("workspace_name", "workspace"), "csp": PAGE_CSP}
 
     def _resource_context(self, res: data.Resource, page: str) -> dict[str, Any]:
         aliases = data.aliases(self.conn, res.resource_id)
@@ -336,6 +337,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
             site._base("ask.html", "Ask", None) | {"crumbs": [], "file_name": "Ask"}))
         _copy_static(out)
+        atomic_write_text(out / HEADERS_FILE, headers_file())
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages}, ensure_ascii=False,
                                                        indent=0))
     finally:
