@@ -203,12 +203,26 @@ def test_workspace_files_never_overwrite_our_output(hostile):
 def test_attachments_browsers_execute_are_copied_where_they_are_served_inert(hostile):
     root, out, *_ = hostile
     assert not (out / "x.html").exists() and (out / "_file" / "x.html").is_file()
+    reserved = {p["path"] for p in json.loads(hostile[3].stdout)["site"]["problems"] if p["code"] == "reserved_name"}
+    assert reserved == {"index.md", "ask.md", "evidence.sqlite", "_headers", "_static/site.css"}
     assert 'href="_file/x.html"' in (out / "other.html").read_text("utf-8") or \
         'src="_file/x.html"' in (out / "other.html").read_text("utf-8")
     headers = (out / "_headers").read_text("utf-8").split("\n/")
     rule = next(r for r in headers if r.startswith("_file/*"))
     assert "Content-Disposition: attachment" in rule and "sandbox" in rule
     assert 'http-equiv="Content-Security-Policy"' in (out / "home.html").read_text("utf-8")
+
+
+def test_a_copy_an_older_build_left_beside_the_pages_is_removed(tmp_path):
+    root, out = tmp_path / "ws", tmp_path / "out"
+    root.mkdir()
+    (root / "n.md").write_text("# N\n\n![[x.svg]]\n", "utf-8")
+    (root / "x.svg").write_text("<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>")
+    assert _cli("build", str(root), "--out", str(out), "--no-ocr").returncode == 0
+    (out / "x.svg").write_bytes((root / "x.svg").read_bytes())  # as builds before _file/ copied it
+    (root / "n.md").write_text("# N\n\n![[x.svg]] changed\n", "utf-8")
+    assert _cli("build", str(root), "--out", str(out), "--no-ocr").returncode == 0
+    assert not (out / "x.svg").exists() and (out / "_file" / "x.svg").is_file()
 
 
 def test_huge_pdf_page_renders_within_the_pixel_cap(hostile):

@@ -21,7 +21,7 @@ from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.pixels import MAX_PIXELS, too_many_pixels
 from mnote_evidence.build.providers.base import ParseInput
 
-REVISION = "2"
+REVISION = "3"  # 3: images past 200 MP are refused from the header (image_too_large)
 Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow's own guard (it raises only past twice this)
 
 

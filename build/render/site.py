@@ -99,10 +99,12 @@ class _Site:
                 self.report.problems.append({"path": r.path, "code": "page_collision", "message": (
                     f"its page {page} is also the page of {pages[page]}; rename one of them")})
             pages.setdefault(page, r.path)
-            if is_reserved(r.path) or page.startswith(f"{MOVED_PAGES_DIR}/"):
+            if page.startswith(f"{MOVED_PAGES_DIR}/"):
                 self.report.problems.append({"path": r.path, "code": "reserved_name", "message": (
-                    f"its name is one the build generates; its page is {page}, its copy "
-                    f"{copy_path(r.path)}")})
+                    f"its usual page would be a file the build generates; its page is {page}")})
+            if is_reserved(r.path):
+                self.report.problems.append({"path": r.path, "code": "reserved_name", "message": (
+                    f"its name is one the build generates; its copy in the site is {copy_path(r.path)}")})
             elif copy_path(r.path) in pages and pages[copy_path(r.path)] != r.path:
                 self.report.problems.append({"path": r.path, "code": "page_collision", "message": (
                     f"the copy of this file would overwrite the page of {pages[copy_path(r.path)]}; "
@@ -267,6 +269,13 @@ def _load_state(out: Path) -> dict[str, Any]:
         return {}
 
 
+def _drop_active_copy(out: Path, rel: str, generated: set[str]) -> None:
+    """Delete a copy an older build made of an HTML/SVG/... attachment beside our pages (it now
+    lives under `_file/`), unless that name is a page or a reserved file of ours."""
+    if copy_path(rel) != rel and not is_reserved(rel) and rel not in generated:
+        (out / rel).unlink(missing_ok=True)
+
+
 def _copy_source(root: Path, out: Path, rel: str) -> None:
     src, dest = root / rel, out / copy_path(rel)
     if not is_inside(src.resolve(), root.resolve()) or not src.is_file():
@@ -313,6 +322,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             current.add(page)
             key = _page_key(site, res, salt)
             if site._copyable(res):
+                _drop_active_copy(out, res.path, site.generated)
                 _copy_source(root, out, res.path)
             if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
                 folder = out / page_images.image_folder(res.source_hash, options.images)
