@@ -15,7 +15,8 @@ One ASGI middleware, so every route gets the same answers to hostile requests:
   the site's `_file/` (attachments browsers would execute) are sent as
   sandboxed `application/octet-stream` downloads (`build/render/headers.py`);
 - any 500 from below (or an exception) is replaced by a generic 500 without paths
-  or exception text; Datasette's `/-/databases` (it lists file paths) is not served.
+  or exception text; Datasette's `/-/databases` (it lists file paths), the index
+  and hidden files under the site (`/site/evidence.sqlite/` included) are not served.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit
 
 from mnote_evidence.build.render.headers import ATTACHMENT, COMMON, SITE_CSP
-from mnote_evidence.build.urls import MOVED_FILES_DIR
+from mnote_evidence.build.urls import DB_NAME, MOVED_FILES_DIR
 
 MAX_PATH = 2048
 MAX_QUERY = 16384
@@ -92,6 +93,11 @@ class Guard:
                 decoded.decode("utf-8")
             except UnicodeDecodeError:
                 raise Refused(400, "bad_request", f"the {what} is not valid UTF-8") from None
+        site = next((b for b in self.site_bases if scope["path"].startswith(b)), None)
+        if site is not None:
+            parts = [p for p in scope["path"][len(site):].split("/") if p]
+            if any(p.startswith(".") for p in parts) or (parts and parts[-1].lower().startswith(DB_NAME)):
+                raise Refused(404, "not_found", "not found")  # the index and hidden files are not site files
         headers = _headers(scope)
         host = _hostname(headers.get("host", ""))
         if self.allowed_hosts is not None and host not in self.allowed_hosts:

@@ -46,6 +46,8 @@ def test_hostile_requests_are_4xx_with_a_message(app):
         ("POST", "/-/evidence/search", {"content": b"[" * 5000 + b"]" * 5000}, 400),
         ("POST", "/-/evidence/search", {"content": b'{"query": "\\ud800"}'}, 400),
         ("GET", "/-/databases.json", {}, 404),
+        ("GET", "/site/evidence.sqlite/", {}, 404),
+        ("GET", "/site/.mnote-site.json", {}, 404),
     ]
     answers = _run(app, [(m, u, kw) for m, u, kw, _ in cases])
     for (method, url, _, status), r in zip(cases, answers):
