@@ -7,6 +7,7 @@ indexed) but the renderer neutralises it.
 Linear time on hostile input: a wikilink's closing `]]` is looked for within
 `MAX_WIKILINK` characters on the same line only, so a note of unbalanced `[[`
 costs O(n), not O(n^2) (each `[[` used to scan to the end of the text).
+Nothing is dropped: blocks nested past markdown-it's limit are kept as text.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock, paragraph
 from markdown_it.rules_inline import StateInline
 from mdit_py_plugins.front_matter import front_matter_plugin
 
@@ -46,6 +48,28 @@ def wikilink_plugin(md: MarkdownIt) -> None:
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
 
 
+def keep_deep_text_plugin(md: MarkdownIt) -> None:
+    """Past `maxNesting` (quotes/lists 20 deep) markdown-it skips the rest of the block, text and
+    all; here those lines become plain paragraphs instead (markers kept), so no text is lost."""
+    inner = md.block.tokenize
+
+    def tokenize(state: StateBlock, start: int, end: int) -> None:
+        if state.level < md.options.maxNesting:
+            return inner(state, start, end)
+        line = start
+        while line < end:
+            line = state.skipEmptyLines(line)
+            if line >= end or state.sCount[line] < state.blkIndent:
+                break
+            if not paragraph(state, line, end, False):
+                break
+            line = state.line
+        state.line = max(state.line, line)
+
+    md.block.tokenize = tokenize
+
+
 @lru_cache(maxsize=1)
 def markdown_parser() -> MarkdownIt:
-    return MarkdownIt("commonmark").enable("table").use(front_matter_plugin).use(wikilink_plugin)
+    return (MarkdownIt("commonmark").enable("table").use(front_matter_plugin).use(wikilink_plugin)
+            .use(keep_deep_text_plugin))

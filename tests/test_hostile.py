@@ -111,11 +111,12 @@ def _hostile_workspace(root: Path) -> dict[str, tuple[str, str | None]]:
     _underdeclared_docx(root / "bomb.docx")
     Image.new("1", (17_000, 17_000)).save(root / "big.png")  # 289 MP, 35 KB on disk
     (root / "brackets.md").write_text("[[" * 60_000, "utf-8")
+    (root / "deep.md").write_text("# Deep\n\n" + "> " * 40 + "deep quoted marker\n", "utf-8")  # past maxNesting
     _huge_page_pdf(root / "huge.pdf")
     ok = ("ok", None)
     return {
         "home.md": ok, "other.md": ok, "docs/spec.pdf": ok, "docs/chem.docx": ok, "index.md": ok, "ask.md": ok,
-        "brackets.md": ok, "huge.pdf": ok, "_static/site.css": ("unsupported", "unsupported_type"),
+        "brackets.md": ok, "deep.md": ok, "huge.pdf": ok, "_static/site.css": ("unsupported", "unsupported_type"),
         "evidence.sqlite": ("unsupported", "unsupported_type"), "_headers": ("unsupported", "unsupported_type"),
         "x.html": ("unsupported", "unsupported_type"),
         "pipe.md": ("error", "not_regular_file"), "sock.pdf": ("error", "not_regular_file"),
@@ -176,6 +177,10 @@ def test_normal_files_lose_nothing_and_keep_their_urls(hostile):
     assert "Huge page marker" in " ".join(r[0] for r in conn.execute(
         "SELECT text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
         "WHERE r.source_root_relative_path = 'huge.pdf'"))
+    assert "deep quoted marker" in " ".join(r[0] for r in conn.execute(
+        "SELECT text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+        "WHERE r.source_root_relative_path = 'deep.md'"))
+    assert "deep quoted marker" in (out / "deep.html").read_text("utf-8")
     # the traversal link is recorded, never followed
     assert conn.execute("SELECT problem FROM evidence_link WHERE target = '../../etc/passwd'").fetchone()[0] \
         == "outside_root"
