@@ -19,7 +19,8 @@ On a Datasette without an evidence database it registers no route at all.
 
 Settings (`plugins.mnote-evidence` in Datasette metadata), all optional:
 `site_dir` (default: the database's folder if it holds an index.html),
-`site_base` (where the site is mounted, default `/-/evidence/site/`), `lightrag_url`
+`site_base` (where the site is mounted, default `/-/evidence/site/`), `allowed_hosts` (the Host
+names answered, default any; `serve` sets it), `lightrag_url`
 (default: `LIGHTRAG_URL`) and `lightrag_timeout` (seconds, default 30). The LightRAG
 API key is read from `LIGHTRAG_API_KEY` only.
 """
@@ -44,6 +45,7 @@ from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.functions import evidence, knowledge
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
+from mnote_evidence.functions.guard import Guard, datasette_columns
 from mnote_evidence.functions.live_database import make_live
 from mnote_evidence.functions.metadata import CANNED_QUERIES, TABLES
 
@@ -270,7 +272,14 @@ def asgi_wrapper(datasette):
                         "headers": [(b"location", target.encode("latin-1")), (b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"Moved to " + target.encode("latin-1")})
 
-        return redirect_legacy
+        state = _state(datasette)
+        if state.db is None:
+            return redirect_legacy
+        # every request passes functions/guard.py first: 4xx for hostile requests, Host/Origin
+        # checks, security headers, inert attachments, generic 500s
+        hosts = (datasette.plugin_config(PLUGIN) or {}).get("allowed_hosts")
+        return Guard(redirect_legacy, site_bases=(state.site_base, LEGACY_SITE), columns=datasette_columns(datasette),
+                     allowed_hosts=frozenset(h.lower() for h in hosts) if hosts else None)
 
     return wrap
 

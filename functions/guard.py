@@ -29,7 +29,7 @@ from mnote_evidence.build.render.headers import ATTACHMENT, COMMON, SITE_CSP
 from mnote_evidence.build.urls import DB_NAME, MOVED_FILES_DIR
 
 MAX_PATH = 2048
-MAX_QUERY = 16384
+MAX_QUERY = 65536
 MAX_BODY = 1 << 20
 MAX_DEPTH = 64
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

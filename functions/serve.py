@@ -31,7 +31,9 @@ from typing import Callable
 
 from mnote_evidence.build.scan import skip_dir
 from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.build.knowledge.lightrag import URL_ENV
 from mnote_evidence.functions.errors import IndexIncompatible
+from mnote_evidence.functions.guard import allowed_hosts_for
 
 POLL_SECONDS = 0.3
 SETTLE_SECONDS = 0.3
@@ -169,6 +171,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _plugin_config(host: str, lightrag_url: str | None, lightrag_timeout: float) -> dict:
+    """Plugin settings, which `/-/metadata.json` shows: no path (the site is the database's folder)
+    and no URL credentials (the LightRAG URL goes to the plugin through the environment)."""
+    if lightrag_url:
+        os.environ[URL_ENV] = lightrag_url
+    config: dict = {"lightrag_timeout": lightrag_timeout}
+    hosts = allowed_hosts_for(host, os.environ.get("MNOTE_ALLOWED_HOSTS", ""))
+    if hosts is not None:
+        config["allowed_hosts"] = sorted(hosts)
+    return config
+
+
 def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, lightrag_url: str | None = None,
           lightrag_timeout: float = 30.0) -> None:
     """Bind, build first if `--watch` has nothing to serve yet, print the URLs, serve until interrupted."""
@@ -192,8 +206,7 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
     ds = Datasette(
         immutables=[str(db)],
         settings={"suggest_facets": False, "facet_time_limit_ms": 50},
-        metadata={"plugins": {"mnote-evidence": {"site_dir": str(site_dir.resolve()), "lightrag_url": lightrag_url,
-                                                 "lightrag_timeout": lightrag_timeout}}},
+        metadata={"plugins": {"mnote-evidence": _plugin_config(host, lightrag_url, lightrag_timeout)}},
     )
     url = f"http://{host}:{sock.getsockname()[1]}"
     print(f"Evidence site:  {url}{SITE_BASE}index.html\nData (SQL):     {url}/{db.stem}\n"
