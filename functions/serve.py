@@ -24,14 +24,15 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
+from mnote_evidence.build.knowledge.lightrag import URL_ENV
 from mnote_evidence.build.scan import skip_dir
 from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.build.knowledge.lightrag import URL_ENV
 from mnote_evidence.functions.errors import IndexIncompatible
 from mnote_evidence.functions.guard import allowed_hosts_for
 
@@ -171,6 +172,17 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _uri_safe(site_dir: Path) -> Path:
+    """The site folder by a path Datasette can open: it builds `file:{path}` URIs unescaped, so a
+    `#`, `?` or `%` in the path would open another (empty) file; such a folder is reached through
+    a symlink in a private temporary folder (replacements by rename are still seen through it)."""
+    if not set(str(site_dir)) & set("#?%"):
+        return site_dir
+    alias = Path(tempfile.mkdtemp(prefix="mnote-serve-")) / "site"
+    alias.symlink_to(site_dir.resolve(), target_is_directory=True)
+    return alias
+
+
 def _plugin_config(host: str, lightrag_url: str | None, lightrag_timeout: float) -> dict:
     """Plugin settings, which `/-/metadata.json` shows: no path (the site is the database's folder)
     and no URL credentials (the LightRAG URL goes to the plugin through the environment)."""
@@ -204,7 +216,7 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
     if problem:  # still serve: the site and the SQL work; the query endpoints answer 503 with this
         print(f"warning: {problem}" + (" (the first --watch build rebuilds it)" if watcher else ""), flush=True)
     ds = Datasette(
-        immutables=[str(db)],
+        immutables=[str(_uri_safe(site_dir) / DB_NAME)],
         settings={"suggest_facets": False, "facet_time_limit_ms": 50},
         metadata={"plugins": {"mnote-evidence": _plugin_config(host, lightrag_url, lightrag_timeout)}},
     )

@@ -145,3 +145,21 @@ def test_fuzz_a_real_serve_process(stale_site):
         assert str(out) not in meta and rebound.status_code == 421
     finally:
         stop(proc)
+
+
+def test_serve_a_folder_whose_path_has_uri_characters(stale_site, tmp_path):
+    """Datasette builds `file:` URIs unescaped: `#?%` in the path used to open an empty database."""
+    _, out = stale_site
+    odd = tmp_path / "out #?%25"
+    odd.symlink_to(out, target_is_directory=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(odd), "--port", str(port)],
+                 base + "/-/versions.json")
+    try:
+        answer = httpx.get(base + "/evidence.json", params={"sql": "select count(*) n from evidence_resource",
+                                                            "_shape": "array"}, timeout=30)
+        assert answer.json()[0]["n"] > 10, answer.text[:300]
+        assert httpx.get(base + SITE_BASE + "index.html", timeout=30).status_code == 200
+    finally:
+        stop(proc)
