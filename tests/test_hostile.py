@@ -328,8 +328,10 @@ def test_killing_the_build_leaves_no_worker_alive(long_pdfs, tmp_path):
 
 
 def test_a_parse_past_its_time_budget_is_a_recorded_error(long_pdfs, tmp_path):
-    out = tmp_path / "out"
-    result = _cli("build", str(long_pdfs), "--out", str(out), "--json", "--no-ocr", "--no-site", "--jobs", "2",
+    root, out = tmp_path / "ws", tmp_path / "out"
+    # a fresh copy: sidecars another build left in the workspace would be reused, not parsed
+    shutil.copytree(long_pdfs, root, ignore=shutil.ignore_patterns(".mnote", "*.ocr"))
+    result = _cli("build", str(root), "--out", str(out), "--json", "--no-ocr", "--no-site", "--jobs", "2",
                   env={"MNOTE_PARSE_SECONDS": "0.05"})
     assert result.returncode == 0, result.stderr[-3000:]
     rows = {r["source_root_relative_path"]: (r["status"], r["error_code"])
