@@ -74,7 +74,7 @@ def main() -> None:
         "ours_1_worker_s": round(t_ours, 3), "ours_vs_raw": round(t_ours / t_raw, 2),
         "ours_2_workers_s": round(t_ours2, 3), "pages_per_s_2_workers": round(pages / t_ours2, 1),
         "full_build_with_site_s": round(full, 3), "one_paragraph_edit_rebuild_s": round(edit, 3),
-        "edit_vs_full_percent": round(edit / full * 100, 1), "pages_written_after_edit": report.site["pages_written"],
+        "edit_vs_full_percent": round(edit / full * 100, 1), "pages_written_after_edit": report.site.pages_written,
     }, indent=2))
 
 

@@ -1,24 +1,33 @@
 """`mnote-evidence`: a thin shell over the library (flags in, library call, report out).
 
 Start-up: each command imports only what it needs, inside the command; at module level
-only click, the package version and the few constants the options' choices list
-(sidecar layouts, search kinds and modes). So `ask --json` does not pay for the build's
-parsers, OCR settings or Datasette; tests/test_cli.py checks what `ask` imports.
+only click, the package version and the few light constants the options' choices and
+defaults list (build/defaults.py, OCR engine names, sidecar layouts, search kinds and
+modes), the typed errors and progress events. So `ask --json` does not pay for the
+build's parsers or Datasette; tests/test_cli.py checks what `ask` imports.
+
+The only module that knows click: it takes every default from the library, turns the
+library's typed errors (`build/errors.py`) into messages that say what to do, and draws
+progress bars from the library's `ProgressEvent`s.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import click
 
 from mnote_evidence import __version__
+from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_OUT
+from mnote_evidence.build.errors import BuildLocked, MnoteError, NotAWorkspace
 from mnote_evidence.build.fsutil import storage_error_message
+from mnote_evidence.build.ocr.engines import ENGINE_NAMES, ENGINES
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.progress import ProgressEvent, Stage
 from mnote_evidence.build.sidecars import LAYOUTS
 from mnote_evidence.functions.evidence import DEFAULT_TOP_K, KINDS, MAX_TOP_K, MODES
 
@@ -53,24 +62,70 @@ def main() -> None:
     """
 
 
+def _what_to_do(exc: MnoteError) -> str:
+    """The library's error as a message for a person: what happened and what to do."""
+    if isinstance(exc, BuildLocked):
+        return (f"another build is writing {exc.out}; wait for it to finish, "
+                "or build into another folder with --out")
+    if isinstance(exc, NotAWorkspace):
+        if exc.path.exists():
+            return (f"WORKSPACE '{exc.path}' is a file, not a folder: pass the folder that holds your notes "
+                    f"(for this file, its folder '{exc.path.parent}')")
+        return f"WORKSPACE '{exc.path}' does not exist: pass the folder that holds your notes"
+    return str(exc)
+
+
+class _ProgressBars:
+    """Draws the library's progress (`ProgressEvent`s) as one click bar per stage, on stderr."""
+
+    LABELS = {Stage.NOTES: "Reading notes", Stage.PARSE: "Parsing", Stage.RENDER: "Writing pages",
+              Stage.PAGE_IMAGES: "Rendering pages"}
+
+    def __init__(self) -> None:
+        self.stage: Stage | None = None
+        self.bar = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.stage != self.stage:
+            self.close()
+            self.stage = event.stage
+            if event.total and event.stage in self.LABELS:
+                self.bar = click.progressbar(length=event.total, label=self.LABELS[event.stage], file=sys.stderr)
+                self.bar.__enter__()
+        if self.bar is not None and event.done > self.bar.pos:
+            self.bar.update(event.done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _run_library(call: Callable[[], BuildReport]) -> BuildReport:
+    try:
+        return call()
+    except MnoteError as exc:
+        raise click.ClickException(_what_to_do(exc)) from None
+
+
 @main.command("build")
-@click.argument("workspace", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("_site"),
+@click.argument("workspace", type=click.Path(exists=True, path_type=Path))
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Output folder: receives evidence.sqlite (and the site).")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=max(1, os.cpu_count() or 1),
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=DEFAULT_JOBS,
               show_default="CPU count", help="Parse this many files in parallel.")
-@click.option("--max-file-mb", type=click.FloatRange(min=0, min_open=True), default=200.0, show_default=True,
-              help="Files larger than this are recorded as errors (file_too_large), not parsed.")
+@click.option("--max-file-mb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_MAX_FILE_MB,
+              show_default=True, help="Files larger than this are recorded as errors (file_too_large), not parsed.")
 @click.option("--site/--no-site", default=True, show_default=True,
               help="Render the static site into OUT after indexing.")
 @click.option("--page-zoom", type=click.FloatRange(0.5, 4), default=lambda: _default_zoom(), show_default=True,
               help="PDF page image scale (1 = 72 dpi). 2 keeps 7 pt print legible; 1.5 saves ~35 % bytes.")
-@click.option("--ocr-engine", type=click.Choice(["rapidocr", "tesseract", "mineru"]), default="rapidocr",
+@click.option("--ocr-engine", type=click.Choice(ENGINE_NAMES), default=OcrSettings().engine,
               show_default=True, help="OCR for images and scanned PDF pages (local engines need no network).")
 @click.option("--no-ocr", is_flag=True, help="Turn OCR off: images get no text, scanned PDFs are errors.")
 @click.option("--mineru-url", envvar="MINERU_URL", help="MinerU API base URL (token from MINERU_TOKEN only).")
 @click.option("--allow-upload", is_flag=True, help="Allow --ocr-engine mineru to upload files to that service.")
-@click.option("--ocr-fallback", type=click.Choice(["rapidocr", "tesseract"]),
+@click.option("--ocr-fallback", type=click.Choice(list(ENGINES)),
               help="Local engine to use when MinerU is requested but not configured (default: none, an error).")
 @click.option("--lightrag-url", envvar="LIGHTRAG_URL",
               help="Ingest parsed/OCR text into this LightRAG server (API key from LIGHTRAG_API_KEY only).")
@@ -94,15 +149,18 @@ def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, sit
     (`Note.ocr/`) or under `.mnote/sidecars/` (all of them with `--sidecars mnote`).
     """
     from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-    from mnote_evidence.build.ocr.settings import OcrSettings
     from mnote_evidence.build.pipeline import BuildOptions, build  # the build's imports (PyMuPDF, ...) only here
 
     ocr = OcrSettings(engine="none" if no_ocr else ocr_engine, mineru_url=mineru_url, allow_upload=allow_upload,
                       fallback=ocr_fallback)
+    bars = _ProgressBars() if sys.stderr.isatty() and not as_json else None
     options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom, ocr=ocr,
-                           lightrag=LightRagConfig.from_env(lightrag_url), sidecars=sidecars,
-                           progress=sys.stderr.isatty() and not as_json)
-    report = build(workspace, options)
+                           lightrag=LightRagConfig.from_env(lightrag_url), sidecars=sidecars, on_progress=bars)
+    try:
+        report = _run_library(lambda: build(workspace, options))
+    finally:
+        if bars:
+            bars.close()
     if as_json:
         click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
@@ -128,10 +186,10 @@ def _print_report(report: BuildReport) -> None:
                f"unchanged {report.unchanged}, newly stale {report.stale}, removed {report.removed}")
     if report.site is not None:
         s = report.site
-        click.echo(f"  site: {s['pages_written']} pages written, {s['pages_unchanged']} unchanged, "
-                   f"{s['page_images']} page images, {s['tombstones']} tombstones -> "
+        click.echo(f"  site: {s.pages_written} pages written, {s.pages_unchanged} unchanged, "
+                   f"{s.page_images} page images, {s.tombstones} tombstones -> "
                    f"{Path(report.db_path).parent / 'index.html'}")
-        for p in s["problems"]:
+        for p in s.problems:
             click.echo(f"  site    {p['path']}: [{p['code']}] {p['message']}", err=True)
     if report.knowledge is not None:
         k = report.knowledge
@@ -146,13 +204,13 @@ def _print_report(report: BuildReport) -> None:
 
 
 @main.command("serve")
-@click.argument("site_dir", default="_site", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("site_dir", default=DEFAULT_OUT, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--port", "-p", type=click.IntRange(0, 65535), default=8001, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to listen on (0.0.0.0 makes the site visible to your network).")
 @click.option("--watch", "watch", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Workspace to watch: rebuild incrementally on every change while serving.")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=max(1, os.cpu_count() or 1),
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=DEFAULT_JOBS,
               show_default="CPU count", help="Parallel parsers for --watch rebuilds.")
 @click.option("--lightrag-url", envvar="LIGHTRAG_URL", help="LightRAG server for /-/knowledge/* and the Ask page.")
 @click.option("--lightrag-timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
@@ -189,7 +247,7 @@ def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs
 
 @main.command("ask")
 @click.argument("question")
-@click.option("--site", "site_dir", default="_site", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--site", "site_dir", default=DEFAULT_OUT, type=click.Path(file_okay=False, path_type=Path),
               show_default=True, help="The built site (its evidence.sqlite maps LightRAG's sources).")
 @click.option("--lightrag-url", envvar="LIGHTRAG_URL", help="LightRAG server (default: LIGHTRAG_URL).")
 @click.option("--mode", type=click.Choice(["naive", "local", "global", "hybrid", "mix"]), default="mix",
@@ -246,7 +304,7 @@ def ask_text(body: dict, site_dir: Path) -> str:
 
 @main.command("search")
 @click.argument("query")
-@click.option("--site", "site_dir", default="_site", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--site", "site_dir", default=DEFAULT_OUT, type=click.Path(file_okay=False, path_type=Path),
               show_default=True, help="The built site whose evidence.sqlite is searched.")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS),
               help="Only these kinds of files (repeat the option for several).")

@@ -15,19 +15,33 @@ Nothing else invents these shapes.
 import json
 import sqlite3
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, NotRequired, TypedDict
 
 SOURCE_MAP_SCHEMA = "mnote.resource_source_map.v1"
 LOCATOR_SCHEMA = "mnote.evidence_locator.v1"
 
-# Resource kinds as they appear in locators (SPEC §7) and in evidence_resource.kind.
-KIND_MARKDOWN = "markdown"
-KIND_PDF = "pdf"
-KIND_IMAGE = "image"
-KIND_OFFICE = "office"
-KIND_OTHER = "other"
 
-# Files that are notes (kind markdown): the URL scheme (SPEC §8) and the scan both decide by these.
+class Kind(StrEnum):
+    """Resource kinds as they appear in locators (SPEC §7) and in evidence_resource.kind.
+
+    A kind says what a locator looks like (lines, page + box, paragraph), not which file
+    format it came from: `build/formats.py` maps formats (suffixes) to kinds."""
+
+    MARKDOWN = "markdown"
+    PDF = "pdf"
+    IMAGE = "image"
+    OFFICE = "office"
+    OTHER = "other"  # no format reads it: recorded `unsupported`
+
+
+KIND_MARKDOWN = Kind.MARKDOWN
+KIND_PDF = Kind.PDF
+KIND_IMAGE = Kind.IMAGE
+KIND_OFFICE = Kind.OFFICE
+KIND_OTHER = Kind.OTHER
+
+# Files that are notes (kind markdown): the URL scheme (SPEC §8) and the format registry (build/formats.py) use these.
 NOTE_SUFFIXES = (".md", ".markdown")
 
 # Block roles (evidence_block.role): furniture is anchored and shown, but left out of default

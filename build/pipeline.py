@@ -1,6 +1,10 @@
 """The build, top to bottom: scan -> parse (providers) -> sidecars -> index.
 
 `build(root, options)` is the library entry point the CLI and the tests call.
+It knows nothing of the command line: it raises typed errors (`build/errors.py`:
+`NotAWorkspace`, `BuildLocked`) and reports progress as `ProgressEvent`s through
+`BuildOptions.on_progress` (`build/progress.py`). Defaults live here once
+(`build/defaults.py`, used by `BuildOptions`); the CLI takes them from there.
 It is incremental by content hash: a resource whose bytes, provider version
 and owner note are unchanged is not touched; a changed one is re-parsed (or
 its intact sidecar reused) and replaces only its own rows; a vanished one is
@@ -14,19 +18,18 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
-import sys
 import time
 from concurrent.futures import as_completed
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
-
-import click
+from typing import Any, Callable, Iterator
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
+from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_OUT
+from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
+from mnote_evidence.build.formats import provider_for
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
@@ -47,7 +50,8 @@ from mnote_evidence.build.model import (
     ResourceRow,
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.providers import ParseInput, provider_for
+from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
+from mnote_evidence.build.providers import ParseInput
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.redact import redact
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
@@ -62,10 +66,9 @@ from mnote_evidence.build.workers import BudgetExceeded, time_budget, worker_poo
 
 @dataclass
 class BuildOptions:
-    out: Path = Path("_site")
-    jobs: int = max(1, os.cpu_count() or 1)
-    max_file_mb: float = 200.0
-    progress: bool = False
+    out: Path = DEFAULT_OUT
+    jobs: int = DEFAULT_JOBS
+    max_file_mb: float = DEFAULT_MAX_FILE_MB
     site: bool = True  # render the static site after indexing
     page_zoom: float = DEFAULT_ZOOM
     page_format: str = DEFAULT_FORMAT  # jpeg | webp | png
@@ -75,6 +78,7 @@ class BuildOptions:
     # where sidecars go (build/sidecars.py): "beside" (SPEC §2: `Note.ocr/`) or "mnote" (all under
     # `.mnote/sidecars/`); None = the layout of the previous build into `out`, else "beside"
     sidecars: str | None = None
+    on_progress: OnProgress | None = None  # called with a ProgressEvent as each stage advances
 
     @property
     def page_images(self) -> PageImageSettings:
@@ -94,19 +98,18 @@ class BuildReport:
     status_counts: dict[str, int] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
-    site: dict[str, Any] | None = None
+    site: RenderReport | None = None
     knowledge: dict[str, Any] | None = None
     redone: dict[str, Any] = field(default_factory=dict)  # what a changed version redid (build/versions.py)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return asdict(self)
 
 
-def _parse_one(root: str, path: str, kind: str, source_hash: str,
-               ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
+def _parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
     """Worker entry point: never raises, so one bad file cannot stop the build."""
-    provider = provider_for(kind, ocr)
+    provider = provider_for(path, ocr)
     try:
         with time_budget():
             return provider.parse(ParseInput(Path(root), path, source_hash))
@@ -121,17 +124,18 @@ def _parse_one(root: str, path: str, kind: str, source_hash: str,
         return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
 
 
-def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, bar) -> dict:
+def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings,
+                   advance: Callable[[int], None]) -> dict:
     """Parse in worker processes. A worker that dies (a crash inside a native
     library) breaks the pool; the files it took down are retried one per fresh
     process, so only the file that really crashes is recorded as `parse_crashed`."""
     results: dict[str, ParsedResourceArtifact | ProviderError] = {}
     with worker_pool(jobs) as pool:
-        futures = {pool.submit(_parse_one, str(root), f.path, f.kind, f.source_hash, ocr): f for f in files}
+        futures = {pool.submit(_parse_one, str(root), f.path, f.source_hash, ocr): f for f in files}
         for fut in as_completed(futures):
             try:
                 results[futures[fut].path] = fut.result()
-                bar.update(1)
+                advance(1)
             except Exception:
                 pass
     for f in files:
@@ -139,10 +143,10 @@ def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSetti
             continue
         with worker_pool(1) as solo:
             try:
-                results[f.path] = solo.submit(_parse_one, str(root), f.path, f.kind, f.source_hash, ocr).result()
+                results[f.path] = solo.submit(_parse_one, str(root), f.path, f.source_hash, ocr).result()
             except Exception:
                 results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
-        bar.update(1)
+        advance(1)
     return results
 
 
@@ -153,7 +157,7 @@ def _build_lock(out: Path) -> Iterator[None]:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise click.ClickException(f"another build is writing {out}; wait for it to finish") from None
+            raise BuildLocked(out) from None
         yield
 
 
@@ -246,16 +250,18 @@ class _Build:
     def notes(self, files: list[SourceFile]) -> dict[str, list[NoteLink]]:
         """Parse changed notes; return every note's links (from the parse or the previous build)."""
         links: dict[str, list[NoteLink]] = {}
-        provider = provider_for(KIND_MARKDOWN)
+        progress = StageProgress(self.options.on_progress, Stage.NOTES, len(files))
         for f in files:
+            progress.advance()
             if not self.screen(f, f.path):
                 continue
+            provider = provider_for(f.path, self.options.ocr)
             rid = resource_id(f.path)
             if self._unchanged(f, f.path, provider.version()):
                 self.report.unchanged += 1
                 links[f.path] = self.prev.links.get(rid, [])
                 continue
-            result = _parse_one(str(self.root), f.path, f.kind, f.source_hash, self.options.ocr)
+            result = _parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
             self.report.parsed += 1
             if isinstance(result, ProviderError):
                 self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
@@ -271,7 +277,7 @@ class _Build:
             owner = owner_of.get(f.path)
             if not self.screen(f, owner):
                 continue
-            provider = provider_for(f.kind, self.options.ocr)
+            provider = provider_for(f.path, self.options.ocr)
             version = provider.version()
             if self._unchanged(f, owner, version):
                 self.report.unchanged += 1
@@ -287,23 +293,23 @@ class _Build:
         self._parse_all(todo)
 
     def _parse_all(self, todo: list[tuple[SourceFile, str | None]]) -> None:
+        progress = StageProgress(self.options.on_progress, Stage.PARSE, len(todo))
         if not todo:
             return
         self.report.parsed += len(todo)
         results: dict[str, ParsedResourceArtifact | ProviderError] = {}
-        with click.progressbar(length=len(todo), label="Parsing", file=sys.stderr,
-                               hidden=not self.options.progress) as bar:
-            if self.options.jobs <= 1 or len(todo) == 1:
-                for f, _ in todo:
-                    results[f.path] = _parse_one(str(self.root), f.path, f.kind, f.source_hash, self.options.ocr)
-                    bar.update(1)
-            else:
-                results.update(_parse_in_pool([f for f, _ in todo], self.root, self.options.jobs,
-                                              self.options.ocr, bar))
+        if self.options.jobs <= 1 or len(todo) == 1:
+            for f, _ in todo:
+                results[f.path] = _parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
+                progress.advance()
+        else:
+            results.update(_parse_in_pool([f for f, _ in todo], self.root, self.options.jobs,
+                                          self.options.ocr, progress.advance))
+        progress.finish()
         for f, owner in todo:  # in path order: deterministic
             result = results[f.path]
             if isinstance(result, ProviderError):
-                p = provider_for(f.kind, self.options.ocr)
+                p = provider_for(f.path, self.options.ocr)
                 self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
             else:
                 self._accept(f, owner, result)
@@ -390,11 +396,12 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     options = options or BuildOptions()
     root = root.resolve()
     if not root.is_dir():
-        raise click.ClickException(f"workspace '{root}' is not a folder")
+        raise NotAWorkspace(root)
     with _build_lock(options.out):
         cleanup_stray_temps(options.out / DB_NAME)
         run = _Build(root, options)
         files = scan(root, exclude=[options.out])
+        StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
         links = run.notes(notes)
@@ -414,6 +421,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)
         if options.lightrag:
+            progress = StageProgress(options.on_progress, Stage.KNOWLEDGE, 1)
             # a rebuilt index (new schema) starts without knowledge_text: every kept text is re-read
             ingest = reconcile(options.lightrag, run.knowledge_candidates(), run.prev.knowledge, run.stamp,
                                set() if changes.rebuild else run.prev.knowledge_texts, run.prev.sent_hashes)
@@ -421,6 +429,8 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             changes.knowledge_texts = ingest.texts
             if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()) or ingest.texts:
                 changes.knowledge = ingest.rows
+            progress.finish()
+        progress = StageProgress(options.on_progress, Stage.INDEX, 1)
         run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
                                   or run.links_changed() or plan.meta_changed or run.layout_changed()
                                   or not run.db_path.exists())
@@ -431,22 +441,14 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 "workspace_name": root.name, "built_at_ms": str(run.stamp),
             })
             resegmented = write_index(run.db_path, changes)
+        progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
         if options.site:
-            run.report.site = _render(root, options, run.db_path).__dict__
+            render_options = RenderOptions(jobs=options.jobs, images=options.page_images)
+            run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress)
         run.report.seconds = round(time.perf_counter() - started, 3)
         return run.report
-
-
-def _render(root: Path, options: BuildOptions, db_path: Path) -> RenderReport:
-    render_options = RenderOptions(jobs=options.jobs, images=options.page_images, progress=options.progress)
-    with click.progressbar(length=0, label="Rendering pages", file=sys.stderr,
-                           hidden=not options.progress) as bar:
-        def advance(n: int) -> None:
-            bar.length = max(bar.length or 0, bar.pos + n)
-            bar.update(n)
-        return render_site(root, options.out, db_path, render_options, on_progress=advance)
 
 
 def _recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[dict[str, str]]]:

@@ -1,7 +1,7 @@
 """Stage 1: scan the workspace.
 
 Walks the root and returns every candidate file with its root-relative path,
-kind, size and content hash. Nothing outside the root is read: a symlink whose
+kind (from the format registry, `build/formats.py`), size and content hash. Nothing outside the root is read: a symlink whose
 target resolves outside the root becomes a refused entry with an error code,
 and symlinked directories are never descended (no cycles, no escapes).
 
@@ -24,22 +24,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_OTHER, KIND_PDF, NOTE_SUFFIXES
+from mnote_evidence.build.formats import kind_for
 
 SIDECAR_DIR_SUFFIX = ".ocr"
-
-KIND_BY_SUFFIX = {
-    **dict.fromkeys(NOTE_SUFFIXES, KIND_MARKDOWN),
-    ".pdf": KIND_PDF,
-    ".docx": KIND_OFFICE,
-    ".png": KIND_IMAGE,
-    ".jpg": KIND_IMAGE,
-    ".jpeg": KIND_IMAGE,
-    ".webp": KIND_IMAGE,
-    ".tif": KIND_IMAGE,
-    ".tiff": KIND_IMAGE,
-    ".bmp": KIND_IMAGE,
-}
 
 
 @dataclass
@@ -53,10 +40,6 @@ class SourceFile:
     @property
     def source_hash(self) -> str:
         return self.sha256 or ""
-
-
-def kind_for(path: str) -> str:
-    return KIND_BY_SUFFIX.get(Path(path).suffix.lower(), KIND_OTHER)
 
 
 class NotRegularFile(OSError):

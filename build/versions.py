@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate
     from mnote_evidence.build.ocr.settings import OcrSettings
     from mnote_evidence.build.render.page_images import PageImageSettings
+    from mnote_evidence.build.render.site import RenderReport
 
 LEGACY_SEGMENTATION = "1"  # what indexes written before `segmentation_version` existed used
 REBUILD_HINT = "rebuild it with `mnote-evidence build WORKSPACE --out SITE_FOLDER`"
@@ -71,14 +72,13 @@ def _mismatch(what: str, found: str | None, wanted: str) -> str:
 # -- the build --------------------------------------------------------------------------
 def current(ocr: OcrSettings, images: PageImageSettings | None) -> dict[str, str]:
     """The `build_meta` version keys this code writes (`images` None: no site rendered)."""
+    from mnote_evidence.build.formats import provider_versions
     from mnote_evidence.build.ocr.run import engine_version  # parsers load only when building
-    from mnote_evidence.build.providers import providers_by_kind
 
     now = {
         "schema_version": SCHEMA_VERSION,
         "segmentation_version": text.SEGMENTATION_VERSION,
-        "provider_versions": json.dumps({k: p.version() for k, p in providers_by_kind(ocr).items()},
-                                        sort_keys=True),
+        "provider_versions": json.dumps(provider_versions(ocr), sort_keys=True),
         "ocr_engine": engine_version(ocr) if ocr.enabled else "none",
     }
     if images is not None:
@@ -148,7 +148,7 @@ class Plan:
         return {k: {"from": old.get(k), "to": new[k], "resources": counts[k]} for k in sorted(kinds)}
 
 
-def describe(redone: dict[str, Any], site: dict[str, Any] | None) -> list[str]:
+def describe(redone: dict[str, Any], site: RenderReport | None) -> list[str]:
     """One human line per thing redone (the CLI's summary)."""
     lines = []
     if "schema" in redone:
@@ -166,7 +166,7 @@ def describe(redone: dict[str, Any], site: dict[str, Any] | None) -> list[str]:
         lines.append(f"OCR engine {o['from']} -> {o['to']} (its pdf and image resources are counted above)")
     if "page_images" in redone:
         i = redone["page_images"]
-        done = f": {site['page_images']} rendered, {site['images_removed']} old files removed" if site else ""
+        done = f": {site.page_images} rendered, {site.images_removed} old files removed" if site else ""
         lines.append(f"page images {_images(i['from'])} -> {_images(i['to'])}{done}")
     return lines
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from mnote_evidence.build.formats import suffixes
+from mnote_evidence.build.model import Kind
 from mnote_evidence.build.text import is_cjk
 
 MAX_QUOTE = 280
@@ -43,6 +45,9 @@ _PARTIAL_TAG_START = re.compile(r"^[^<>]*?>")  # "...mat="latex">x" at a chunk's
 _KNOWN = "|".join(sorted(HTML_ELEMENTS, key=len, reverse=True))
 _PARTIAL_TAG_END = re.compile(rf"</?(?:{_KNOWN})(?:[\s/][^<>]*)?$", re.I)  # "<equation format=" at the end
 _IMAGE_MD = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+# `# name.png`: the heading an image document carries (registered image suffixes, plus .gif from elsewhere)
+_IMAGE_HEADING = re.compile(r"^#+\s*\S+(?:%s)\s*$" % "|".join(re.escape(s) for s in (*suffixes(Kind.IMAGE), ".gif")),
+                            re.I | re.M)
 _MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _WIKILINK = re.compile(r"!?\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|([^\]]+))?\]\]")
@@ -117,7 +122,7 @@ def clean_text(text: str, markdown: bool = True, markup: bool = True) -> str:
 def is_image_placeholder(text: str) -> bool:
     """A quote that is only an image reference (`# x.png` + `![](x.png)`): not evidence."""
     rest = _IMAGE_MD.sub(" ", text or "")
-    rest = re.sub(r"^#+\s*\S+\.(png|jpe?g|webp|gif|bmp|tiff?)\s*$", " ", rest.strip(), flags=re.I | re.M)
+    rest = _IMAGE_HEADING.sub(" ", rest.strip())
     return bool(_IMAGE_MD.search(text or "")) and not rest.strip()
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
 from mnote_evidence.build.locator import OPEN_ACTION
-from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, ROLE_BODY, EvidenceLocator
+from mnote_evidence.build.formats import indexed_kinds
+from mnote_evidence.build.model import ROLE_BODY, EvidenceLocator
 from mnote_evidence.build.text import QueryError, query_terms
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.functions.cleaning import quote_window
@@ -43,7 +44,7 @@ from mnote_evidence.functions.validation import (
     get_str,
 )
 
-KINDS = (KIND_MARKDOWN, KIND_PDF, KIND_IMAGE, KIND_OFFICE)
+KINDS = tuple(k.value for k in indexed_kinds())  # what a search may filter on: the registry's kinds (plain str)
 MODES = ("fts", "graph", "hybrid")
 MAX_TOP_K, DEFAULT_TOP_K = 50, 10
 MAX_WINDOW, DEFAULT_WINDOW = 10, 2

@@ -104,7 +104,7 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, 
     pdf_page = page_path(SPEC_PDF)
     first = _page_images(out, pdf_page)
     assert first and all(p.suffix == ".jpg" and p.parent.name == "z2-jpeg-q80" and p.is_file() for p in first)
-    rendered = report.site["page_images"]
+    rendered = report.site.page_images
     note_page = out / "Archive/Old Ideas.html"
     note_mtime = note_page.stat().st_mtime_ns
 
@@ -122,9 +122,9 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, 
         _print_report(report)
         assert (f"redone: page images {_settings(previous)} -> {_settings(now)}: {rendered} rendered, "
                 f"{rendered} old files removed") in capsys.readouterr().out
-        assert report.site["page_images"] == rendered  # every page image again
-        assert report.site["images_removed"] == rendered  # and the old ones gone
-        assert report.site["pages_written"] == 2  # the two PDFs' pages, nothing else
+        assert report.site.page_images == rendered  # every page image again
+        assert report.site.images_removed == rendered  # and the old ones gone
+        assert report.site.pages_written == 2  # the two PDFs' pages, nothing else
         images = _page_images(out, pdf_page)
         assert len(images) == len(first)
         assert all(p.suffix == suffix and p.parent.name == folder and p.is_file() for p in images)
@@ -133,7 +133,7 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, 
         previous = now
     assert note_page.stat().st_mtime_ns == note_mtime
     again = run_build(workspace, out, site=True, **steps[-1][0])
-    assert again.redone == {} and again.site["page_images"] == 0
+    assert again.redone == {} and again.site.page_images == 0
 
 
 def test_provider_revision_change_reparses_only_that_format(workspace, tmp_path, monkeypatch):

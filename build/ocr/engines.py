@@ -110,3 +110,4 @@ def _dist_version(name: str) -> str:
 
 
 ENGINES = {"rapidocr": RapidOcrEngine, "tesseract": TesseractEngine}
+ENGINE_NAMES = (*ENGINES, "mineru")  # every engine a build may ask for: these + MinerU (ocr/mineru.py)

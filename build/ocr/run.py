@@ -18,7 +18,7 @@ from PIL import Image, ImageOps
 
 from mnote_evidence.build.model import ProviderError
 from mnote_evidence.build.ocr import mineru
-from mnote_evidence.build.ocr.engines import ENGINES, OcrUnavailable
+from mnote_evidence.build.ocr.engines import ENGINE_NAMES, ENGINES, OcrUnavailable
 from mnote_evidence.build.ocr.normalize import OcrLine
 from mnote_evidence.build.ocr.settings import OcrSettings, cached_lines, store_lines
 from mnote_evidence.build.pixels import capped_scale
@@ -31,7 +31,7 @@ def engine_for(name: str):
     """One engine object per process: models load once per worker, not once per image."""
     if name not in ENGINES:
         raise ProviderError("ocr_engine_unknown", f"unknown OCR engine '{name}'; use one of "
-                            f"{', '.join([*ENGINES, 'mineru'])}")
+                            f"{', '.join(ENGINE_NAMES)}")
     return ENGINES[name]()
 
 

@@ -2,7 +2,9 @@
 
 A provider turns the bytes of one file into a `ParsedResourceArtifact`. It never
 writes the index or sidecars, and it raises `ProviderError(code, message)` for
-a file it cannot read, so the pipeline can record it and go on.
+a file it cannot read, so the pipeline can record it and go on. It is built as
+`Provider(ocr)` with the build's `OcrSettings` (ignored by formats without OCR)
+and registered for its suffixes in `build/formats.py`.
 """
 
 from __future__ import annotations

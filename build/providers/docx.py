@@ -36,6 +36,7 @@ import docx
 
 from mnote_evidence.build.ids import BlockIdAllocator
 from mnote_evidence.build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError, Warning_
+from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.docx_parts import (W, notes, paragraph_text, raw_document, references,
                                                        text_box_paragraphs)
@@ -126,6 +127,9 @@ def _row_text(tr) -> str:
 class DocxProvider:
     name = "python-docx"
     kind = KIND_OFFICE
+
+    def __init__(self, ocr: OcrSettings | None = None):
+        pass  # text comes from the file itself: no OCR
 
     def version(self) -> str:
         return f"{docx.__version__}+m{REVISION}"

@@ -16,6 +16,7 @@ from markdown_it.token import Token
 from mnote_evidence.build.ids import BlockIdAllocator
 from mnote_evidence.build.markdown_syntax import markdown_parser
 from mnote_evidence.build.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
+from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.sections import SectionTree
@@ -122,6 +123,9 @@ def _line_offsets(text: str) -> list[int]:
 class MarkdownProvider:
     name = "markdown-it-py"
     kind = KIND_MARKDOWN
+
+    def __init__(self, ocr: OcrSettings | None = None):
+        pass  # text comes from the file itself: no OCR
 
     def version(self) -> str:
         import markdown_it

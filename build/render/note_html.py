@@ -17,13 +17,14 @@ not post-processed:
 from __future__ import annotations
 
 import html
-import posixpath
 from typing import Callable
 
 from markdown_it.token import Token
 
+from mnote_evidence.build.formats import kind_for
 from mnote_evidence.build.links import LinkResolver
 from mnote_evidence.build.markdown_syntax import markdown_parser
+from mnote_evidence.build.model import Kind
 from mnote_evidence.build.providers.markdown import block_tokens
 from mnote_evidence.build.urls import copy_path, page_path, relative_url
 
@@ -137,7 +138,6 @@ class _Renderer:
         label = html.escape(tok.content)
         if href is None:
             return f'<span class="broken-link" title="no note named this">{label}</span>'
-        if kind == "embed" and posixpath.splitext(tok.meta["target"])[1].lower() in (
-                ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"):
+        if kind == "embed" and kind_for(tok.meta["target"]) == Kind.IMAGE:
             return f'<img src="{html.escape(href)}" alt="{label}" loading="lazy">'
         return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'

@@ -9,6 +9,11 @@ old citation URLs still land somewhere that says what happened.
 
 Every URL is relative (`build.urls.relative_url`): the site works from any
 base path and from `file://`. Pages are written atomically, one by one.
+
+A resource's page is drawn by the page rule its format names (`build/formats.py`
+-> `render/pages.py` RULES); a resource with no rule raises `UnknownKind` rather
+than getting a placeholder page. Progress goes out as `ProgressEvent`s
+(stages render, page_images), never drawn here.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from mnote_evidence.build.assets import asset_dir
 from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.errors import UnknownKind
+from mnote_evidence.build.formats import format_for
 from mnote_evidence.build.links import LinkResolver
-from mnote_evidence.build.model import KIND_IMAGE, KIND_MARKDOWN, KIND_OFFICE, KIND_PDF, STATUS_OK, STATUS_STALE
-from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
+from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.render import data, page_images
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
-from mnote_evidence.build.render.note_html import BlockMismatch, render_note
+from mnote_evidence.build.render.pages import RULES
 from mnote_evidence.build.scan import is_inside
 from mnote_evidence.build.sidecars import artifact_from_source_map
 from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
@@ -43,7 +50,6 @@ STATE_FILE = ".mnote-site.json"
 class RenderOptions:
     jobs: int = 1
     images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
-    progress: bool = False
 
 
 @dataclass
@@ -88,6 +94,7 @@ class _Site:
         self.generated = {page_path(r.path) for r in self.resources}
         self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
+        self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
 
     def _collisions(self) -> None:
         """Report sources placed away from their usual URL, and sources whose pages or copies
@@ -144,15 +151,13 @@ class _Site:
         page = page_path(res.path)
         ctx = self._resource_context(res, page)
         artifact = self._artifact(res)
-        if artifact is None:
+        if artifact is None:  # recorded error, unsupported file, unreadable sidecar: say so
             return self.env.get_template("problem.html").render(ctx)
-        if res.kind == KIND_MARKDOWN:
-            return self._note(res, ctx, artifact)
-        if res.kind in (KIND_PDF, KIND_IMAGE):
-            return self._paged(res, ctx, artifact, page)
-        if res.kind == KIND_OFFICE:
-            return self._docx(ctx, artifact)
-        return self.env.get_template("problem.html").render(ctx)
+        fmt = format_for(res.path)
+        rule = self.rules.get(fmt.page) if fmt and fmt.kind == res.kind else None
+        if rule is None:
+            raise UnknownKind(res.path, res.kind, fmt.page if fmt else None)
+        return rule(self, res, ctx, artifact, page)
 
     def _artifact(self, res: data.Resource):
         if res.status not in (STATUS_OK, STATUS_STALE) or not res.source_map_path:
@@ -164,46 +169,6 @@ class _Site:
                                          "message": "source map not readable; rebuild to recreate it"})
             return None
         return artifact_from_source_map(doc, "")
-
-    def _note(self, res, ctx, artifact) -> str:
-        try:
-            text, _ = decode_note((self.root / res.path).read_bytes())
-            body = render_note(text, res.path, [b.id for b in artifact.blocks], ctx["aliases"], self.resolver)
-        except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
-            self.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
-            body = None
-        headings = [b for b in artifact.blocks if b.type == "heading"]
-        ctx["title"] = headings[0].text if headings else posixpath.splitext(posixpath.basename(res.path))[0]
-        ctx.update({"body": body, "blocks": artifact.blocks})
-        return self.env.get_template("note.html").render(ctx)
-
-    def _paged(self, res, ctx, artifact, page: str) -> str:
-        by_page: dict[int, list] = {p.page: [] for p in artifact.pages}
-        for block in artifact.blocks:
-            by_page[block.page].append(block)
-        if res.kind == KIND_PDF:
-            settings = self.options.images
-            folder = page_images.image_folder(res.source_hash, settings)
-            image = lambda n: relative_url(page, f"{folder}/{page_images.image_name(n, settings)}")  # noqa: E731
-        else:
-            image = lambda n: ctx["source_url"]  # noqa: E731
-        ctx["pages"] = [{"n": p.page, "width": p.width, "height": p.height, "image": image(p.page),
-                         "blocks": by_page[p.page]} for p in artifact.pages]
-        return self.env.get_template("paged.html").render(ctx)
-
-    def _docx(self, ctx, artifact) -> str:
-        levels = {s.id: s.level for s in artifact.sections}
-        items: list[dict[str, Any]] = []
-        for block in artifact.blocks:
-            if block.type == "table_row":
-                if not items or items[-1]["type"] != "table":
-                    items.append({"type": "table", "rows": []})
-                items[-1]["rows"].append({"block": block, "cells": block.text.split(" | ")})
-            else:
-                level = min(levels.get(block.section_id, 1) + 1, 6) if block.type == "heading" else None
-                items.append({"type": block.type, "block": block, "level": level})
-        ctx["items"] = items
-        return self.env.get_template("docx.html").render(ctx)
 
     def render_tombstone(self, page: str, source: str) -> str:
         ctx = self._base(page, posixpath.basename(source), source)
@@ -302,17 +267,21 @@ def _copy_static(out: Path) -> None:
 
 
 def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
-                on_progress=lambda n: None) -> RenderReport:
+                on_progress: OnProgress | None = None) -> RenderReport:
+    """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images."""
     started = time.perf_counter()
     options = options or RenderOptions()
     root = root.resolve()
     site = _Site(root, out, db_path, options)
+    rendering = StageProgress(on_progress, Stage.RENDER, len(site.resources))
     try:
         salt = [_templates_hash()]
         state = _load_state(out)
         stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag]
         if state.get("stamp") == stamp and (out / "index.html").exists():
             site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
+            rendering.finish()
+            StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
             return site.report
         pages: dict[str, Any] = state.get("pages", {})
         image_jobs = []
@@ -332,16 +301,20 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                                                                options.images))
             if pages.get(page, {}).get("key") == key and (out / page).exists():
                 site.report.pages_unchanged += 1
-                continue
-            atomic_write_text(out / page, site.render_resource(res))
-            pages[page] = {"key": key, "source": res.path}
-            site.report.pages_written += 1
+            else:
+                atomic_write_text(out / page, site.render_resource(res))
+                pages[page] = {"key": key, "source": res.path}
+                site.report.pages_written += 1
+            rendering.advance()
         for page, entry in list(pages.items()):
             if page not in current and entry.get("key") != "tombstone":
                 atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))
                 pages[page] = {"key": "tombstone", "source": entry["source"]}
                 site.report.tombstones += 1
-        site.report.page_images = page_images.render_all(image_jobs, options.jobs, on_progress)
+        rendering.finish()
+        imaging = StageProgress(on_progress, Stage.PAGE_IMAGES, sum(len(job.pages) for job in image_jobs))
+        site.report.page_images = page_images.render_all(image_jobs, options.jobs, imaging.advance)
+        imaging.finish()
         site.report.images_removed = page_images.remove_stale(out, options.images)
         atomic_write_text(out / "index.html", site.render_index())
         atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(

@@ -82,11 +82,11 @@ def test_incremental_render_touches_only_changed_pages(workspace, tmp_path):
     mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*.html")}
     images = {p: p.stat().st_mtime_ns for p in (out / "_pages").rglob("*.jpg")}
     report = run_build(workspace, out, site=True)
-    assert report.site["pages_written"] == 0
+    assert report.site.pages_written == 0
     note = workspace / "Archive/Old Ideas.md"
     note.write_text(note.read_text("utf-8").replace("Text PDFs", "Text-layer PDFs"), "utf-8")
     report = run_build(workspace, out, site=True)
-    assert report.site["pages_written"] == 1 and report.site["page_images"] == 0
+    assert report.site.pages_written == 1 and report.site.page_images == 0
     changed = {p for p, m in mtimes.items() if p.stat().st_mtime_ns != m} - {out / "index.html"}
     assert changed == {out / "Archive/Old Ideas.html"}
     assert all(p.stat().st_mtime_ns == m for p, m in images.items())
@@ -107,8 +107,8 @@ def test_deleted_resource_leaves_a_tombstone(workspace, tmp_path):
 def test_page_images_are_cached_by_content_hash(workspace, tmp_path):
     out = tmp_path / "out"
     first = run_build(workspace, out, site=True)
-    assert first.site["page_images"] == 4  # 3 spec pages + 1 orphan page
+    assert first.site.page_images == 4  # 3 spec pages + 1 orphan page
     shutil.copy(workspace / SPEC_PDF, workspace / "Unfiled/spec-copy.pdf")  # same bytes elsewhere
     second = run_build(workspace, out, site=True)
-    assert second.site["page_images"] == 0
+    assert second.site.page_images == 0
     assert block_id(out, "The retention period%")

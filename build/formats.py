@@ -1,0 +1,100 @@
+"""The one registry of file formats the build reads (SPEC §3): suffix -> kind, provider, page renderer.
+
+Every piece of format knowledge lives here and nowhere else: which suffixes are read, the
+resource kind (how locators look, SPEC §7), the provider module that parses them (SPEC §3)
+and the page rule the site renderer uses (SPEC §8, `render/pages.py`). Adding a format is
+one provider module under `build/providers/` plus one `Format(...)` line in `FORMATS`
+(README, "Adding a format").
+
+Invariants: a suffix belongs to at most one format (checked at import); a file whose suffix
+is not registered is kind `other` and is recorded `unsupported`, never sent to a provider
+of another format; providers are imported lazily (the query side reads kinds and suffixes
+without loading PyMuPDF); a provider is built as `Provider(ocr)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import posixpath
+from dataclasses import dataclass
+from functools import cache
+
+from mnote_evidence.build.model import NOTE_SUFFIXES, Kind
+from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.providers.base import Provider
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    suffixes: tuple[str, ...]  # lower case, with the dot
+    kind: Kind
+    provider: str  # "<module under build/providers>:<class>", imported on first use
+    page: str  # the page rule in render/pages.py that renders its resources
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("markdown", NOTE_SUFFIXES, Kind.MARKDOWN, "markdown:MarkdownProvider", page="note"),
+    Format("pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf"),
+    Format("docx", (".docx",), Kind.OFFICE, "docx:DocxProvider", page="document"),
+    Format("image", (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp"), Kind.IMAGE,
+           "image:ImageProvider", page="image"),
+)
+
+
+def _by_suffix(formats: tuple[Format, ...]) -> dict[str, Format]:
+    table: dict[str, Format] = {}
+    for fmt in formats:
+        for suffix in fmt.suffixes:
+            if suffix != suffix.lower() or not suffix.startswith("."):
+                raise ValueError(f"format {fmt.name}: suffix {suffix!r} must be lower case and start with '.'")
+            if suffix in table:
+                raise ValueError(f"suffix {suffix} is registered twice ({table[suffix].name}, {fmt.name})")
+            table[suffix] = fmt
+    return table
+
+
+BY_SUFFIX = _by_suffix(FORMATS)
+
+
+def format_for(path: str) -> Format | None:
+    """The format that reads `path` (root-relative or any path), by its suffix; None if none does."""
+    return BY_SUFFIX.get(posixpath.splitext(path)[1].lower())
+
+
+def kind_for(path: str) -> Kind:
+    fmt = format_for(path)
+    return fmt.kind if fmt else Kind.OTHER
+
+
+def suffixes(kind: Kind) -> tuple[str, ...]:
+    """Every suffix read as `kind` (e.g. the image suffixes an embed may show inline)."""
+    return tuple(s for fmt in FORMATS if fmt.kind == kind for s in fmt.suffixes)
+
+
+def indexed_kinds() -> tuple[Kind, ...]:
+    """Kinds some format produces, in `Kind` order: what a search may filter on."""
+    kinds = {fmt.kind for fmt in FORMATS}
+    return tuple(k for k in Kind if k in kinds)
+
+
+@cache
+def provider_class(spec: str) -> type:
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(f"mnote_evidence.build.providers.{module}"), name)
+
+
+def provider_for(path: str, ocr: OcrSettings | None = None) -> Provider | None:
+    """A provider for `path`'s format, set up with the build's OCR settings; None if unsupported."""
+    fmt = format_for(path)
+    return provider_class(fmt.provider)(ocr or OcrSettings()) if fmt else None
+
+
+def provider_versions(ocr: OcrSettings | None = None) -> dict[str, str]:
+    """Every provider's version by the resource kind it produces (`build_meta.provider_versions`);
+    formats that share a kind are joined with '|' in registry order."""
+    out: dict[str, str] = {}
+    for fmt in FORMATS:
+        version = provider_class(fmt.provider)(ocr or OcrSettings()).version()
+        out[fmt.kind] = f"{out[fmt.kind]}|{version}" if fmt.kind in out else version
+    return out

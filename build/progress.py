@@ -1,0 +1,65 @@
+"""Build progress as data: the library reports `ProgressEvent`s through a callback.
+
+The pipeline never draws anything. `BuildOptions.on_progress` receives, for every stage
+in this order: scan, notes, parse, knowledge (only with a LightRAG server), index, then
+render and page_images (only when the site is built), a first event with `done == 0`, a
+last event with `done == total`, and events in between as work completes. `total` is
+known from the first event on (scan sends its two events once the walk has counted the
+files); it may be 0 (nothing to do: then the first event is also the last).
+Single-step stages (index, knowledge) count 1. The CLI draws its progress bars from
+these events; a program can log or forward them.
+
+Invariants: `0 <= done <= total`; events of one stage are contiguous and `done` never
+decreases within it; a callback that raises stops the build (it is the caller's code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Callable
+
+
+class Stage(StrEnum):
+    SCAN = "scan"  # walk and hash the workspace
+    NOTES = "notes"  # parse changed Markdown notes (in process)
+    PARSE = "parse"  # parse changed attachments (worker processes)
+    KNOWLEDGE = "knowledge"  # reconcile with LightRAG (only with a LightRAG server)
+    INDEX = "index"  # write evidence.sqlite
+    RENDER = "render"  # write the site's pages
+    PAGE_IMAGES = "page_images"  # render PDF page images
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    stage: Stage
+    done: int
+    total: int
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+
+OnProgress = Callable[[ProgressEvent], None]
+
+
+class StageProgress:
+    """Counts one stage's work and emits its events: `start` on creation, `finish` at the end."""
+
+    def __init__(self, on_progress: OnProgress | None, stage: Stage, total: int):
+        self.on_progress, self.stage, self.total, self.done = on_progress, stage, total, 0
+        self._emit()
+
+    def advance(self, n: int = 1) -> None:
+        self.done = min(self.total, self.done + n)
+        self._emit()
+
+    def finish(self) -> None:
+        if self.done < self.total:
+            self.done = self.total
+            self._emit()
+
+    def _emit(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(ProgressEvent(self.stage, self.done, self.total))

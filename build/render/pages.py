@@ -1,0 +1,94 @@
+"""The site's page rules (SPEC §8): one function per page type, chosen through a dict.
+
+Like markdown-it-py's renderer, `RULES` maps a rule name to a function; the format registry
+(`build/formats.py`) names the rule each format's resources are rendered with, and
+`render/site.py` looks it up, raising `UnknownKind` when there is none (never a silent
+placeholder page). A rule gets the site, the resource row, the page context and the parsed
+artifact, and returns HTML from a template.
+
+Invariants: block ids come from the artifact, never recomputed here; every URL is relative
+(`build.urls.relative_url`); a rule never writes files (the site writes the page it returns).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from jinja2 import Environment
+
+from mnote_evidence.build.links import LinkResolver
+from mnote_evidence.build.model import ParsedResourceArtifact, ResourceRow as Resource
+from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.render import page_images
+from mnote_evidence.build.render.note_html import BlockMismatch, render_note
+from mnote_evidence.build.urls import relative_url
+
+
+class _Site(Protocol):
+    """What a rule reads from the site being rendered (`render/site.py`, which imports this module)."""
+
+    root: Path
+    env: Environment
+    resolver: LinkResolver
+    options: Any  # RenderOptions: `.images`
+    report: Any  # RenderReport: `.problems`
+
+
+PageRule = Callable[[_Site, Resource, dict[str, Any], ParsedResourceArtifact, str], str]
+
+
+def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
+    """A Markdown note: its own HTML with a block anchor on every block."""
+    try:
+        text, _ = decode_note((site.root / res.path).read_bytes())
+        body = render_note(text, res.path, [b.id for b in artifact.blocks], ctx["aliases"], site.resolver)
+    except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
+        site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
+        body = None
+    headings = [b for b in artifact.blocks if b.type == "heading"]
+    ctx["title"] = headings[0].text if headings else posixpath.splitext(posixpath.basename(res.path))[0]
+    ctx.update({"body": body, "blocks": artifact.blocks})
+    return site.env.get_template("note.html").render(ctx)
+
+
+def _paged(site: _Site, ctx: dict[str, Any], artifact: ParsedResourceArtifact, image: Callable[[int], str]) -> str:
+    by_page: dict[int, list] = {p.page: [] for p in artifact.pages}
+    for block in artifact.blocks:
+        by_page[block.page].append(block)
+    ctx["pages"] = [{"n": p.page, "width": p.width, "height": p.height, "image": image(p.page),
+                     "blocks": by_page[p.page]} for p in artifact.pages]
+    return site.env.get_template("paged.html").render(ctx)
+
+
+def pdf(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
+    """A PDF: one rendered image per page, block boxes over it."""
+    settings = site.options.images
+    folder = page_images.image_folder(res.source_hash, settings)
+    return _paged(site, ctx, artifact,
+                  lambda n: relative_url(page, f"{folder}/{page_images.image_name(n, settings)}"))
+
+
+def image(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
+    """An image: the original file as the one page, OCR line boxes over it."""
+    return _paged(site, ctx, artifact, lambda n: ctx["source_url"])
+
+
+def document(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
+    """A flowing document (DOCX): headings, paragraphs and tables, each block anchored."""
+    levels = {s.id: s.level for s in artifact.sections}
+    items: list[dict[str, Any]] = []
+    for block in artifact.blocks:
+        if block.type == "table_row":
+            if not items or items[-1]["type"] != "table":
+                items.append({"type": "table", "rows": []})
+            items[-1]["rows"].append({"block": block, "cells": block.text.split(" | ")})
+        else:
+            level = min(levels.get(block.section_id, 1) + 1, 6) if block.type == "heading" else None
+            items.append({"type": block.type, "block": block, "level": level})
+    ctx["items"] = items
+    return site.env.get_template("docx.html").render(ctx)
+
+
+RULES: dict[str, PageRule] = {"note": note, "pdf": pdf, "image": image, "document": document}
