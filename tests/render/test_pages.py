@@ -1,0 +1,46 @@
+"""Page rules: the renderer dispatches through a dict keyed by the format registry, and fails loudly."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import pytest
+
+from mnote_evidence.build.errors import UnknownKind
+from mnote_evidence.build.formats import FORMATS
+from mnote_evidence.build.render import site as site_module
+from mnote_evidence.build.render.pages import RULES
+from mnote_evidence.build.render.site import RenderOptions, render_site
+from tests.conftest import CHEM_DOCX, SPEC_PDF
+
+
+def test_every_registered_format_has_a_page_rule():
+    assert {f.page for f in FORMATS} <= set(RULES)
+
+
+def test_a_resource_of_an_unknown_kind_fails_loudly(site, tmp_path):
+    root, out = site
+    db = tmp_path / "evidence.sqlite"
+    shutil.copy(out / "evidence.sqlite", db)
+    conn = sqlite3.connect(db)
+    with conn:  # an index written by another version: a kind this build has no page for
+        conn.execute("UPDATE evidence_resource SET kind = 'slides' WHERE source_root_relative_path = ?", [CHEM_DOCX])
+    conn.close()
+    with pytest.raises(UnknownKind) as exc:
+        render_site(root, tmp_path / "site", db, RenderOptions())
+    assert exc.value.path == CHEM_DOCX and exc.value.kind == "slides"
+    assert CHEM_DOCX in str(exc.value) and "'slides'" in str(exc.value)
+
+
+def test_a_format_without_its_page_rule_fails_loudly(site, tmp_path):
+    root, out = site
+    pages = site_module._Site(root, tmp_path, out / "evidence.sqlite", RenderOptions())
+    try:
+        pdf = pages.by_path[SPEC_PDF]
+        assert "_pages/" in pages.render_resource(pdf)  # with its rule: page images
+        del pages.rules["pdf"]
+        with pytest.raises(UnknownKind, match="page rule 'pdf'"):
+            pages.render_resource(pdf)
+    finally:
+        pages.conn.close()
