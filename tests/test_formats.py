@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
+import sys
+import types
 
 import pytest
 
@@ -11,7 +15,8 @@ from mnote_evidence.build.formats import BY_SUFFIX, FORMATS, Format, format_for,
 from mnote_evidence.build.model import Kind
 from mnote_evidence.build.render.pages import RULES
 from mnote_evidence.build.scan import scan
-from tests.conftest import CHEM_DOCX, FIXTURES, connect, run_build
+from mnote_evidence.functions.fts import search_blocks
+from tests.conftest import CHEM_DOCX, FIXTURES, REPO, connect, run_build
 
 # What the README's provider table promises, written out independently of the registry.
 SUPPORTED = {
@@ -57,3 +62,37 @@ def test_pptx_is_recorded_unsupported_not_sent_to_the_docx_provider(workspace, t
     assert row["provider"] is None and row["artifact_path"] is None and row["block_count"] == 0
     assert "no provider for '.pptx'" in row["error_message"]
     assert "This file type is not parsed" in (out / "Unfiled/deck.pptx.html").read_text("utf-8")
+
+
+def _readme_example() -> tuple[str, str]:
+    """The provider module and the registry line from README's "Adding a format"."""
+    readme = (REPO / "README.md").read_text("utf-8")
+    section = readme.split("## Adding a format", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 2, "README 'Adding a format' shows one provider module and one registry line"
+    return blocks[0], blocks[1].strip()
+
+
+def test_the_readme_example_format_is_one_module_plus_one_line(workspace, tmp_path, monkeypatch):
+    module_src, line = _readme_example()
+    assert line.count("\n") == 0 and line.startswith("Format(")
+    module = types.ModuleType("mnote_evidence.build.providers.text")
+    exec(compile(module_src, "README.md: build/providers/text.py", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # as if the file were in build/providers/
+    fmt = eval(line.rstrip(","), {"Format": Format, "Kind": Kind})
+    monkeypatch.setattr(formats, "BY_SUFFIX", formats._by_suffix((*FORMATS, fmt)))  # the one added line
+    (workspace / "Unfiled/plain.txt").write_text("First paragraph about solvents.\n\nSecond: 吗啉 in plain text.\n",
+                                                 "utf-8")
+    out = tmp_path / "out"
+    run_build(workspace, out, site=True)  # jobs=1: parsed in this process, where the module is registered
+    conn = connect(out)
+    row = conn.execute("SELECT * FROM evidence_resource WHERE source_root_relative_path = ?",
+                       ["Unfiled/plain.txt"]).fetchone()
+    assert (row["status"], row["kind"], row["provider"], row["block_count"]) == ("ok", "office", "plain-text", 2)
+    hits = search_blocks(conn, "吗啉", 10, kinds=["office"])
+    assert "Unfiled/plain.txt" in {h.resource_path for h in hits}
+    locator = json.loads(conn.execute("SELECT locator_json FROM evidence_block WHERE resource_id = ? "
+                                      "AND paragraph_index = 2", [row["resource_id"]]).fetchone()[0])
+    assert locator["precision"] == "paragraph" and locator["paragraphIndex"] == 2
+    html = (out / "Unfiled/plain.txt.html").read_text("utf-8")
+    assert f'id="{locator["blockId"]}"' in html and "吗啉 in plain text" in html
