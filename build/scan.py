@@ -1,9 +1,10 @@
 """Stage 1: scan the workspace.
 
 Walks the root and returns every candidate file with its root-relative path,
-kind (from the format registry, `build/formats.py`), size and content hash. Nothing outside the root is read: a symlink whose
-target resolves outside the root becomes a refused entry with an error code,
-and symlinked directories are never descended (no cycles, no escapes).
+kind (from the format registry, `build/formats.py`), size and content hash.
+Nothing outside the root is read: a symlink whose target resolves outside the
+root becomes a refused entry with an error code, and symlinked directories are
+never descended (no cycles, no escapes).
 
 Only regular files are read. A FIFO, socket or device is recorded as
 `not_regular_file` without ever being opened (opening a FIFO blocks forever);
