@@ -23,7 +23,7 @@ import click
 
 from mnote_evidence import __version__
 from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_OUT
-from mnote_evidence.build.errors import BuildLocked, MnoteError, NotAWorkspace
+from mnote_evidence.build.errors import BuildLocked, MnoteError, NotAWorkspace, UnknownKind
 from mnote_evidence.build.fsutil import storage_error_message
 from mnote_evidence.build.ocr.engines import ENGINE_NAMES, ENGINES
 from mnote_evidence.build.ocr.settings import OcrSettings
@@ -72,6 +72,10 @@ def _what_to_do(exc: MnoteError) -> str:
             return (f"WORKSPACE '{exc.path}' is a file, not a folder: pass the folder that holds your notes "
                     f"(for this file, its folder '{exc.path.parent}')")
         return f"WORKSPACE '{exc.path}' does not exist: pass the folder that holds your notes"
+    if isinstance(exc, UnknownKind):
+        return (f"{exc}: the index in OUT was written by another version, so build into an empty --out "
+                "folder; if it happens there too, the format registered for this file (build/formats.py) "
+                "names a page rule that build/render/pages.py lacks")
     return str(exc)
 
 

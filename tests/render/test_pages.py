@@ -6,12 +6,14 @@ import shutil
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
 
+from mnote_evidence.build.cli import main
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import FORMATS
 from mnote_evidence.build.render import site as site_module
 from mnote_evidence.build.render.pages import RULES
-from mnote_evidence.build.render.site import RenderOptions, render_site
+from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site
 from tests.conftest import CHEM_DOCX, SPEC_PDF
 
 
@@ -44,3 +46,17 @@ def test_a_format_without_its_page_rule_fails_loudly(site, tmp_path):
             pages.render_resource(pdf)
     finally:
         pages.conn.close()
+
+
+def test_the_cli_reports_an_unknown_kind_without_a_traceback(site, tmp_path):
+    ws, work = tmp_path / "ws", tmp_path / "out"  # copies: the shared site stays untouched
+    shutil.copytree(site[0], ws, symlinks=True)
+    shutil.copytree(site[1], work)
+    conn = sqlite3.connect(work / "evidence.sqlite")
+    with conn:
+        conn.execute("UPDATE evidence_resource SET kind = 'slides' WHERE source_root_relative_path = ?", [CHEM_DOCX])
+    conn.close()
+    (work / STATE_FILE).unlink()  # the site must be rendered again
+    result = CliRunner().invoke(main, ["build", str(ws), "--out", str(work), "--jobs", "1", "--no-ocr"])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert "kind 'slides'" in result.output and "empty --out" in result.output
