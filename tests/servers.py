@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -46,3 +47,12 @@ def stop(proc: subprocess.Popen) -> str:
         proc.kill()
         out, _ = proc.communicate()
     return out or ""
+
+
+def start_serve(site_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    """A real `mnote-evidence serve SITE_DIR ARGS…` on a free port, up and answering; returns (process, base URL)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(site_dir), "--port", str(port), *args],
+                 base + "/-/versions.json")
+    return proc, base

@@ -6,7 +6,6 @@ from __future__ import annotations
 import posixpath
 import re
 import subprocess
-from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest

@@ -28,7 +28,7 @@ from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.fts import search_blocks
 from tests.conftest import SHARED_OCR, SPEC_PDF, connect, run_build
-from tests.servers import free_port, start, stop
+from tests.servers import free_port, start, start_serve, stop
 
 MARK = "zzsegmark"  # a token only the test segmentation writes
 
@@ -224,10 +224,7 @@ def test_serve_watch_rebuilds_an_incompatible_index_at_start(workspace, tmp_path
     out = tmp_path / "out"
     run_build(workspace, out, site=True)
     _set_schema(out, "0")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch",
-                  str(workspace), "--jobs", "1"], base + "/-/versions.json")
+    proc, base = start_serve(out, "--watch", str(workspace), "--jobs", "1")
     try:
         deadline = time.monotonic() + 120  # failure detection only
         status = None

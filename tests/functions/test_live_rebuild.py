@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ import httpx
 import pytest
 
 from tests.conftest import copy_workspace, run_build
-from tests.servers import free_port, start, stop
+from tests.servers import start_serve, stop
 
 GENERATIONS = 4
 CLIENTS = 4
@@ -82,10 +81,7 @@ def watched(tmp_path):
     (root / "Gen").mkdir()
     out = tmp_path / "out"
     run_build(root, out, site=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch", str(root),
-                  "--jobs", "1"], base + "/-/versions.json")
+    proc, base = start_serve(out, "--watch", str(root), "--jobs", "1")
     yield root, out, base, proc
     stop(proc)
 

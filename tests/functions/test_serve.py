@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from mnote_evidence.build.cli import main
 from tests.conftest import copy_workspace, run_build, shoot
-from tests.servers import free_port, start, stop, wait_until_up
+from tests.servers import free_port, start_serve, stop, wait_until_up
 
 WAIT_SECONDS = 60  # failure detection only; the measured latency is printed and benchmarked
 
@@ -25,10 +25,7 @@ def served(tmp_path):
     root = copy_workspace(tmp_path / "ws")
     out = tmp_path / "out"
     run_build(root, out, site=True)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch", str(root),
-                  "--jobs", "1"], base + "/-/versions.json")
+    proc, base = start_serve(out, "--watch", str(root), "--jobs", "1")
     yield root, out, base, proc
     stop(proc)
 
@@ -103,10 +100,7 @@ def test_watch_catches_up_at_start_and_retries_a_failed_rebuild(tmp_path):
     out = tmp_path / "out"
     run_build(root, out, site=True)
     (root / "Inbox/Offline.md").write_text("# Offline\n\nWritten while no server ran: wombat.\n", "utf-8")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch", str(root),
-                  "--jobs", "1"], base + "/-/versions.json")
+    proc, base = start_serve(out, "--watch", str(root), "--jobs", "1")
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
     reader.start()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import httpx
 import pytest
@@ -11,16 +10,13 @@ from click.testing import CliRunner
 
 from mnote_evidence.build.cli import main
 from tests.conftest import CHEM_DOCX, shoot
-from tests.servers import free_port, start, stop
+from tests.servers import start_serve, stop
 
 
 @pytest.fixture(scope="module")
 def served(knowledge_site, lightrag):
     _, out, _ = knowledge_site
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port),
-                  "--lightrag-url", lightrag.url], base + "/-/versions.json")
+    proc, base = start_serve(out, "--lightrag-url", lightrag.url)
     yield base
     stop(proc)
 
