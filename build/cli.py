@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from mnote_evidence import __version__
-from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_OUT
+from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES, DEFAULT_OUT
 from mnote_evidence.build.errors import BuildLocked, MnoteError, NotAWorkspace, UnknownKind
 from mnote_evidence.build.fsutil import storage_error_message
 from mnote_evidence.build.ocr.engines import ENGINE_NAMES, ENGINES
@@ -112,35 +112,66 @@ def _run_library(call: Callable[[], BuildReport]) -> BuildReport:
         raise click.ClickException(_what_to_do(exc)) from None
 
 
+# The build options that shape the output, defined once: `build` takes them, and `serve --watch`
+# takes them too and passes them to every rebuild (`build_args`), so a rebuild makes what `build` made.
+_OUTPUT_OPTIONS = [
+    click.option("--max-file-mb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_MAX_FILE_MB,
+                  show_default=True, help="Files larger than this are recorded as errors (file_too_large), not parsed."),
+    click.option("--max-page-images", type=click.IntRange(min=1), default=DEFAULT_MAX_PAGE_IMAGES, show_default=True,
+                  help="Render page images for at most this many pages of each PDF; later pages keep their text "
+                       "boxes and anchors without an image (warning page_images_capped)."),
+    click.option("--page-zoom", type=click.FloatRange(0.5, 4), default=lambda: _default_zoom(), show_default=True,
+                  help="PDF page image scale (1 = 72 dpi). 2 keeps 7 pt print legible; 1.5 saves ~35 % bytes."),
+    click.option("--ocr-engine", type=click.Choice(ENGINE_NAMES), default=OcrSettings().engine,
+                  show_default=True, help="OCR for images and scanned PDF pages (local engines need no network)."),
+    click.option("--no-ocr", is_flag=True, help="Turn OCR off: images get no text, scanned PDFs are errors."),
+    click.option("--mineru-url", envvar="MINERU_URL", help="MinerU API base URL (token from MINERU_TOKEN only)."),
+    click.option("--allow-upload", is_flag=True, help="Allow --ocr-engine mineru to upload files to that service."),
+    click.option("--ocr-fallback", type=click.Choice(list(ENGINES)),
+                  help="Local engine to use when MinerU is requested but not configured (default: none, an error)."),
+    click.option("--sidecars", type=click.Choice(LAYOUTS), default=None,
+                  help="Where parse results go: 'beside' = a Note.ocr/ folder next to the owning note (the MNote "
+                       "convention); 'mnote' = all under the hidden .mnote/ folder, nothing added beside your notes. "
+                       "Default: what the last build into OUT used, else 'beside'."),
+]
+
+
+def _output_options(command: Callable) -> Callable:
+    """Apply `_OUTPUT_OPTIONS` to a command (in the order `--help` lists them)."""
+    for option in reversed(_OUTPUT_OPTIONS):
+        command = option(command)
+    return command
+
+
+def build_args(max_file_mb: float, max_page_images: int, page_zoom: float, ocr_engine: str, no_ocr: bool,
+               mineru_url: str | None, allow_upload: bool, ocr_fallback: str | None, sidecars: str | None,
+               lightrag_url: str | None = None) -> list[str]:
+    """The `build` flags that reproduce these option values (for `serve --watch`'s rebuilds)."""
+    args = ["--max-file-mb", repr(max_file_mb), "--max-page-images", str(max_page_images),
+            "--page-zoom", repr(page_zoom), "--ocr-engine", ocr_engine]
+    args += ["--no-ocr"] if no_ocr else []
+    args += ["--allow-upload"] if allow_upload else []
+    for flag, value in (("--mineru-url", mineru_url), ("--ocr-fallback", ocr_fallback), ("--sidecars", sidecars),
+                        ("--lightrag-url", lightrag_url)):
+        args += [flag, value] if value else []
+    return args
+
+
 @main.command("build")
 @click.argument("workspace", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Output folder: receives evidence.sqlite (and the site).")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=DEFAULT_JOBS,
               show_default="CPU count", help="Parse this many files in parallel.")
-@click.option("--max-file-mb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_MAX_FILE_MB,
-              show_default=True, help="Files larger than this are recorded as errors (file_too_large), not parsed.")
 @click.option("--site/--no-site", default=True, show_default=True,
               help="Render the static site into OUT after indexing.")
-@click.option("--page-zoom", type=click.FloatRange(0.5, 4), default=lambda: _default_zoom(), show_default=True,
-              help="PDF page image scale (1 = 72 dpi). 2 keeps 7 pt print legible; 1.5 saves ~35 % bytes.")
-@click.option("--ocr-engine", type=click.Choice(ENGINE_NAMES), default=OcrSettings().engine,
-              show_default=True, help="OCR for images and scanned PDF pages (local engines need no network).")
-@click.option("--no-ocr", is_flag=True, help="Turn OCR off: images get no text, scanned PDFs are errors.")
-@click.option("--mineru-url", envvar="MINERU_URL", help="MinerU API base URL (token from MINERU_TOKEN only).")
-@click.option("--allow-upload", is_flag=True, help="Allow --ocr-engine mineru to upload files to that service.")
-@click.option("--ocr-fallback", type=click.Choice(list(ENGINES)),
-              help="Local engine to use when MinerU is requested but not configured (default: none, an error).")
+@_output_options
 @click.option("--lightrag-url", envvar="LIGHTRAG_URL",
               help="Ingest parsed/OCR text into this LightRAG server (API key from LIGHTRAG_API_KEY only).")
-@click.option("--sidecars", type=click.Choice(LAYOUTS), default=None,
-              help="Where parse results go: 'beside' = a Note.ocr/ folder next to the owning note (the MNote "
-                   "convention); 'mnote' = all under the hidden .mnote/ folder, nothing added beside your notes. "
-                   "Default: what the last build into OUT used, else 'beside'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON on stdout.")
 @click.option("--strict", is_flag=True, help="Exit with status 1 if any file was recorded as an error.")
-def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, site: bool, page_zoom: float,
-                  ocr_engine: str, no_ocr: bool, mineru_url: str | None, allow_upload: bool,
+def build_command(workspace: Path, out: Path, jobs: int, site: bool, max_file_mb: float, max_page_images: int,
+                  page_zoom: float, ocr_engine: str, no_ocr: bool, mineru_url: str | None, allow_upload: bool,
                   ocr_fallback: str | None, lightrag_url: str | None, sidecars: str | None, as_json: bool,
                   strict: bool) -> None:
     """Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and
@@ -158,7 +189,8 @@ def build_command(workspace: Path, out: Path, jobs: int, max_file_mb: float, sit
     ocr = OcrSettings(engine="none" if no_ocr else ocr_engine, mineru_url=mineru_url, allow_upload=allow_upload,
                       fallback=ocr_fallback)
     bars = _ProgressBars() if sys.stderr.isatty() and not as_json else None
-    options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom, ocr=ocr,
+    options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom,
+                           max_page_images=max_page_images, ocr=ocr,
                            lightrag=LightRagConfig.from_env(lightrag_url), sidecars=sidecars, on_progress=bars)
     try:
         report = _run_library(lambda: build(workspace, options))
@@ -216,12 +248,17 @@ def _print_report(report: BuildReport) -> None:
               help="Workspace to watch: rebuild incrementally on every change while serving.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=DEFAULT_JOBS,
               show_default="CPU count", help="Parallel parsers for --watch rebuilds.")
-@click.option("--lightrag-url", envvar="LIGHTRAG_URL", help="LightRAG server for /-/knowledge/* and the Ask page.")
+@_output_options
+@click.option("--lightrag-url", envvar="LIGHTRAG_URL",
+              help="LightRAG server for /-/knowledge/* and the Ask page (and, with --watch, ingested into).")
 @click.option("--lightrag-timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
 def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs: int, lightrag_url: str | None,
-                  lightrag_timeout: float) -> None:
+                  lightrag_timeout: float, **output: object) -> None:
     """Serve SITE_DIR (the output of `build`): the static site, Datasette over its
     evidence.sqlite, and the /-/evidence/search|read|open endpoints, on one URL.
+
+    With --watch, every rebuild gets the build options given here (--no-ocr,
+    --ocr-engine, --page-zoom, ...), so it makes what `build` with them made.
 
     \b
       mnote-evidence build ~/notes && mnote-evidence serve
@@ -244,7 +281,8 @@ def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs
                 f"{shlex.quote(str(site_dir))}` first, or `mnote-evidence serve {shlex.quote(str(site_dir))} "
                 "--watch WORKSPACE` to build and serve")
     try:
-        serve(site_dir, host, port, watch, jobs, lightrag_url, lightrag_timeout)
+        serve(site_dir, host, port, watch, jobs, lightrag_url, lightrag_timeout,
+              build_args(**output, lightrag_url=lightrag_url))  # type: ignore[arg-type]
     except ServeError as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -14,3 +14,4 @@ from pathlib import Path
 DEFAULT_OUT = Path("_site")  # output folder: evidence.sqlite and the site
 DEFAULT_JOBS = max(1, os.cpu_count() or 1)  # parser and page-image processes
 DEFAULT_MAX_FILE_MB = 200.0  # larger files are recorded `file_too_large`, not parsed
+DEFAULT_MAX_PAGE_IMAGES = 1000  # page images rendered per PDF; later pages are listed with their text only

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
-from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_OUT
+from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES, DEFAULT_OUT
 from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
 from mnote_evidence.build.formats import provider_for
 from mnote_evidence.build.ids import resource_id
@@ -73,6 +73,7 @@ class BuildOptions:
     page_zoom: float = DEFAULT_ZOOM
     page_format: str = DEFAULT_FORMAT  # jpeg | webp | png
     page_quality: int = JPEG_QUALITY
+    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: text only, warning page_images_capped
     ocr: OcrSettings = field(default_factory=OcrSettings)
     lightrag: LightRagConfig | None = None  # ingest into LightRAG when set
     # where sidecars go (build/sidecars.py): "beside" (SPEC §2: `Note.ocr/`) or "mnote" (all under
@@ -445,8 +446,10 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
         if options.site:
-            render_options = RenderOptions(jobs=options.jobs, images=options.page_images)
+            render_options = RenderOptions(jobs=options.jobs, images=options.page_images,
+                                           max_page_images=options.max_page_images)
             run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress)
+            run.report.warnings += run.report.site.warnings
         run.report.seconds = round(time.perf_counter() - started, 3)
         return run.report
 

@@ -4,7 +4,8 @@ The port is bound before anything is printed, so a busy port is refused with a
 message instead of a banner followed by a crash. With `--watch WORKSPACE` a
 watcher thread first catches up (an incremental build of whatever changed while
 no server was watching), then polls the workspace (stat only, every 0.3 s), waits
-until changes settle (debounce) and runs an incremental build in a child process.
+until changes settle (debounce) and runs an incremental build in a child process,
+with the build flags `serve` was given (`--no-ocr`, `--page-zoom`, ...) on every one.
 A failed build is retried with a growing delay (1 s doubling to 30 s) even if
 nothing else changes; the previous index is served meanwhile. The build renames
 a complete new `evidence.sqlite` into place and every view reads it from the
@@ -78,9 +79,10 @@ class Watcher(threading.Thread):
     """Rebuild `out` from `workspace`: once at start (catch up), then on every change, retrying failures."""
 
     def __init__(self, workspace: Path, out: Path, jobs: int, log: Callable[[str], None] = print,
-                 on_rebuilt: Callable[[], None] | None = None):
+                 on_rebuilt: Callable[[], None] | None = None, build_args: tuple[str, ...] = ()):
         super().__init__(name="mnote-evidence-watch", daemon=True)
         self.workspace, self.out, self.jobs, self.log = workspace.resolve(), out.resolve(), jobs, log
+        self.build_args = tuple(build_args)  # the serve command's build flags (--no-ocr, ...), on every rebuild
         self.on_rebuilt = on_rebuilt
         self.stop = threading.Event()
         self.builds = 0
@@ -119,7 +121,7 @@ class Watcher(threading.Thread):
         """One incremental build in a child process; True when it succeeded."""
         detected = time.monotonic() if detected is None else detected
         cmd = [sys.executable, "-m", "mnote_evidence", "build", str(self.workspace), "--out", str(self.out),
-               "--jobs", str(self.jobs), "--json"]  # LIGHTRAG_URL / MINERU_* pass through the environment
+               "--jobs", str(self.jobs), *self.build_args, "--json"]  # tokens pass through the environment
         result = subprocess.run(cmd, capture_output=True, text=True)
         self.builds += 1
         if result.returncode != 0:
@@ -196,8 +198,9 @@ def _plugin_config(host: str, lightrag_url: str | None, lightrag_timeout: float)
 
 
 def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, lightrag_url: str | None = None,
-          lightrag_timeout: float = 30.0) -> None:
-    """Bind, build first if `--watch` has nothing to serve yet, print the URLs, serve until interrupted."""
+          lightrag_timeout: float = 30.0, build_args: list[str] | tuple[str, ...] = ()) -> None:
+    """Bind, build first if `--watch` has nothing to serve yet, print the URLs, serve until interrupted.
+    `build_args` (the `build` flags, from the CLI) go to every `--watch` build: first, catch-up and later."""
     import uvicorn
     from datasette.app import Datasette
 
@@ -206,7 +209,7 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
     sock = bind(host, port)
     db = site_dir / DB_NAME
     log = lambda m: print(m, flush=True)  # noqa: E731
-    watcher = Watcher(watch, site_dir, jobs, log=log) if watch is not None else None
+    watcher = Watcher(watch, site_dir, jobs, log=log, build_args=tuple(build_args)) if watch is not None else None
     if watcher is not None and not db.is_file():
         log(f"Building {watch} into {site_dir} first…")
         if not watcher.build_once(why="first build"):

@@ -32,7 +32,7 @@ class _Site(Protocol):
     root: Path
     env: Environment
     resolver: LinkResolver
-    options: Any  # RenderOptions: `.images`
+    options: Any  # RenderOptions: `.images`, `.max_page_images`
     report: Any  # RenderReport: `.problems`
 
 
@@ -63,11 +63,13 @@ def _paged(site: _Site, ctx: dict[str, Any], artifact: ParsedResourceArtifact, i
 
 
 def pdf(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
-    """A PDF: one rendered image per page, block boxes over it."""
-    settings = site.options.images
+    """A PDF: one rendered image per page, block boxes over it; pages past the cap
+    (`RenderOptions.max_page_images`) have no image ("" : the template shows a notice)."""
+    settings, cap = site.options.images, site.options.max_page_images
     folder = page_images.image_folder(res.source_hash, settings)
+    ctx["max_page_images"] = cap
     return _paged(site, ctx, artifact,
-                  lambda n: relative_url(page, f"{folder}/{page_images.image_name(n, settings)}"))
+                  lambda n: relative_url(page, f"{folder}/{page_images.image_name(n, settings)}") if n <= cap else "")
 
 
 def image(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:

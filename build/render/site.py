@@ -30,6 +30,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from mnote_evidence.build.assets import asset_dir
+from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
 from mnote_evidence.build.fsutil import atomic_write_text
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
@@ -50,6 +51,7 @@ STATE_FILE = ".mnote-site.json"
 class RenderOptions:
     jobs: int = 1
     images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
+    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages get no image (warning page_images_capped)
 
 
 @dataclass
@@ -61,6 +63,7 @@ class RenderReport:
     tombstones: int = 0
     seconds: float = 0.0
     problems: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)  # per resource, e.g. page_images_capped
 
 
 def _templates_dir() -> Path:
@@ -223,7 +226,7 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
             "SELECT group_concat(coalesce(target_path, '') || '|' || coalesce(problem, ''), ',') "
             "FROM evidence_link WHERE resource_id = ?", [res.resource_id]).fetchone()[0])
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
-        extra.append(site.options.images.tag)
+        extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
 
 
@@ -266,6 +269,15 @@ def _copy_static(out: Path) -> None:
             atomic_write_text(dest, path.read_text("utf-8"))
 
 
+def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, str]]:
+    """A `page_images_capped` warning for each PDF with more pages than get an image."""
+    return [{"path": res.path, "code": "page_images_capped",
+             "message": f"rendered page images for pages 1-{cap} of {res.page_count} only; later pages are "
+                        f"listed with their text and anchors, without an image (raise the cap with "
+                        f"--max-page-images, BuildOptions.max_page_images)"}
+            for res in resources if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count > cap]
+
+
 def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
                 on_progress: OnProgress | None = None) -> RenderReport:
     """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images."""
@@ -277,7 +289,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     try:
         salt = [_templates_hash()]
         state = _load_state(out)
-        stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag]
+        site.report.warnings = capped_warnings(site.resources, options.max_page_images)
+        stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag, options.max_page_images]
         if state.get("stamp") == stamp and (out / "index.html").exists():
             site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
             rendering.finish()
@@ -295,7 +308,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 _copy_source(root, out, res.path)
             if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
                 folder = out / page_images.image_folder(res.source_hash, options.images)
-                missing = page_images.missing_pages(folder, res.page_count, options.images)
+                missing = page_images.missing_pages(folder, min(res.page_count, options.max_page_images),
+                                                    options.images)
                 if missing:
                     image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
                                                                options.images))
