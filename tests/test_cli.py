@@ -56,3 +56,23 @@ def test_ask_imports_only_what_it_needs(built):
     heavy = {"httpx", "httpcore", "anyio", "trio", "pymupdf", "fitz", "docx", "PIL", "datasette", "jinja2",
              "markdown_it", "mnote_evidence.build.pipeline"}
     assert imported & heavy == set()
+
+
+def test_serve_gives_its_watch_rebuilds_every_output_option_of_build(tmp_path):
+    """`serve` takes build's output options (defined once) and `build_args` turns them back into `build`
+    flags that `build` parses to the same values: no option is dropped on a `--watch` rebuild."""
+    import inspect
+
+    import click
+
+    from mnote_evidence.build.cli import _output_options, build_args
+
+    shared = {p.name for p in _output_options(click.command()(lambda **kw: None)).params}
+    assert shared | {"lightrag_url"} == set(inspect.signature(build_args).parameters)
+    given = ["--no-ocr", "--max-page-images", "7", "--page-zoom", "1.5", "--sidecars", "mnote", "--max-file-mb",
+             "3", "--ocr-engine", "tesseract", "--ocr-fallback", "tesseract", "--allow-upload", "--mineru-url",
+             "http://mineru.example", "--lightrag-url", "http://rag.example"]
+    served = main.commands["serve"].make_context("serve", [str(tmp_path), *given]).params
+    wanted = {name: served[name] for name in shared | {"lightrag_url"}}
+    built = main.commands["build"].make_context("build", [str(tmp_path), *build_args(**wanted)]).params
+    assert {name: built[name] for name in wanted} == wanted

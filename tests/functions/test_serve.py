@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from mnote_evidence.build.cli import main
-from tests.conftest import copy_workspace, run_build, shoot
+from tests.conftest import connect, copy_workspace, run_build, shoot
 from tests.servers import free_port, start_serve, stop, wait_until_up
 
 WAIT_SECONDS = 60  # failure detection only; the measured latency is printed and benchmarked
@@ -117,6 +117,37 @@ def test_watch_catches_up_at_start_and_retries_a_failed_rebuild(tmp_path):
         reader.join(timeout=10)
     print(f"retry searchable {retried:.2f}s after the lock was released")
     assert any("catching up" in line for line in lines)
+
+
+def test_watch_rebuilds_with_the_build_flags_serve_was_given(tmp_path):
+    """`serve --watch … --no-ocr --max-page-images 1`: the catch-up and every rebuild keep OCR off and the
+    cap (before, the watcher ran a bare `build`: OCR back on, every page image rendered)."""
+    import pymupdf
+    from PIL import Image
+
+    from mnote_evidence.build.ocr.settings import OcrSettings
+
+    root, out = tmp_path / "ws", tmp_path / "out"
+    (root / "Note.assets").mkdir(parents=True)
+    Image.new("RGB", (200, 80), "white").save(root / "Note.assets/pic.png")
+    doc = pymupdf.open()
+    for n in (1, 2):
+        doc.new_page().insert_text((72, 100), f"Leaf {n} of the pamphlet.", fontsize=12)
+    doc.save(root / "Note.assets/two.pdf")
+    note = root / "Note.md"
+    note.write_text("# Note\n\n![pic](Note.assets/pic.png) [pdf](Note.assets/two.pdf)\n", "utf-8")
+    run_build(root, out, site=True, ocr=OcrSettings(engine="none"), max_page_images=1)
+    proc, base = start_serve(out, "--watch", str(root), "--jobs", "1", "--no-ocr", "--max-page-images", "1")
+    try:
+        note.write_text(note.read_text("utf-8") + "\nEdited under the watcher: bandicoot.\n", "utf-8")
+        wait_for(base, "bandicoot")
+    finally:
+        stop(proc)
+    with connect(out) as conn:
+        version = conn.execute("SELECT provider_version FROM evidence_resource "
+                               "WHERE source_root_relative_path = 'Note.assets/pic.png'").fetchone()[0]
+    assert "+ocr:" not in version  # the image was not re-parsed with OCR on
+    assert sorted(p.name for p in (out / "_pages").rglob("p*.*")) == ["p1.jpg"]  # the cap held
 
 
 def wait_for_line(lines: list[str], text: str) -> None:
