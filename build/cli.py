@@ -17,7 +17,7 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
@@ -116,23 +116,25 @@ def _run_library(call: Callable[[], BuildReport]) -> BuildReport:
 # takes them too and passes them to every rebuild (`build_args`), so a rebuild makes what `build` made.
 _OUTPUT_OPTIONS = [
     click.option("--max-file-mb", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_MAX_FILE_MB,
-                  show_default=True, help="Files larger than this are recorded as errors (file_too_large), not parsed."),
-    click.option("--max-page-images", type=click.IntRange(min=1), default=DEFAULT_MAX_PAGE_IMAGES, show_default=True,
-                  help="Render page images for at most this many pages of each PDF; later pages keep their text "
-                       "boxes and anchors without an image (warning page_images_capped)."),
+                 show_default=True,
+                 help="Files larger than this are recorded as errors (file_too_large), not parsed."),
+    click.option("--max-page-images", type=click.IntRange(min=1), default=DEFAULT_MAX_PAGE_IMAGES,
+                 show_default=True,
+                 help="Render page images for at most this many pages of each PDF; later pages keep their text "
+                      "boxes and anchors without an image (warning page_images_capped)."),
     click.option("--page-zoom", type=click.FloatRange(0.5, 4), default=lambda: _default_zoom(), show_default=True,
-                  help="PDF page image scale (1 = 72 dpi). 2 keeps 7 pt print legible; 1.5 saves ~35 % bytes."),
+                 help="PDF page image scale (1 = 72 dpi). 2 keeps 7 pt print legible; 1.5 saves ~35 % bytes."),
     click.option("--ocr-engine", type=click.Choice(ENGINE_NAMES), default=OcrSettings().engine,
-                  show_default=True, help="OCR for images and scanned PDF pages (local engines need no network)."),
+                 show_default=True, help="OCR for images and scanned PDF pages (local engines need no network)."),
     click.option("--no-ocr", is_flag=True, help="Turn OCR off: images get no text, scanned PDFs are errors."),
     click.option("--mineru-url", envvar="MINERU_URL", help="MinerU API base URL (token from MINERU_TOKEN only)."),
     click.option("--allow-upload", is_flag=True, help="Allow --ocr-engine mineru to upload files to that service."),
     click.option("--ocr-fallback", type=click.Choice(list(ENGINES)),
-                  help="Local engine to use when MinerU is requested but not configured (default: none, an error)."),
+                 help="Local engine to use when MinerU is requested but not configured (default: none, an error)."),
     click.option("--sidecars", type=click.Choice(LAYOUTS), default=None,
-                  help="Where parse results go: 'beside' = a Note.ocr/ folder next to the owning note (the MNote "
-                       "convention); 'mnote' = all under the hidden .mnote/ folder, nothing added beside your notes. "
-                       "Default: what the last build into OUT used, else 'beside'."),
+                 help="Where parse results go: 'beside' = a Note.ocr/ folder next to the owning note (the MNote "
+                      "convention); 'mnote' = all under the hidden .mnote/ folder, nothing added beside your "
+                      "notes. Default: what the last build into OUT used, else 'beside'."),
 ]
 
 
@@ -253,7 +255,7 @@ def _print_report(report: BuildReport) -> None:
               help="LightRAG server for /-/knowledge/* and the Ask page (and, with --watch, ingested into).")
 @click.option("--lightrag-timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
 def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs: int, lightrag_url: str | None,
-                  lightrag_timeout: float, **output: object) -> None:
+                  lightrag_timeout: float, **output: Any) -> None:
     """Serve SITE_DIR (the output of `build`): the static site, Datasette over its
     evidence.sqlite, and the /-/evidence/search|read|open endpoints, on one URL.
 
@@ -282,7 +284,7 @@ def serve_command(site_dir: Path, port: int, host: str, watch: Path | None, jobs
                 "--watch WORKSPACE` to build and serve")
     try:
         serve(site_dir, host, port, watch, jobs, lightrag_url, lightrag_timeout,
-              build_args(**output, lightrag_url=lightrag_url))  # type: ignore[arg-type]
+              build_args(**output, lightrag_url=lightrag_url))
     except ServeError as exc:
         raise click.ClickException(str(exc)) from None
 

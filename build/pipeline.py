@@ -27,7 +27,8 @@ from typing import Any, Callable, Iterator
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
-from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES, DEFAULT_OUT
+from mnote_evidence.build.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES,
+                                          DEFAULT_OUT)
 from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
 from mnote_evidence.build.formats import provider_for
 from mnote_evidence.build.ids import resource_id

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
+import click
 from click.testing import CliRunner
 
-from mnote_evidence.build.cli import main
+from mnote_evidence.build.cli import _output_options, build_args, main
 
 
 def test_help_explains_the_build():
@@ -61,12 +63,6 @@ def test_ask_imports_only_what_it_needs(built):
 def test_serve_gives_its_watch_rebuilds_every_output_option_of_build(tmp_path):
     """`serve` takes build's output options (defined once) and `build_args` turns them back into `build`
     flags that `build` parses to the same values: no option is dropped on a `--watch` rebuild."""
-    import inspect
-
-    import click
-
-    from mnote_evidence.build.cli import _output_options, build_args
-
     shared = {p.name for p in _output_options(click.command()(lambda **kw: None)).params}
     assert shared | {"lightrag_url"} == set(inspect.signature(build_args).parameters)
     given = ["--no-ocr", "--max-page-images", "7", "--page-zoom", "1.5", "--sidecars", "mnote", "--max-file-mb",

@@ -68,8 +68,8 @@ def pdf(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourc
     settings, cap = site.options.images, site.options.max_page_images
     folder = page_images.image_folder(res.source_hash, settings)
     ctx["max_page_images"] = cap
-    return _paged(site, ctx, artifact,
-                  lambda n: relative_url(page, f"{folder}/{page_images.image_name(n, settings)}") if n <= cap else "")
+    return _paged(site, ctx, artifact, lambda n: (
+        relative_url(page, f"{folder}/{page_images.image_name(n, settings)}") if n <= cap else ""))
 
 
 def image(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:

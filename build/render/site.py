@@ -51,7 +51,7 @@ STATE_FILE = ".mnote-site.json"
 class RenderOptions:
     jobs: int = 1
     images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
-    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages get no image (warning page_images_capped)
+    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: no image, warning page_images_capped
 
 
 @dataclass
