@@ -99,13 +99,22 @@ def time_budget(seconds: float | None = None) -> Iterator[None]:
         yield
         return
 
+    message = f"parsing took longer than {seconds:g} s"
+    expired = []
+
     def expire(signum, frame):
-        raise BudgetExceeded(f"parsing took longer than {seconds:g} s")
+        expired.append(True)
+        raise BudgetExceeded(message)
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The timer repeats, and expiry is sticky: a library that swallows the exception with a bare
+    # `except:` (PyMuPDF's wrappers have some) meets the next one, and a parse that still gets
+    # through after its budget ran out is a timeout all the same.
+    signal.setitimer(signal.ITIMER_REAL, seconds, min(seconds, 0.1))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if expired:
+        raise BudgetExceeded(message)
