@@ -19,11 +19,10 @@ import fcntl
 import hashlib
 import json
 import time
-from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
@@ -51,8 +50,8 @@ from mnote_evidence.build.model import (
     ResourceRow,
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.parse import parse_in_pool, parse_one
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.providers import ParseInput
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.redact import redact
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
@@ -62,7 +61,6 @@ from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths,
                                            source_map_path, write_sidecars)
 from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.urls import DB_NAME
-from mnote_evidence.build.workers import BudgetExceeded, time_budget, worker_pool
 
 
 @dataclass
@@ -107,49 +105,6 @@ class BuildReport:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
-    """Worker entry point: never raises, so one bad file cannot stop the build."""
-    provider = provider_for(path, ocr)
-    try:
-        with time_budget():
-            return provider.parse(ParseInput(Path(root), path, source_hash))
-    except ProviderError as exc:
-        return exc
-    except BudgetExceeded as exc:
-        return ProviderError("parse_timeout", f"{exc}; the file was not indexed (MNOTE_PARSE_SECONDS)")
-    except MemoryError:
-        return ProviderError("parse_out_of_memory", "ran out of its memory budget while parsing this file "
-                             "(MNOTE_PARSE_MEMORY_MB)")
-    except Exception as exc:  # a provider bug or a library crash on odd input
-        return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
-
-
-def _parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings,
-                   advance: Callable[[int], None]) -> dict:
-    """Parse in worker processes. A worker that dies (a crash inside a native
-    library) breaks the pool; the files it took down are retried one per fresh
-    process, so only the file that really crashes is recorded as `parse_crashed`."""
-    results: dict[str, ParsedResourceArtifact | ProviderError] = {}
-    with worker_pool(jobs) as pool:
-        futures = {pool.submit(_parse_one, str(root), f.path, f.source_hash, ocr): f for f in files}
-        for fut in as_completed(futures):
-            try:
-                results[futures[fut].path] = fut.result()
-                advance(1)
-            except Exception:
-                pass
-    for f in files:
-        if f.path in results:
-            continue
-        with worker_pool(1) as solo:
-            try:
-                results[f.path] = solo.submit(_parse_one, str(root), f.path, f.source_hash, ocr).result()
-            except Exception:
-                results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
-        advance(1)
-    return results
 
 
 @contextmanager
@@ -263,7 +218,7 @@ class _Build:
                 self.report.unchanged += 1
                 links[f.path] = self.prev.links.get(rid, [])
                 continue
-            result = _parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
+            result = parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
             self.report.parsed += 1
             if isinstance(result, ProviderError):
                 self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
@@ -302,10 +257,10 @@ class _Build:
         results: dict[str, ParsedResourceArtifact | ProviderError] = {}
         if self.options.jobs <= 1 or len(todo) == 1:
             for f, _ in todo:
-                results[f.path] = _parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
+                results[f.path] = parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
                 progress.advance()
         else:
-            results.update(_parse_in_pool([f for f, _ in todo], self.root, self.options.jobs,
+            results.update(parse_in_pool([f for f, _ in todo], self.root, self.options.jobs,
                                           self.options.ocr, progress.advance))
         progress.finish()
         for f, owner in todo:  # in path order: deterministic

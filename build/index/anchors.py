@@ -33,11 +33,6 @@ def _grams(text: str) -> frozenset[str]:
     return frozenset(t[i : i + 2] for i in range(len(t) - 1)) or frozenset([t])
 
 
-def similarity(a: str, b: str) -> float:
-    ga, gb = _grams(a), _grams(b)
-    return len(ga & gb) / len(ga | gb) if ga or gb else 0.0
-
-
 def best_successor(old: OldBlock, new: list[OldBlock]) -> tuple[str | None, float]:
     lo, hi = max(0, old.ordinal - WINDOW), old.ordinal + WINDOW
     best: tuple[float, int, str] | None = None
