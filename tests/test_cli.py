@@ -8,7 +8,8 @@ import json
 import click
 from click.testing import CliRunner
 
-from mnote_evidence.build.cli import _output_options, build_args, main
+from mnote_evidence.build.cli import main
+from mnote_evidence.build.cli_common import build_args, output_options as _output_options
 
 
 def test_help_explains_the_build():
@@ -68,7 +69,7 @@ def test_serve_gives_its_watch_rebuilds_every_output_option_of_build(tmp_path):
     given = ["--no-ocr", "--max-page-images", "7", "--page-zoom", "1.5", "--sidecars", "mnote", "--max-file-mb",
              "3", "--ocr-engine", "tesseract", "--ocr-fallback", "tesseract", "--allow-upload", "--mineru-url",
              "http://mineru.example", "--lightrag-url", "http://rag.example"]
-    served = main.commands["serve"].make_context("serve", [str(tmp_path), *given]).params
+    served = main.get_command(click.Context(main), "serve").make_context("serve", [str(tmp_path), *given]).params
     wanted = {name: served[name] for name in shared | {"lightrag_url"}}
-    built = main.commands["build"].make_context("build", [str(tmp_path), *build_args(**wanted)]).params
+    built = main.get_command(click.Context(main), "build").make_context("build", [str(tmp_path), *build_args(**wanted)]).params
     assert {name: built[name] for name in wanted} == wanted

@@ -15,7 +15,7 @@ PACKAGE = "mnote_evidence"
 FOLDERS = {"mnote_evidence": PACKAGE, "build": f"{PACKAGE}.build", "functions": f"{PACKAGE}.functions"}
 # contracts and the URL scheme: leaves every stage may use, which use no stage themselves
 CONTRACT_MODULES = {f"{PACKAGE}.build.model": set(), f"{PACKAGE}.build.urls": {f"{PACKAGE}.build.model"}}
-ADAPTERS = {f"{PACKAGE}.build.cli"}  # the command line drives both sides
+ADAPTERS = {f"{PACKAGE}.build.{p.stem}" for p in (REPO / "build").glob("cli*.py")}  # the command line drives both sides
 
 
 def modules() -> dict[str, Path]:

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 
 from mnote_evidence.build import text
-from mnote_evidence.build.cli import _print_report
+from mnote_evidence.build.cli_build import _print_report
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers import docx as docx_provider
