@@ -12,7 +12,7 @@ def precision(kind: str, block: Block | None) -> str:
     if block is None:
         return "file"
     if block.bbox is not None and block.page is not None:
-        return "bbox"
+        return "page" if block.box_holds_text is False else "bbox"  # a box without the words is no box
     if kind == KIND_OFFICE or block.paragraph_index is not None:
         return "paragraph"
     if block.line_range is not None:
@@ -32,7 +32,8 @@ def locator(*, resource_path: str, kind: str, owner_path: str | None, source_map
     }
     if block is not None:
         out["blockId"] = block.id
-        for key, value in (("page", block.page), ("bbox", block.bbox), ("lineRange", block.line_range),
+        bbox = None if block.box_holds_text is False else block.bbox
+        for key, value in (("page", block.page), ("bbox", bbox), ("lineRange", block.line_range),
                            ("charRange", block.char_range), ("paragraphIndex", block.paragraph_index)):
             if value is not None:
                 out[key] = value

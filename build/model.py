@@ -74,6 +74,7 @@ class Block:
     note: str | None = None  # DOCX footnote/endnote/comment/text box: what it is attached to
     links: list[dict[str, str]] = field(default_factory=list)  # Markdown: [{"target", "kind"}]
     role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (SPEC §6)
+    box_holds_text: bool | None = None  # PDF text block: PyMuPDF's words inside bbox hold its words (None: unchecked)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "type": self.type, "text": self.text}
@@ -93,6 +94,8 @@ class Block:
             out["links"] = self.links
         if self.role != ROLE_BODY:
             out["role"] = self.role
+        if self.box_holds_text is not None:
+            out["boxHoldsText"] = self.box_holds_text
         return out
 
     @classmethod
@@ -112,6 +115,7 @@ class Block:
             note=data.get("note"),
             links=data.get("links", []),
             role=data.get("role", ROLE_BODY),
+            box_holds_text=data.get("boxHoldsText"),
         )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = "2"  # 2: evidence_block.role
+SCHEMA_VERSION = "3"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 
@@ -43,7 +43,9 @@ CREATE TABLE IF NOT EXISTS evidence_block (
     paragraph_index INTEGER,
     para_id TEXT,
     locator_json TEXT NOT NULL,
-    role TEXT NOT NULL DEFAULT 'body' -- body | furniture (running header, footer, page number)
+    role TEXT NOT NULL DEFAULT 'body', -- body | furniture (running header, footer, page number)
+    box_holds_text INTEGER            -- PDF text blocks: 1 the text PyMuPDF reads in bbox holds the block's
+                                      -- words, 0 it does not (locator at page precision); NULL not checked
 );
 CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block(resource_id, ordinal);
 CREATE INDEX IF NOT EXISTS evidence_block_section ON evidence_block(section_id);

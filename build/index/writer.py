@@ -113,6 +113,7 @@ def _block_rows(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: in
             "char_range_json": _json(block.char_range), "line_range_json": _json(block.line_range),
             "paragraph_index": block.paragraph_index, "para_id": block.para_id,
             "locator_json": _json(loc), "role": block.role,
+            "box_holds_text": None if block.box_holds_text is None else int(block.box_holds_text),
         }
 
 
