@@ -5,7 +5,8 @@ TypedDicts matching the published schemas: `SearchResponse` is
 `schemas/search_response.schema.json` (its `source` is the `EvidenceLocator`
 of `schemas/locator.schema.json`, with `openAction.url` prefixed by the
 site's base). Errors are `ErrorResponse`, produced only by `errors.call`.
-Citations are typed by `functions.citation_model` (schemas/citation.schema.json).
+Citations are typed by `functions.citation_model` (schemas/citation.schema.json);
+`VerifyQuoteResponse` is `schemas/verify_quote_response.schema.json`.
 """
 
 # No `from __future__ import annotations` here: TypedDict must see `NotRequired[...]` evaluated.
@@ -61,6 +62,43 @@ class SearchResponse(TypedDict):
     boundary: Boundary
     degraded: bool
     degradedReason: NotRequired[str]  # includeOcr only: why LightRAG could not add results
+
+
+class QuoteMatch(TypedDict):
+    """verify_quote: the block holding the quote, or else the most similar block."""
+
+    evidenceId: str
+    similarity: float  # share of the quote's words the block has, in order (1.0: it holds them all)
+    quoteVerified: bool  # the block holds the quote and, for a PDF box, the box holds the block's words
+    precision: Literal["bbox", "page", "paragraph", "line", "file"]
+    quote: str  # <= 280 chars of the block's text
+    source: EvidenceLocator  # openAction.url prefixed with Context.site_base
+    reason: NotRequired[str]  # why quoteVerified is false: quote_not_in_block | box_text_mismatch
+
+
+class VerifyTarget(TypedDict):
+    scope: Literal["block", "page", "box", "file", "index"]
+    resourcePath: NotRequired[str]
+    blockId: NotRequired[str]
+    page: NotRequired[int]
+    bbox: NotRequired[list[float]]
+
+
+class VerifyDiagnostics(TypedDict):
+    reason: NotRequired[str]  # quote_not_in_<scope>: the cited place does not hold the quote
+    redirectedFrom: NotRequired[str]  # a retired block id, followed through the anchor map
+
+
+class VerifyQuoteResponse(TypedDict):
+    """schemas/verify_quote_response.schema.json"""
+
+    ok: Literal[True]
+    verdict: Literal["found", "found_elsewhere", "not_found"]
+    found: bool  # verdict == "found": the cited place (or, without one, the index) holds the quote
+    quote: str
+    target: VerifyTarget
+    match: NotRequired[QuoteMatch]  # absent when no block is similar enough
+    diagnostics: VerifyDiagnostics
 
 
 class ErrorDetail(TypedDict):

@@ -3,7 +3,7 @@
 Registered by entry point (`datasette plugins` lists it). On a Datasette that holds an
 evidence database (one with an `evidence_block` table) it adds, all under `/-/` as
 Datasette's conventions ask, so no database or table URL is ever taken over:
-- `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open` and `/-/knowledge/*`:
+- `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open`, `/-/evidence/verify` and `/-/knowledge/*`:
   GET with query parameters or POST with a JSON body, answered by the pure handlers;
 - `/-/evidence/site/...`: the static site next to the database (when one is there), and
   `/` redirecting to it, so one URL serves browsing, querying and citations. The old
@@ -42,7 +42,7 @@ from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.text import QueryError, fts_query
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.functions import evidence, knowledge
+from mnote_evidence.functions import evidence, knowledge, verify
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.guard import Guard, datasette_columns
@@ -224,6 +224,7 @@ def register_routes(datasette):
         (r"^/-/evidence/search$", _endpoint(evidence.search)),
         (r"^/-/evidence/read$", _endpoint(evidence.read)),
         (r"^/-/evidence/open$", _endpoint(evidence.open_)),
+        (r"^/-/evidence/verify$", _endpoint(verify.verify_quote)),
         (r"^/-/knowledge/query$", _endpoint(knowledge.query)),
         (r"^/-/knowledge/status$", _endpoint(knowledge.status)),
         (r"^/-/knowledge/ask$", _endpoint(knowledge.ask)),

@@ -168,3 +168,32 @@ def test_every_citation_url_form(ctx, conn):
 def test_bad_requests_are_4xx_with_a_message(ctx, request_, status):
     got, out = ask(ctx, **request_)
     assert got == status and out["ok"] is False and out["error"]["message"], out
+
+
+def test_answers_match_the_published_schema(ctx, conn, validate):
+    b = block(conn, "pdf", path=MIME_SPEC, offset=3)
+    for request in ({"quote": middle(b["text"]), "blockId": b["block_id"]},
+                    {"quote": middle(b["text"]) + " flamingo", "blockId": b["block_id"]},
+                    {"quote": middle(b["text"]), "citationUrl": f"manuals/shared-mime-info-spec.pdf.html#page-{b['page']}"},
+                    {"quote": "purple elephants juggle seventeen marmalade accordions"},
+                    {"quote": ""}):
+        validate("verify_quote_response.schema.json", ask(ctx, **request)[1])
+
+
+def test_the_datasette_route_answers_get_and_post(datasette_server):
+    """/-/evidence/verify on a real datasette process: found, not found, and 4xx for bad requests."""
+    import httpx
+
+    top = httpx.get(datasette_server + "/-/evidence/search", params={"q": "retention period seven years", "topK": 1},
+                    timeout=30).json()["results"][0]
+    url = top["source"]["openAction"]["url"]
+    r = httpx.get(datasette_server + "/-/evidence/verify", params={"quote": "retention period", "citationUrl": url},
+                  timeout=30)
+    assert r.status_code == 200 and r.json()["verdict"] == "found", r.text
+    assert r.json()["match"]["evidenceId"] == top["evidenceId"]
+    r = httpx.post(datasette_server + "/-/evidence/verify", timeout=30,
+                   json={"quote": "retention period of ninety-nine centuries", "blockId": top["evidenceId"]})
+    assert r.status_code == 200 and r.json()["found"] is False and r.json()["match"]["similarity"] < 1
+    for bad in ({"quote": "x", "blockId": top["evidenceId"], "citationUrl": url}, {"blockId": top["evidenceId"]}):
+        r = httpx.post(datasette_server + "/-/evidence/verify", json=bad, timeout=30)
+        assert r.status_code == 400 and r.json()["error"]["message"] and "Traceback" not in r.text
