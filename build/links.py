@@ -3,7 +3,10 @@
 The links are `model.NoteLink`s. They are resolved against the scanned file
 set only, so a link can never name anything outside the root:
 `../../etc/passwd` normalises to a path that starts with `..` and is
-reported, never opened.
+reported, never opened. A wikilink names a file (with or without `.md`) or,
+failing that, a note's front matter alias (`aliases`, first note in path order
+wins a contested alias). Tags and aliases are links of a note that point at
+no file: they resolve to nothing, with no problem.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import posixpath
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Iterable
 from urllib.parse import unquote
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
@@ -23,9 +27,21 @@ class Resolution:
     problem: str | None = None  # "outside_root" | "missing" | None (external links: both None)
 
 
+NAME_KINDS = ("tag", "alias")  # a note's links that name no file
+
+
+def alias_map(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """alias (lower case) -> note path, from (note path, alias) pairs; first note in path order wins."""
+    out: dict[str, str] = {}
+    for note, alias in sorted((str(n), str(a)) for n, a in pairs):
+        out.setdefault(alias.strip().lower(), note)
+    return out
+
+
 class LinkResolver:
-    def __init__(self, paths: set[str]):
+    def __init__(self, paths: set[str], aliases: dict[str, str] | None = None):
         self._paths = paths
+        self.aliases = {a: p for a, p in (aliases or {}).items() if p in paths}
         # name -> [(folder, depth, path)]: what wikilink tie-breaking compares, computed once
         self._by_name: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
         for p in sorted(paths):
@@ -36,6 +52,8 @@ class LinkResolver:
                 self._by_name[name[:-3].lower()].append(entry)
 
     def resolve(self, note: str, target: str, kind: str) -> Resolution:
+        if kind in NAME_KINDS:
+            return Resolution(None)
         if kind in ("wikilink", "embed"):
             return self._wikilink(note, target)
         if not target or target.startswith("#") or _SCHEME.match(target) or target.startswith("//"):
@@ -65,7 +83,8 @@ class LinkResolver:
             name = posixpath.basename(name)
         candidates = self._by_name.get(name.lower(), [])
         if not candidates:
-            return Resolution(None, "missing")
+            alias = self.aliases.get(name.lower())
+            return Resolution(alias) if alias else Resolution(None, "missing")
         here = posixpath.dirname(note)
         # same folder first, then the shallowest, then alphabetical
         best = min(candidates, key=lambda c: (c[0] != here, c[1], c[2]))

@@ -1,8 +1,11 @@
 """The one Markdown dialect: parser configuration shared by the provider and the renderer.
 
 CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`,
-`[[Note#Heading]]`, `![[image.png]]`). Raw HTML is parsed (so its text can be
-indexed) but the renderer neutralises it.
+`[[Note#Heading]]`, `[[Note#^id]]`, `![[image.png]]`) + Obsidian's additions: task lists
+(markdown-it-py), footnotes and `$`/`$$` math (mdit-py-plugins), highlights, tags, callouts
+and block references (`build/markdown_obsidian.py`). Raw HTML is parsed (so its text can
+be indexed) but the renderer neutralises it. A wikilink without an alias shows
+`Note › Heading` for `[[Note#Heading]]` (never the raw `#`).
 
 Linear time on hostile input: a wikilink's closing `]]` is looked for within
 `MAX_WIKILINK` characters on the same line only, so a note of unbalanced `[[`
@@ -17,7 +20,11 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock, paragraph
 from markdown_it.rules_inline import StateInline
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
+
+from mnote_evidence.build.markdown_obsidian import obsidian_plugin
 
 
 MAX_WIKILINK = 1000  # characters between `[[` and `]]`; longer is text, not a link
@@ -39,9 +46,16 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
         target, _, alias = raw.partition("|")
         token = state.push("wikilink", "", 0)
         token.meta = {"target": target.strip(), "alias": alias.strip(), "embed": embed}
-        token.content = alias.strip() or target.strip()
+        token.content = alias.strip() or wikilink_label(target)
     state.pos = end + 2
     return True
+
+
+def wikilink_label(target: str) -> str:
+    """What `[[target]]` shows: `Note`, `Note › Heading`, `Heading` for `[[#Heading]]`."""
+    name, _, fragment = target.strip().partition("#")
+    parts = [p.strip() for p in [name, *fragment.split("#")] if p.strip()]
+    return " › ".join(parts)
 
 
 def wikilink_plugin(md: MarkdownIt) -> None:
@@ -71,5 +85,8 @@ def keep_deep_text_plugin(md: MarkdownIt) -> None:
 
 @lru_cache(maxsize=1)
 def markdown_parser() -> MarkdownIt:
-    return (MarkdownIt("commonmark").enable("table").use(front_matter_plugin).use(wikilink_plugin)
-            .use(keep_deep_text_plugin))
+    # `$` math as Obsidian reads it: no space inside the dollars, no digit after the closing one
+    return (MarkdownIt("commonmark", {"tasklists": True}).enable("table").use(front_matter_plugin)
+            .use(footnote_plugin).use(dollarmath_plugin, allow_space=False, allow_digits=False,
+                                      double_inline=True)
+            .use(wikilink_plugin).use(obsidian_plugin).use(keep_deep_text_plugin))

@@ -75,6 +75,7 @@ class Block:
     links: list[dict[str, str]] = field(default_factory=list)  # Markdown: [{"target", "kind"}]
     role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (SPEC §6)
     box_holds_text: bool | None = None  # PDF text block: PyMuPDF's words inside bbox hold its words (None: unchecked)
+    anchor: str | None = None  # Markdown: the author's block id (`^id` at the end of the block), without `^`
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "type": self.type, "text": self.text}
@@ -87,6 +88,7 @@ class Block:
             ("sectionId", self.section_id),
             ("confidence", self.confidence),
             ("note", self.note),
+            ("anchor", self.anchor),
         ):
             if value is not None:
                 out[key] = value
@@ -116,6 +118,7 @@ class Block:
             links=data.get("links", []),
             role=data.get("role", ROLE_BODY),
             box_holds_text=data.get("boxHoldsText"),
+            anchor=data.get("anchor"),
         )
 
 
@@ -196,6 +199,7 @@ class ParsedResourceArtifact:
     pages: list[Page] = field(default_factory=list)
     warnings: list[Warning_] = field(default_factory=list)
     from_ocr: bool = False
+    title: str | None = None  # notes: front matter `title`, else the first heading
 
     def section_by_id(self) -> dict[str, Section]:
         return {s.id: s for s in self.sections}
@@ -246,6 +250,7 @@ class ResourceRow:
     block_count: int = 0
     warnings: list[dict[str, str]] = field(default_factory=list)
     updated_at_ms: int = 0
+    title: str | None = None  # the artifact's title (notes: front matter `title`, else first heading)
 
     def to_sql(self) -> dict[str, Any]:
         """The row as `evidence_resource` columns."""
@@ -264,7 +269,7 @@ class ResourceRow:
             artifact_path=row["artifact_path"], source_map_path=row["source_map_path"],
             error_code=row["error_code"], error_message=row["error_message"], page_count=row["page_count"],
             block_count=row["block_count"], warnings=json.loads(row["warnings_json"]),
-            updated_at_ms=row["updated_at_ms"])
+            updated_at_ms=row["updated_at_ms"], title=row["title"])
 
 
 @dataclass(frozen=True)
@@ -273,7 +278,7 @@ class NoteLink:
 
     source_block_id: str
     target: str  # as written
-    kind: str  # link | image | wikilink | embed
+    kind: str  # link | image | wikilink | embed | tag | alias
 
 
 class LinkRow(TypedDict):

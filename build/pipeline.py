@@ -36,7 +36,8 @@ from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, clea
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text, text_hash
-from mnote_evidence.build.links import LinkResolver, Resolution, owners
+from mnote_evidence.build.link_targets import LinkTargets
+from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     KIND_OTHER,
@@ -146,7 +147,7 @@ class _Build:
             page_count=len(artifact.pages) if artifact and artifact.pages else None,
             block_count=len(artifact.blocks) if artifact else 0,
             warnings=[w.to_json() for w in artifact.warnings] if artifact else [],
-            updated_at_ms=self.stamp)
+            updated_at_ms=self.stamp, title=artifact.title if artifact else None)
 
     def _record_error(self, f: SourceFile, owner: str | None, kind_status: str, code: str, message: str,
                       provider: str | None = None, version: str | None = None) -> None:
@@ -362,7 +363,9 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
         links = run.notes(notes)
-        resolver = LinkResolver({f.path for f in files if not f.refused})
+        resolver = LinkResolver({f.path for f in files if not f.refused},
+                                alias_map((note, link.target) for note, note_links in links.items()
+                                          for link in note_links if link.kind == "alias"))
         resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
                     for note, note_links in sorted(links.items()) for link in note_links]
         linkers: dict[str, set[str]] = {}
@@ -427,6 +430,7 @@ def _recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list
                          "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
                          "JOIN evidence_resource r USING (resource_id) WHERE l.problem = 'outside_root' "
                          "ORDER BY 1, 2")]
+        warnings += LinkTargets(conn).broken()
         return counts, errors, warnings
     finally:
         conn.close()

@@ -102,6 +102,8 @@ def source_map(artifact: ParsedResourceArtifact, owner_path: str | None, paths: 
         "sourceHash": artifact.source_hash,
         "fromOcr": artifact.from_ocr,
     }
+    if artifact.title:
+        out["title"] = artifact.title
     if paths.text is not None:
         out["textFile"] = posixpath.basename(paths.text)
         out["textHash"] = _sha(artifact.text)
@@ -190,6 +192,7 @@ def artifact_from_source_map(doc: dict[str, Any], text: str) -> ParsedResourceAr
         source_path=doc["sourceRootRelativePath"], source_hash=doc["sourceHash"], text=text,
         blocks=blocks, sections=[Section.from_json(s) for s in doc["sections"]], pages=pages,
         warnings=[Warning_(**w) for w in doc.get("warnings", [])], from_ocr=doc.get("fromOcr", False),
+        title=doc.get("title"),
     )
 
 

@@ -29,9 +29,11 @@ RESERVED_NAMES = frozenset({
     DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal",
     "index.html", "ask.html", "_headers", ".mnote-site.json", ".build.lock",
 })
-# Site-root folders the build owns: static assets, PDF page images, relocated pages and copies.
+# Site-root folders the build owns: static assets, PDF page images, relocated pages and copies,
+# tag pages (one per `#tag`).
 STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
-RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR)
+TAGS_DIR = "_tags"
+RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR)
 
 
 def is_reserved(site_path: str) -> bool:

@@ -4,7 +4,8 @@ When a resource is re-parsed, each of its old block ids that is no longer
 produced is "retired" with its most similar successor in the same resource
 (character-bigram Jaccard similarity, searched within a window of nearby
 ordinals so a re-exported 3,000-block PDF stays cheap), or with none when
-nothing is similar enough. Aliases chain: if a successor itself retires, every
+nothing is similar enough. A block the author marked `^id` has a known successor:
+the new block with the same `^id` (similarity 1.0), however much its text changed. Aliases chain: if a successor itself retires, every
 alias pointing at it moves on. An id that comes back (an edit undone) is
 un-retired. The site renders each alias as an extra anchor at its successor,
 so citation URLs from any earlier build still land somewhere meaningful.
@@ -26,6 +27,7 @@ class OldBlock:
     block_id: str
     ordinal: int
     text: str
+    anchor: str | None = None  # the author's `^id`
 
 
 def _grams(text: str) -> frozenset[str]:
@@ -50,7 +52,7 @@ def best_successor(old: OldBlock, new: list[OldBlock]) -> tuple[str | None, floa
 
 def old_blocks(conn: sqlite3.Connection, resource_id: str) -> list[OldBlock]:
     return [OldBlock(*r) for r in conn.execute(
-        "SELECT block_id, ordinal, text FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
+        "SELECT block_id, ordinal, text, anchor FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
         [resource_id])]
 
 
@@ -58,11 +60,15 @@ def retire(conn: sqlite3.Connection, resource_id: str, old: list[OldBlock], new:
            stamp: int) -> None:
     """Record aliases for `old` ids missing from `new` (both in ordinal order)."""
     new_ids = {b.block_id for b in new}
+    by_anchor = {b.anchor: b.block_id for b in new if b.anchor}
     conn.executemany("DELETE FROM evidence_anchor WHERE old_block_id = ?", [(i,) for i in new_ids])
     for block in old:
         if block.block_id in new_ids:
             continue
-        successor, score = best_successor(block, new)
+        if block.anchor in by_anchor:
+            successor, score = by_anchor[block.anchor], 1.0
+        else:
+            successor, score = best_successor(block, new)
         conn.execute("INSERT OR REPLACE INTO evidence_anchor VALUES (?, ?, ?, ?, ?)",
                      [block.block_id, resource_id, successor, score, stamp])
         conn.execute("UPDATE evidence_anchor SET successor_block_id = ?, similarity = ? "

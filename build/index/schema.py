@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = "3"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
+SCHEMA_VERSION = "4"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 
@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS evidence_resource (
     page_count INTEGER,
     block_count INTEGER NOT NULL DEFAULT 0,
     warnings_json TEXT NOT NULL DEFAULT '[]',
-    updated_at_ms INTEGER NOT NULL
+    updated_at_ms INTEGER NOT NULL,
+    title TEXT                        -- notes: front matter title, else the first heading; NULL: none
 );
 CREATE TABLE IF NOT EXISTS evidence_block (
     id INTEGER PRIMARY KEY,           -- also the rowid of evidence_fts
@@ -44,8 +45,9 @@ CREATE TABLE IF NOT EXISTS evidence_block (
     para_id TEXT,
     locator_json TEXT NOT NULL,
     role TEXT NOT NULL DEFAULT 'body', -- body | furniture (running header, footer, page number)
-    box_holds_text INTEGER            -- PDF text blocks: 1 the text PyMuPDF reads in bbox holds the block's
+    box_holds_text INTEGER,           -- PDF text blocks: 1 the text PyMuPDF reads in bbox holds the block's
                                       -- words, 0 it does not (locator at page precision); NULL not checked
+    anchor TEXT                       -- Markdown: the author's block id (`^id`), unique in its resource
 );
 CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block(resource_id, ordinal);
 CREATE INDEX IF NOT EXISTS evidence_block_section ON evidence_block(section_id);
@@ -81,7 +83,7 @@ CREATE TABLE IF NOT EXISTS evidence_link (
     resource_id TEXT NOT NULL,        -- the note
     source_block_id TEXT NOT NULL,
     target TEXT NOT NULL,             -- as written in the note
-    kind TEXT NOT NULL,               -- link | image | wikilink | embed
+    kind TEXT NOT NULL,               -- link | image | wikilink | embed | tag | alias
     target_path TEXT,                 -- resolved root-relative path, NULL if unresolved
     problem TEXT                      -- outside_root | missing | NULL
 );

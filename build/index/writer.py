@@ -114,6 +114,7 @@ def _block_rows(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: in
             "paragraph_index": block.paragraph_index, "para_id": block.para_id,
             "locator_json": _json(loc), "role": block.role,
             "box_holds_text": None if block.box_holds_text is None else int(block.box_holds_text),
+            "anchor": block.anchor,
         }
 
 

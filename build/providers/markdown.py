@@ -1,10 +1,15 @@
 """Markdown notes via markdown-it-py tokens (SPEC §3).
 
-One block per heading, paragraph, list-item paragraph, blockquote paragraph,
-table, code block and raw HTML block; each with its 1-based inclusive line
-range and the char range of those lines in the note. Headings form the section
-tree. Links, images and wikilinks are kept on the block they appear in, so every
-graph edge has a source block.
+One block per heading, paragraph, list-item paragraph (`task` for a task-list item,
+its text starting `[ ] ` or `[x] `), blockquote paragraph, callout title and callout
+paragraph, footnote paragraph, display math (`math`, its TeX source), table, code block,
+raw HTML block and front matter (`properties`, `markdown_properties.py`); each with its
+1-based inclusive line range and the char range of those lines in the note. Headings
+form the section tree. Links, images, wikilinks, embeds and tags (and front matter
+aliases) are kept on the block they appear in, so every graph edge has a source block.
+Inline math stays in the text as `$TeX$`, a footnote reference as `[n]`, a highlight as
+its words; an author's `^id` is the block's `anchor`, not its text. The note's title is
+its front matter `title`, else its first heading.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ from mnote_evidence.build.model import KIND_MARKDOWN, Block, ParsedResourceArtif
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.providers.markdown_properties import read_properties
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines
 
-REVISION = "2"  # 2: notes in UTF-16/32 and legacy encodings are decoded (providers/encoding.py)
+# 2: notes in UTF-16/32 and legacy encodings are decoded (providers/encoding.py)
+# 3: Obsidian-flavoured Markdown: callouts, tasks, footnotes, math, tags, block anchors, front matter
+REVISION = "3"
 
 
 @dataclass
@@ -34,6 +42,8 @@ class BlockToken:
     text: str
     line_range: list[int]
     links: list[dict[str, str]]
+    anchor: str | None = None
+    note: str | None = None
 
 
 def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
@@ -41,8 +51,16 @@ def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
     parts: list[str] = []
     links: list[dict[str, str]] = []
     for child in token.children or []:
-        if child.type in ("text", "code_inline"):
+        if child.type in ("text", "code_inline", "tag"):
             parts.append(child.content)
+            if child.type == "tag":
+                links.append({"target": child.meta["tag"], "kind": "tag"})
+        elif child.type == "math_inline":
+            parts.append(f"${child.content}$")
+        elif child.type == "math_inline_double":
+            parts.append(f"$${child.content}$$")
+        elif child.type == "footnote_ref":
+            parts.append(footnote_label(child))
         elif child.type in ("softbreak", "hardbreak"):
             parts.append("\n")
         elif child.type == "image":
@@ -57,33 +75,63 @@ def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
     return join_lines("".join(parts).split("\n")), links
 
 
-def _container(stack: list[str]) -> str:
-    for tag in reversed(stack):
-        if tag == "list_item_open":
+def footnote_label(token: Token) -> str:
+    """What a footnote reference shows (as mdit-py-plugins renders it): `[n]`."""
+    return f"[{token.meta['id'] + 1}]"
+
+
+_CONTAINERS = {"list_item_open": "list_item_close", "blockquote_open": "blockquote_close",
+               "footnote_open": "footnote_close"}
+_CLOSERS = set(_CONTAINERS.values())
+
+
+def _container(stack: list[Token]) -> str:
+    for tok in reversed(stack):
+        if tok.type == "list_item_open":
             return "list_item"
-        if tag == "blockquote_open":
-            return "quote"
+        if tok.type == "blockquote_open":
+            return "callout" if (tok.meta or {}).get("callout") else "quote"
+        if tok.type == "footnote_open":
+            return "footnote"
     return "paragraph"
 
 
+def _paragraph(tokens: list[Token], i: int, stack: list[Token]) -> BlockToken:
+    tok = tokens[i]
+    text, links = inline_text(tokens[i + 1])
+    kind, note = _container(stack), None
+    if tok.type == "heading_open":
+        kind = "heading"
+    elif tok.type == "callout_title_open":
+        kind = "callout_title"
+    elif kind == "list_item" and tokens[i - 1].type == "list_item_open" and "checked" in (tokens[i - 1].meta or {}):
+        kind, text = "task", ("[x] " if tokens[i - 1].meta["checked"] else "[ ] ") + text
+    elif kind == "footnote":
+        note = f"footnote {footnote_label(next(t for t in reversed(stack) if t.type == 'footnote_open'))}"
+    anchor = (tok.meta or {}).get("anchor")
+    return BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], links, anchor, note)
+
+
 def block_tokens(tokens: list[Token]) -> list[BlockToken]:
-    """The evidence blocks of a token stream, in document order."""
+    """The evidence blocks of a token stream, in document order (footnotes last, as shown)."""
     out: list[BlockToken] = []
-    stack: list[str] = []
+    stack: list[Token] = []
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok.type in ("list_item_open", "blockquote_open"):
-            stack.append(tok.type)
-        elif tok.type in ("list_item_close", "blockquote_close"):
+        if tok.type in _CONTAINERS:
+            stack.append(tok)
+        elif tok.type in _CLOSERS:
             stack.pop()
-        elif tok.type in ("heading_open", "paragraph_open") and tok.map:
-            text, links = inline_text(tokens[i + 1])
-            kind = "heading" if tok.type == "heading_open" else _container(stack)
-            out.append(BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], links))
-        elif tok.type in ("fence", "code_block", "html_block") and tok.map:
-            kind = "html" if tok.type == "html_block" else "code"
-            out.append(BlockToken(i, kind, tok.content.rstrip("\n"), [tok.map[0] + 1, tok.map[1]], []))
+        elif tok.type in ("heading_open", "paragraph_open", "callout_title_open") and tok.map:
+            out.append(_paragraph(tokens, i, stack))
+        elif tok.type in ("fence", "code_block", "html_block", "math_block") and tok.map:
+            kind = {"html_block": "html", "math_block": "math"}.get(tok.type, "code")
+            text = tok.content.strip() if kind == "math" else tok.content.rstrip("\n")
+            out.append(BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], []))
+        elif tok.type == "front_matter" and tok.map:
+            props = read_properties(tok.content)
+            out.append(BlockToken(i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links))
         elif tok.type == "table_open" and tok.map:
             i = _table_block(tokens, i, out)
         i += 1
@@ -147,7 +195,21 @@ class MarkdownProvider:
         new_block_id = BlockIdAllocator(path)
         tree = SectionTree(path)
         blocks: list[Block] = []
+        warnings = list(warnings or [])
+        title = None
+        anchors: set[str] = set()
         for bt in block_tokens(tokens):
+            if bt.type == "properties":
+                props = read_properties(tokens[bt.index].content)
+                title = props.title
+                if props.warning:
+                    warnings.append(props.warning)
+            if bt.anchor in anchors:
+                warnings.append(Warning_("duplicate_block_anchor", f"^{bt.anchor} marks more than one block "
+                                         f"(line {bt.line_range[0]}); links land on the first"))
+                bt.anchor = None
+            elif bt.anchor:
+                anchors.add(bt.anchor)
             if bt.type == "heading":
                 tree.open(int(tokens[bt.index].tag[1]), bt.text)
             first, last = bt.line_range
@@ -161,9 +223,13 @@ class MarkdownProvider:
                 line_range=bt.line_range,
                 char_range=[start, end],
                 links=bt.links,
+                note=bt.note,
+                anchor=bt.anchor,
             )))
+        if title is None:
+            title = next((b.text for b in blocks if b.type == "heading"), None)
         return ParsedResourceArtifact(
             kind=KIND_MARKDOWN, provider=self.name, provider_version=self.version(),
             source_path=path, source_hash=source_hash, text=text, blocks=blocks,
-            sections=tree.sections, warnings=warnings or [],
+            sections=tree.sections, warnings=warnings, title=title,
         )

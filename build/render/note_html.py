@@ -10,8 +10,13 @@ not post-processed:
   `data:` except images) and are then rewritten: a link to a note or resource
   inside the workspace points at its generated page, an unresolved internal
   link is rendered as text with a `broken-link` class;
-- an alias anchor (an id from an earlier build) is rendered just before its
-  successor block.
+- an alias anchor (an id from an earlier build) and the author's `^id` anchor
+  are rendered just before their block, so `#old-id`, `#b-…` and `#^id` all land;
+- Obsidian's constructs: callouts as `<div class="callout callout-TYPE">` (foldable
+  ones as `<details>`, the title a `<summary>`), task checkboxes (disabled), footnotes
+  (mdit-py-plugins' markup, each footnote paragraph its own block), `<mark>`, math as
+  MathML (`render/math_html.py`), front matter as a `properties` list; wikilinks,
+  embeds and tags in `render/note_links.py`.
 """
 
 from __future__ import annotations
@@ -21,11 +26,12 @@ from typing import Callable
 
 from markdown_it.token import Token
 
-from mnote_evidence.build.formats import kind_for
-from mnote_evidence.build.links import LinkResolver
 from mnote_evidence.build.markdown_syntax import markdown_parser
-from mnote_evidence.build.model import Kind
+from mnote_evidence.build.model import Block
 from mnote_evidence.build.providers.markdown import block_tokens
+from mnote_evidence.build.providers.markdown_properties import read_properties
+from mnote_evidence.build.render.math_html import mathml
+from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink_html
 from mnote_evidence.build.urls import copy_path, page_path, relative_url
 
 
@@ -33,20 +39,22 @@ class BlockMismatch(RuntimeError):
     """The note's tokens no longer match its indexed blocks (it changed since the index was written)."""
 
 
-def _attach_ids(tokens: list[Token], block_ids: list[str], aliases: dict[str, list[str]]) -> None:
+def _attach_ids(tokens: list[Token], blocks: list[Block], aliases: dict[str, list[str]]) -> None:
     found = block_tokens(tokens)
-    if len(found) != len(block_ids):
-        raise BlockMismatch(f"{len(found)} blocks in the note, {len(block_ids)} in the index")
-    for bt, block_id in zip(found, block_ids):
+    if len(found) != len(blocks):
+        raise BlockMismatch(f"{len(found)} blocks in the note, {len(blocks)} in the index")
+    for bt, block in zip(found, blocks):
+        block_id = block.id
         tok = tokens[bt.index]
-        if tok.hidden:  # a tight list item's paragraph renders no tag: put the id on the <li>
+        if tok.hidden and tok.type == "paragraph_open":  # a tight list item's paragraph renders no tag: the <li>
             i = bt.index
             while tokens[i].type != "list_item_open":
                 i -= 1
             tok = tokens[i]
         tok.attrSet("id", block_id)
         tok.attrJoin("class", "block")
-        tok.meta = {**(tok.meta or {}), "aliases": aliases.get(block_id, [])}
+        extra = [f"^{block.anchor}"] if block.anchor else []
+        tok.meta = {**(tok.meta or {}), "aliases": aliases.get(block_id, []) + extra}
 
 
 def _alias_html(token: Token) -> str:
@@ -54,12 +62,12 @@ def _alias_html(token: Token) -> str:
     return "".join(f'<span class="alias" id="{html.escape(a)}"></span>' for a in meta.get("aliases", []))
 
 
-def render_note(text: str, note_path: str, block_ids: list[str], aliases: dict[str, list[str]],
-                resolver: LinkResolver) -> str:
+def render_note(text: str, note_path: str, blocks: list[Block], aliases: dict[str, list[str]],
+                links: NoteLinks) -> str:
     md = markdown_parser()
     tokens = md.parse(text)
-    _attach_ids(tokens, block_ids, aliases)
-    env = {"note": note_path, "resolver": resolver, "page": page_path(note_path)}
+    _attach_ids(tokens, blocks, aliases)
+    env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page_path(note_path)}
     return _Renderer(md).render(tokens, md.options, env)
 
 
@@ -79,9 +87,20 @@ class _Renderer:
 
     def __init__(self, md):
         self.base = md.renderer.__class__()
-        for name in ("paragraph_open", "heading_open", "table_open", "list_item_open", "blockquote_open"):
+        self.base.rules.update(md.renderer.rules)  # the plugins' rules (footnotes, front matter)
+        for name in ("paragraph_open", "heading_open", "table_open", "list_item_open"):
             self._wrap_alias(name)
         rules = self.base.rules
+        rules["blockquote_open"] = self._with_alias(self._quote_open)
+        rules["blockquote_close"] = self._quote_close
+        rules["callout_title_open"] = self._with_alias(self._title_open)
+        rules["callout_title_close"] = lambda tokens, idx, options, env: f"</{env['title_tag']}>\n"
+        rules["math_inline"] = lambda tokens, idx, options, env: mathml(tokens[idx].content)
+        rules["math_inline_double"] = lambda tokens, idx, options, env: mathml(tokens[idx].content, True)
+        rules["math_block"] = self._math_block
+        rules["front_matter"] = self._properties
+        rules["tag"] = lambda tokens, idx, options, env: tag_html(env, tokens[idx].meta["tag"],
+                                                                   tokens[idx].content)
         rules["fence"] = self._with_alias(rules["fence"])
         rules["code_block"] = self._with_alias(rules["code_block"])
         rules["html_block"] = self._html_block
@@ -92,12 +111,59 @@ class _Renderer:
         rules["wikilink"] = self._wikilink
 
     def render(self, tokens, options, env) -> str:
-        env["link_stack"] = []
+        env["link_stack"], env["quote_stack"] = [], []
         return self.base.render(tokens, options, env)
 
     def _wrap_alias(self, name: str) -> None:
-        self.base.rules[name] = self._with_alias(
+        inner = self.base.rules.get(name) or (
             lambda tokens, idx, options, env: self.base.renderToken(tokens, idx, options, env))
+        if name != "list_item_open":
+            self.base.rules[name] = self._with_alias(inner)
+            return
+
+        def inside(tokens, idx, options, env) -> str:  # <ul> holds only <li>: anchors go inside it
+            out = inner(tokens, idx, options, env)
+            cut = out.index(">") + 1
+            return out[:cut] + _alias_html(tokens[idx]) + out[cut:]
+        self.base.rules[name] = inside
+
+    def _quote_open(self, tokens, idx, options, env) -> str:
+        meta = tokens[idx].meta or {}
+        kind = meta.get("callout")
+        if not kind:
+            env["quote_stack"].append(("blockquote", ""))
+            return self.base.renderToken(tokens, idx, options, env)
+        tag = "details" if meta["fold"] else "div"
+        env["quote_stack"].append((tag, kind))
+        opened = " open" if meta["fold"] == "+" else ""
+        kind = html.escape(kind)
+        return f'<{tag} class="callout callout-{kind}" data-callout="{kind}"{opened}>\n'
+
+    @staticmethod
+    def _quote_close(tokens, idx, options, env) -> str:
+        return f"</{env['quote_stack'].pop()[0]}>\n"
+
+    def _title_open(self, tokens, idx, options, env) -> str:
+        tok = tokens[idx]
+        env["title_tag"] = "summary" if env["quote_stack"] and env["quote_stack"][-1][0] == "details" else "p"
+        tok.tag = env["title_tag"]
+        tok.attrJoin("class", "callout-title")
+        return self.base.renderToken(tokens, idx, options, env)
+
+    @staticmethod
+    def _math_block(tokens, idx, options, env) -> str:
+        tok = tokens[idx]
+        ident = f' id="{html.escape(tok.attrGet("id"))}"' if tok.attrGet("id") else ""
+        return f'{_alias_html(tok)}<div class="math block"{ident}>{mathml(tok.content.strip(), True)}</div>\n'
+
+    @staticmethod
+    def _properties(tokens, idx, options, env) -> str:
+        tok = tokens[idx]
+        if not tok.attrGet("id"):
+            return ""
+        rows = "".join(f"<li>{html.escape(line)}</li>" for line in read_properties(tok.content).text.split("\n"))
+        return (f'{_alias_html(tok)}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">'
+                f"{rows}</ul>\n")
 
     @staticmethod
     def _with_alias(rule: Callable) -> Callable:
@@ -131,13 +197,7 @@ class _Renderer:
             return f'<span class="broken-link">[{alt}]</span>'
         return f'<img src="{html.escape(src)}" alt="{alt}" loading="lazy">'
 
-    def _wikilink(self, tokens, idx, options, env) -> str:
+    @staticmethod
+    def _wikilink(tokens, idx, options, env) -> str:
         tok = tokens[idx]
-        kind = "embed" if tok.meta["embed"] else "wikilink"
-        href, _ = _link_target(env, tok.meta["target"], kind)
-        label = html.escape(tok.content)
-        if href is None:
-            return f'<span class="broken-link" title="no note named this">{label}</span>'
-        if kind == "embed" and kind_for(tok.meta["target"]) == Kind.IMAGE:
-            return f'<img src="{html.escape(href)}" alt="{label}" loading="lazy">'
-        return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+        return wikilink_html(env, tok.meta["target"], tok.content, tok.meta["embed"])

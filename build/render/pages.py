@@ -23,6 +23,7 @@ from mnote_evidence.build.model import ParsedResourceArtifact, ResourceRow as Re
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render import page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, render_note
+from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.urls import relative_url
 
 
@@ -32,6 +33,7 @@ class _Site(Protocol):
     root: Path
     env: Environment
     resolver: LinkResolver
+    note_links: NoteLinks  # how notes' wikilinks, embeds and tags resolve
     options: Any  # RenderOptions: `.images`, `.max_page_images`
     report: Any  # RenderReport: `.problems`
 
@@ -43,12 +45,12 @@ def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResour
     """A Markdown note: its own HTML with a block anchor on every block."""
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())
-        body = render_note(text, res.path, [b.id for b in artifact.blocks], ctx["aliases"], site.resolver)
+        body = render_note(text, res.path, artifact.blocks, ctx["aliases"], site.note_links)
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
         site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
         body = None
-    headings = [b for b in artifact.blocks if b.type == "heading"]
-    ctx["title"] = headings[0].text if headings else posixpath.splitext(posixpath.basename(res.path))[0]
+    # front matter `title`, else the first heading (the provider's choice), else the file name
+    ctx["title"] = artifact.title or posixpath.splitext(posixpath.basename(res.path))[0]
     ctx.update({"body": body, "blocks": artifact.blocks})
     return site.env.get_template("note.html").render(ctx)
 

@@ -34,10 +34,12 @@ from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
 from mnote_evidence.build.fsutil import atomic_write_text
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
-from mnote_evidence.build.links import LinkResolver
+from mnote_evidence.build.link_targets import LinkTargets
+from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.render import data, page_images
+from mnote_evidence.build.render import data, page_images, tag_pages
+from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
 from mnote_evidence.build.render.pages import RULES
 from mnote_evidence.build.scan import is_inside
@@ -93,7 +95,11 @@ class _Site:
         self.report = RenderReport()
         self.resources = data.resources(self.conn)
         self.by_path = {r.path: r for r in self.resources}
-        self.resolver = LinkResolver({r.path for r in self.resources if r.status != STATUS_STALE})
+        self.resolver = LinkResolver({r.path for r in self.resources if r.status != STATUS_STALE},
+                                     alias_map(self.conn.execute(
+                                         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+                                         "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")))
+        self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
         self.generated = {page_path(r.path) for r in self.resources}
         self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
@@ -145,6 +151,15 @@ class _Site:
             "aliases": _aliases_by_successor(aliases),
         })
         return ctx
+
+    def _page_image(self, path: str, page: int) -> str | None:
+        """Site path of a PDF page's image (None: no such page, or past the page-image cap)."""
+        res = self.by_path.get(path)
+        if (res is None or res.kind != KIND_PDF or res.status != STATUS_OK or not res.source_hash
+                or not 1 <= page <= min(res.page_count or 0, self.options.max_page_images)):
+            return None
+        settings = self.options.images
+        return f"{page_images.image_folder(res.source_hash, settings)}/{page_images.image_name(page, settings)}"
 
     def _copyable(self, res: data.Resource) -> bool:
         return bool(res.source_hash) and res.status != STATUS_STALE and copy_path(res.path) not in self.generated
@@ -221,10 +236,13 @@ def _tree(resources: list[data.Resource]) -> dict[str, Any]:
 
 def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     extra = data.dependency_fingerprint(site.conn, res.resource_id)
-    if res.kind == KIND_MARKDOWN:
+    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and the content of what they point into
         extra.append(site.conn.execute(
-            "SELECT group_concat(coalesce(target_path, '') || '|' || coalesce(problem, ''), ',') "
-            "FROM evidence_link WHERE resource_id = ?", [res.resource_id]).fetchone()[0])
+            "SELECT group_concat(coalesce(l.target_path, '') || '|' || coalesce(l.problem, '') || '|' "
+            "|| coalesce(t.source_hash, ''), ',') FROM evidence_link l LEFT JOIN evidence_resource t "
+            "ON t.source_root_relative_path = l.target_path WHERE l.resource_id = ?",
+            [res.resource_id]).fetchone()[0])
+        extra += [site.options.images.tag, site.options.max_page_images]  # PDF page embeds
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
         extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
@@ -288,6 +306,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     rendering = StageProgress(on_progress, Stage.RENDER, len(site.resources))
     try:
         salt = [_templates_hash()]
+        site.templates_salt = salt[0]
         state = _load_state(out)
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag, options.max_page_images]
@@ -320,6 +339,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 pages[page] = {"key": key, "source": res.path}
                 site.report.pages_written += 1
             rendering.advance()
+        site.report.pages_written += tag_pages.write(site, out, pages, current)
         for page, entry in list(pages.items()):
             if page not in current and entry.get("key") != "tombstone":
                 atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))

@@ -1,0 +1,142 @@
+"""Obsidian's additions to the one Markdown dialect (SPEC §3; README "Obsidian-flavoured Markdown").
+
+markdown-it-py and mdit-py-plugins supply task lists, footnotes and `$`/`$$` math; this
+module adds the rules they lack, as markdown-it rules (never post-processing of HTML):
+- `==highlight==` -> `mark_open` / `mark_close` around the parsed inner text;
+- `#tag` (after a space or at the start of a line; letters, digits, `_`, `-`, `/`; not all
+  digits) -> a `tag` token (code spans and `\\#` escapes are never tags; a heading's own `#`
+  marks are not tags);
+- callouts `> [!type] Title` (foldable with `-` collapsed / `+` open): the blockquote's
+  `meta["callout"]` names the type and fold, and the marker line becomes a
+  `callout_title_open` / inline / `callout_title_close` triple (its default text is the type);
+- block references: ` ^id` at the end of a paragraph or list item is stripped from its
+  text and recorded as `meta["anchor"]` on the paragraph's opening token.
+
+Linear time: a `==` looks for its closing `==` within `MAX_SPAN` characters of its own
+paragraph, so unbalanced markers cost O(n).
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
+from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
+
+MAX_SPAN = 1000  # characters between `==` and `==`
+TAG = re.compile(r"#([\w\-/]+)")
+CALLOUT = re.compile(r"\[!([\w-]+)\]([+-]?)[ \t]*(.*)")
+BLOCK_REF = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$")
+
+
+def _highlight_rule(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if not src.startswith("==", pos) or pos + 2 >= state.posMax or src[pos + 2] in " \t\n=":
+        return False
+    end = src.find("==", pos + 2, min(state.posMax, pos + 2 + MAX_SPAN))
+    if end < 0 or src[end - 1] in " \t\n":
+        return False
+    if not silent:
+        state.push("mark_open", "mark", 1).markup = "=="
+        old_max = state.posMax
+        state.pos, state.posMax = pos + 2, end
+        state.md.inline.tokenize(state)
+        state.posMax = old_max
+        state.push("mark_close", "mark", -1).markup = "=="
+    state.pos = end + 2
+    return True
+
+
+def tag_name(raw: str) -> str | None:
+    """The tag a `#word` names (None: not a tag, e.g. `#123` or `#/`)."""
+    name = raw.strip("/")
+    if not name or name.replace("/", "").isdigit():
+        return None
+    return name
+
+
+def _tag_rule(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if src[pos] != "#" or (pos > 0 and not src[pos - 1].isspace() and src[pos - 1] not in "([{\"'"):
+        return False
+    match = TAG.match(src, pos, state.posMax)
+    name = tag_name(match.group(1)) if match else None
+    if name is None:
+        return False
+    if not silent:
+        token = state.push("tag", "", 0)
+        token.meta = {"tag": name}
+        token.content = "#" + name
+    state.pos = pos + 1 + len(name)
+    return True
+
+
+def _inline(content: str, line_map: list[int], level: int) -> Token:
+    token = Token("inline", "", 0)
+    token.content, token.map, token.level, token.children = content, line_map, level, []
+    return token
+
+
+def _callouts(state: StateCore) -> None:
+    tokens = state.tokens
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if (tok.type == "blockquote_open" and i + 2 < len(tokens) and tokens[i + 1].type == "paragraph_open"
+                and tokens[i + 1].map):
+            first, _, rest = tokens[i + 2].content.partition("\n")
+            match = CALLOUT.fullmatch(first.strip())
+            if match:
+                kind, fold, title = match.group(1).lower(), match.group(2), match.group(3).strip()
+                tok.meta = {**(tok.meta or {}), "callout": kind, "fold": fold}
+                para, inline, line = tokens[i + 1], tokens[i + 2], tokens[i + 1].map[0]
+                title_tokens = [Token("callout_title_open", "p", 1), _inline(title or kind.capitalize(),
+                                [line, line + 1], para.level + 1), Token("callout_title_close", "p", -1)]
+                title_tokens[0].map, title_tokens[0].level = [line, line + 1], para.level
+                title_tokens[2].level = para.level
+                if rest.strip():
+                    para.map = [line + 1, para.map[1]]
+                    inline.content, inline.map = rest, para.map
+                    tokens[i + 1:i + 1] = title_tokens
+                else:  # the marker line is the whole paragraph: it becomes the title
+                    tokens[i + 1:i + 4] = title_tokens
+        i += 1
+
+
+def _strip_block_ref(children: list[Token]) -> str | None:
+    """Remove a trailing ` ^id` from an inline token's children; return the id."""
+    if not children or children[-1].type != "text":
+        return None
+    last = children[-1]
+    match = BLOCK_REF.search(last.content)
+    if not match:
+        return None
+    head = last.content[:match.start()]
+    before = children[:-1]
+    if not head.strip():
+        if before and before[-1].type in ("softbreak", "hardbreak"):
+            before = before[:-1]
+        if not before:
+            return None  # a paragraph that is only `^id` stays text
+        children[:] = before
+    else:
+        last.content = head.rstrip()
+    return match.group(1)
+
+
+def _block_refs(state: StateCore) -> None:
+    tokens = state.tokens
+    for i, tok in enumerate(tokens):
+        if tok.type == "inline" and i > 0 and tokens[i - 1].type == "paragraph_open":
+            anchor = _strip_block_ref(tok.children or [])
+            if anchor:
+                tokens[i - 1].meta = {**(tokens[i - 1].meta or {}), "anchor": anchor}
+
+
+def obsidian_plugin(md: MarkdownIt) -> None:
+    md.inline.ruler.before("emphasis", "mark", _highlight_rule)
+    md.inline.ruler.push("tag", _tag_rule)
+    md.core.ruler.after("block", "callouts", _callouts)
+    md.core.ruler.after("inline", "block_refs", _block_refs)

@@ -1,0 +1,41 @@
+"""TeX -> MathML for notes' `$…$` and `$$…$$` math, with no client JavaScript (issue 16).
+
+latex2mathml builds the MathML tree; it is serialised here with every text and
+attribute value escaped (latex2mathml's own `convert()` un-escapes its output, so
+`\\text{<b>}` would reach the page as markup). TeX it cannot read is shown as code
+(`math-error`), never dropped. The TeX source stays in the block text for search;
+the MathML carries it as an `application/x-tex` annotation too.
+"""
+
+from __future__ import annotations
+
+import html
+from xml.etree.ElementTree import Element, SubElement, tostring
+
+from latex2mathml.converter import convert_to_element
+
+
+def mathml(tex: str, display: bool = False) -> str:
+    mode = "block" if display else "inline"
+    try:
+        math = convert_to_element(tex, display=mode)
+    except Exception:  # latex2mathml raises many types on malformed TeX; the source is shown instead
+        return f'<code class="math-error" title="TeX this site cannot render">{html.escape(tex)}</code>'
+    for el in math.iter():
+        el.text = html.unescape(el.text) if el.text else el.text
+        el.tail = html.unescape(el.tail) if el.tail else el.tail
+        for key, value in el.attrib.items():
+            el.attrib[key] = html.unescape(value)
+    _annotate(math, tex)
+    return tostring(math, encoding="unicode")
+
+
+def _annotate(math: Element, tex: str) -> None:
+    """Wrap the content in <semantics> with the TeX source as an annotation (not displayed)."""
+    children = list(math)
+    for child in children:
+        math.remove(child)
+    semantics = SubElement(math, "semantics")
+    row = SubElement(semantics, "mrow")
+    row.extend(children)
+    SubElement(semantics, "annotation", {"encoding": "application/x-tex"}).text = tex

@@ -1,0 +1,98 @@
+"""A note's wikilinks, embeds and tags as HTML (SPEC §8; README "Obsidian-flavoured Markdown").
+
+- `[[Note]]` links the note's page; `[[Note#Heading]]` its heading's block anchor;
+  `[[Note#^id]]` the anchor `^id` of the block the author marked; the label is the
+  block text's (`Note › Heading`).
+- `![[Note]]`, `![[Note#Heading]]`, `![[Note#^id]]` embed the target's blocks (their
+  indexed text, at most `MAX_EMBED_BLOCKS`) under a title linking the source block; the
+  embedded text stays indexed once, in its own note.
+- `![[image.png]]` shows the image, linking to its page (the OCR overlay);
+  `![[doc.pdf#page=3]]` shows that page's image linking to `#page-3` of the PDF's page
+  (no image past the page-image cap: a link only).
+- A target or fragment that finds nothing: a `broken-link` span with a visible `missing`
+  marker (and a `broken_link` warning in the build summary, `build/link_targets.py`).
+- `#tag` links the tag's page (`tag_page`).
+Every URL is relative (`build.urls.relative_url`); nothing here needs JavaScript.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Callable
+
+from mnote_evidence.build.formats import kind_for
+from mnote_evidence.build.link_targets import LinkTargets, split_target
+from mnote_evidence.build.links import LinkResolver
+from mnote_evidence.build.model import Kind
+from mnote_evidence.build.urls import TAGS_DIR, copy_path, page_path, relative_url
+
+
+def tag_page(tag: str) -> str:
+    """Site file of a tag's page: `_tags/<tag, lower case>.html` (nested tags nest folders)."""
+    return f"{TAGS_DIR}/{tag.lower()}.html"
+
+
+@dataclass
+class NoteLinks:
+    """What a note's links are resolved against: the file set, the index, PDF page images."""
+
+    resolver: LinkResolver
+    targets: LinkTargets | None = None  # None: no index to look fragments up in (they land on the page)
+    page_image: Callable[[str, int], str | None] = lambda path, page: None  # site path of a PDF page image
+
+
+def _missing(label: str, why: str) -> str:
+    return (f'<span class="broken-link" title="{html.escape(why)}">{label}'
+            f'<span class="missing-marker"> (missing)</span></span>')
+
+
+def tag_html(env: dict, tag: str, shown: str) -> str:
+    href = relative_url(env["page"], tag_page(tag))
+    return f'<a class="tag" href="{html.escape(href)}">{html.escape(shown)}</a>'
+
+
+def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
+    links: NoteLinks = env["links"]
+    label = html.escape(label)
+    name, fragment = split_target(target)
+    hit = links.resolver.resolve(env["note"], target, "embed" if embed else "wikilink")
+    path = hit.path if name else env["note"]
+    if path is None:
+        return _missing(label, "no note or file named this in the workspace")
+    anchor = None
+    if fragment and links.targets is not None:
+        anchor = links.targets.anchor(path, fragment)
+        if anchor is None:
+            return _missing(label, f"{path} has nothing at #{fragment}")
+    href = relative_url(env["page"], page_path(path), anchor)
+    if not embed:
+        return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+    kind = kind_for(path)
+    if kind == Kind.IMAGE:
+        src = relative_url(env["page"], copy_path(path))
+        return (f'<a class="embed embed-image" href="{html.escape(href)}">'
+                f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>')
+    if kind == Kind.PDF:
+        number = int(anchor[5:]) if anchor and anchor.startswith("page-") else 1
+        image = links.page_image(path, number)
+        if image:
+            src = relative_url(env["page"], image)
+            return (f'<a class="embed embed-pdf" href="{html.escape(href)}">'
+                    f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>')
+        return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+    if kind == Kind.MARKDOWN and links.targets is not None:
+        return _embed_note(env, path, fragment, href, label)
+    return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+
+
+def _embed_note(env: dict, path: str, fragment: str, href: str, label: str) -> str:
+    blocks = env["links"].targets.embed(path, fragment) or []
+    page = page_path(path)
+    parts = [f'<span class="embed embed-note"><a class="embed-title" href="{html.escape(href)}">{label}</a>']
+    for b in blocks:
+        url = relative_url(env["page"], page, b.block_id)
+        parts.append(f'<span class="embed-block embed-{html.escape(b.kind)}">{html.escape(b.text)} '
+                     f'<a class="embed-source" href="{html.escape(url)}" title="open this block">↗</a></span>')
+    parts.append("</span>")
+    return "".join(parts)

@@ -1,0 +1,78 @@
+"""One page per tag, and a tag index (README "Obsidian-flavoured Markdown"; SPEC §8).
+
+A tag is a `tag` row of `evidence_link`: a `#tag` written in a block, or a front matter
+tag (its block is the note's `properties` block). `_tags/<tag>.html` lists every
+block carrying the tag, grouped by note, each linking its block anchor; tags compare
+case-insensitively (`#Project` and `#project` share a page, named in lower case).
+`_tags/index.html` lists every tag with its count. Incremental like resource pages:
+a tag page is written when its content key changes; a tag that no longer exists
+loses its page (it was never a citation target, so no tombstone is left).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.render.note_links import tag_page
+from mnote_evidence.build.urls import TAGS_DIR, page_path, relative_url
+
+INDEX = f"{TAGS_DIR}/index.html"
+
+
+def tag_entries(conn) -> dict[str, list[dict[str, str]]]:
+    """tag (lower case) -> [{path, block_id, text, kind}] in note path and block order."""
+    out: dict[str, list[dict[str, str]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for tag, path, block_id, text, kind, title in conn.execute(
+            "SELECT lower(l.target), r.source_root_relative_path, b.block_id, b.text, b.kind, r.title "
+            "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+            "JOIN evidence_block b ON b.block_id = l.source_block_id "
+            "WHERE l.kind = 'tag' AND r.status = 'ok' ORDER BY 2, b.ordinal"):
+        if (tag, block_id) not in seen:
+            seen.add((tag, block_id))
+            out.setdefault(tag, []).append({"path": path, "block_id": block_id, "text": text,
+                                            "kind": kind, "title": title or path})
+    return dict(sorted(out.items()))
+
+
+def _key(payload: Any, salt: str) -> str:
+    return hashlib.sha256(json.dumps([payload, salt], sort_keys=True).encode()).hexdigest()[:20]
+
+
+def write(site, out: Path, pages: dict[str, Any], current: set[str]) -> int:
+    """Write changed tag pages and the tag index; drop pages of vanished tags. Returns pages written."""
+    tags = tag_entries(site.conn)
+    template, salt = site.env.get_template("tag.html"), site.templates_salt
+    written = 0
+    wanted = {tag_page(t): t for t in tags}
+    wanted[INDEX] = None
+    for page, tag in wanted.items():
+        current.add(page)
+        if tag is None:
+            payload: Any = [{"tag": t, "count": len(e), "url": relative_url(page, tag_page(t))}
+                            for t, e in tags.items()]
+        else:
+            notes: dict[str, dict[str, Any]] = {}
+            for e in tags[tag]:
+                note = notes.setdefault(e["path"], {"path": e["path"], "title": e["title"], "blocks": [],
+                                                    "url": relative_url(page, page_path(e["path"]))})
+                note["blocks"].append({**e, "url": relative_url(page, page_path(e["path"]), e["block_id"])})
+            payload = list(notes.values())
+        key = _key([tag, payload], salt)
+        if pages.get(page, {}).get("key") == key and (out / page).exists():
+            continue
+        ctx = site._base(page, f"#{tag}" if tag else "Tags", None) | {"crumbs": [], "file_name": (
+            f"#{tag}" if tag else "Tags"), "tag": tag, "entries": payload,
+            "index_url": relative_url(page, INDEX)}
+        atomic_write_text(out / page, template.render(ctx))
+        pages[page] = {"key": key, "source": None, "tag": True}
+        written += 1
+    for page, entry in list(pages.items()):
+        if entry.get("tag") and page not in wanted:
+            (out / page).unlink(missing_ok=True)
+            del pages[page]
+    return written
