@@ -83,6 +83,8 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
         return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
     if kind == Kind.MARKDOWN and links.targets is not None:
         return _embed_note(env, path, fragment, href, label)
+    if kind != Kind.MARKDOWN:  # any other file: its copy (served inert when a browser would run it)
+        href = relative_url(env["page"], copy_path(path))
     return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
 
 

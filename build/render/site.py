@@ -242,7 +242,10 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
             "|| coalesce(t.source_hash, ''), ',') FROM evidence_link l LEFT JOIN evidence_resource t "
             "ON t.source_root_relative_path = l.target_path WHERE l.resource_id = ?",
             [res.resource_id]).fetchone()[0])
-        extra += [site.options.images.tag, site.options.max_page_images]  # PDF page embeds
+        if site.conn.execute("SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
+                             "= l.target_path WHERE l.resource_id = ? AND l.kind = 'embed' AND t.kind = ?",
+                             [res.resource_id, KIND_PDF]).fetchone():
+            extra += [site.options.images.tag, site.options.max_page_images]  # it shows PDF page images
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
         extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
