@@ -55,7 +55,7 @@ def wikilink_label(target: str) -> str:
     """What `[[target]]` shows: `Note`, `Note › Heading`, `Heading` for `[[#Heading]]`."""
     name, _, fragment = target.strip().partition("#")
     parts = [p.strip() for p in [name, *fragment.split("#")] if p.strip()]
-    return " › ".join(parts)
+    return " › ".join(f"page {p[5:]}" if p.startswith("page=") else p for p in parts)
 
 
 def wikilink_plugin(md: MarkdownIt) -> None:

@@ -251,6 +251,56 @@ An early idea was to OCR every PDF. Text PDFs do not need OCR: their text layer 
 
 - Storing citations as file names only.
 """,
+    # Obsidian-flavoured Markdown: every construct the README's section lists (issue 16)
+    "Obsidian/Project Plan.md": """---
+title: Project Plan 2027
+aliases: [Roadmap, The Plan]
+tags: [planning, project/alpha]
+---
+# Plan
+
+The kernel ships in March. ^ship-date
+
+> [!warning] Budget risk
+> Storage costs may double #risk
+> if OCR runs twice.
+
+> [!tip]- Folded hint
+> Open me for the ==one rule== of the plan.
+
+- [x] Write the spec ^spec-task
+- [ ] Review the parser
+
+Energy is $E = mc^2$ and the fit is:
+
+$$
+\\sigma = \\sqrt{\\frac{1}{n}\\sum_i x_i^2}
+$$
+
+A claim with a source.[^src]
+
+## Open questions
+
+- Which pages need OCR? #research
+- Is `#not-a-tag` in code left alone?
+
+[^src]: The source is the kickoff meeting.
+""",
+    "Obsidian/Review.md": """# Review
+
+Dates come from [[Project Plan#^ship-date]], questions from [[Project Plan#Open questions]],
+and the [[Roadmap|roadmap alias]] resolves too. #planning
+
+![[Project Plan#Open questions]]
+
+![[Project Plan#^spec-task]]
+
+![[thread-scope.png]]
+
+![[evidence-kernel-spec.pdf#page=2]]
+
+Broken on purpose: [[No Such Note]] and [[Project Plan#No such heading]] and [[Project Plan#^nope]].
+""",
     "Inbox/Broken Files.md": """# Broken files
 
 Each of these must become a recorded error, never a crash:
