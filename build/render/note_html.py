@@ -53,13 +53,16 @@ def _attach_ids(tokens: list[Token], blocks: list[Block], aliases: dict[str, lis
             tok = tokens[i]
         tok.attrSet("id", block_id)
         tok.attrJoin("class", "block")
-        extra = [f"^{block.anchor}"] if block.anchor else []
-        tok.meta = {**(tok.meta or {}), "aliases": aliases.get(block_id, []) + extra}
+        tok.meta = {**(tok.meta or {}), "aliases": aliases.get(block_id, []), "anchor": block.anchor}
 
 
 def _alias_html(token: Token) -> str:
+    """Old ids of this block, then the author's `^id`: empty spans just before it (CSS `:target + .block`)."""
     meta = token.meta or {}
-    return "".join(f'<span class="alias" id="{html.escape(a)}"></span>' for a in meta.get("aliases", []))
+    out = "".join(f'<span class="alias" id="{html.escape(a)}"></span>' for a in meta.get("aliases", []))
+    if meta.get("anchor"):  # not a changed passage: the author's own name for the block
+        out += f'<span class="alias author-anchor" id="^{html.escape(meta["anchor"])}"></span>'
+    return out
 
 
 def render_note(text: str, note_path: str, blocks: list[Block], aliases: dict[str, list[str]],

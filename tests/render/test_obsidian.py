@@ -130,7 +130,7 @@ def test_links_into_headings_and_author_block_ids(obsidian):
     _, _, conn, plan, review = obsidian
     ship = block(conn, PLAN, "paragraph", "^The kernel ships in March.$")
     assert ship["anchor"] == "ship-date" and "^" not in ship["text"]
-    assert f'<span class="alias" id="^ship-date"></span><p id="{ship["block_id"]}"' in plan
+    assert f'<span class="alias author-anchor" id="^ship-date"></span><p id="{ship["block_id"]}"' in plan
     heading = block(conn, PLAN, "heading", "^Open questions$")
     assert ('<a class="wikilink" href="Project%20Plan.html#^ship-date">Project Plan › ^ship-date</a>' in review)
     assert (f'<a class="wikilink" href="Project%20Plan.html#{heading["block_id"]}">Project Plan › Open questions</a>'
@@ -198,7 +198,7 @@ def test_author_anchor_survives_an_edit(tmp_path):
                          [old]).fetchone()
     assert tuple(alias) == (new["block_id"], 1.0)
     page = (out / "A.html").read_text("utf-8")
-    assert re.search(f'<span class="alias" id="{old}"></span><span class="alias" id="\\^keep"></span>'
+    assert re.search(f'<span class="alias" id="{old}"></span><span class="alias author-anchor" id="\\^keep"></span>'
                      f'<p id="{new["block_id"]}"', page)
     conn.close()
 
