@@ -10,7 +10,9 @@ module adds the rules they lack, as markdown-it rules (never post-processing of 
   `meta["callout"]` names the type and fold, and the marker line becomes a
   `callout_title_open` / inline / `callout_title_close` triple (its default text is the type);
 - block references: ` ^id` at the end of a paragraph or list item is stripped from its
-  text and recorded as `meta["anchor"]` on the paragraph's opening token.
+  text and recorded as `meta["anchor"]` on the paragraph's opening token;
+- a footnote defined but never referenced is kept (mdit-py-plugins drops it, text and
+  all): it is listed with the others, without a back-link to a reference that is not there.
 
 Linear time: a `==` looks for its closing `==` within `MAX_SPAN` characters of its own
 paragraph, so unbalanced markers cost O(n).
@@ -135,8 +137,27 @@ def _block_refs(state: StateCore) -> None:
                 tokens[i - 1].meta = {**(tokens[i - 1].meta or {}), "anchor": anchor}
 
 
+def _orphan_footnotes(state: StateCore) -> None:
+    data = state.env.get("footnotes") or {}
+    for key, ref in sorted(data.get("refs", {}).items()):
+        if ref < 0:
+            footnotes = data.setdefault("list", {})
+            data["refs"][key] = len(footnotes)
+            footnotes[len(footnotes)] = {"label": key[1:], "count": 0}
+
+
+def _orphan_backrefs(state: StateCore) -> None:
+    data = state.env.get("footnotes") or {}
+    orphans = {i for i, f in data.get("list", {}).items() if f.get("count") == 0}
+    if orphans:
+        state.tokens = [t for t in state.tokens if not (t.type == "footnote_anchor" and t.meta["id"] in orphans)]
+
+
 def obsidian_plugin(md: MarkdownIt) -> None:
+    """Use after `footnote_plugin` (its unreferenced definitions are kept here)."""
     md.inline.ruler.before("emphasis", "mark", _highlight_rule)
     md.inline.ruler.push("tag", _tag_rule)
     md.core.ruler.after("block", "callouts", _callouts)
     md.core.ruler.after("inline", "block_refs", _block_refs)
+    md.core.ruler.before("footnote_tail", "footnote_orphans", _orphan_footnotes)
+    md.core.ruler.after("footnote_tail", "footnote_orphan_backrefs", _orphan_backrefs)

@@ -209,3 +209,11 @@ def test_provider_keeps_text_and_anchor_apart():
     assert [(b.type, b.text, b.anchor) for b in art.blocks] == [
         ("paragraph", "Para", "a1"), ("list_item", "item", "b2"), ("paragraph", "^only", None),
         ("callout_title", "Note", None)]
+
+
+def test_unreferenced_footnote_is_kept_as_a_block():
+    """mdit-py-plugins drops a footnote nobody references; its text must still be indexed and shown."""
+    art = MarkdownProvider().parse_text("x.md", "sha256:" + "0" * 64, "Text[^a].\n\n[^a]: used\n[^b]: orphan text\n")
+    assert [(b.type, b.text, b.note, b.line_range) for b in art.blocks] == [
+        ("paragraph", "Text[1].", None, [1, 1]), ("footnote", "used", "footnote [1]", [3, 3]),
+        ("footnote", "orphan text", "footnote [2]", [4, 4])]
