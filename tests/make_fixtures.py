@@ -300,6 +300,8 @@ and the [[Roadmap|roadmap alias]] resolves too. #planning
 ![[evidence-kernel-spec.pdf#page=2]]
 
 Broken on purpose: [[No Such Note]] and [[Project Plan#No such heading]] and [[Project Plan#^nope]].
+
+Back to the top of this note: [[#Review]].
 """,
     "Inbox/Broken Files.md": """# Broken files
 

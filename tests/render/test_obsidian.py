@@ -135,6 +135,8 @@ def test_links_into_headings_and_author_block_ids(obsidian):
     assert ('<a class="wikilink" href="Project%20Plan.html#^ship-date">Project Plan › ^ship-date</a>' in review)
     assert (f'<a class="wikilink" href="Project%20Plan.html#{heading["block_id"]}">Project Plan › Open questions</a>'
             in review)
+    top = block(conn, REVIEW, "heading", "^Review$")
+    assert f'<a class="wikilink" href="Review.html#{top["block_id"]}">Review</a>' in review  # [[#Review]]
     dates = block(conn, REVIEW, "paragraph", "^Dates come from")
     assert "#" not in dates["text"].split("#planning")[0]  # labels, not raw `#`
     resolved = [r[0] for r in conn.execute("SELECT target_path FROM evidence_link WHERE source_block_id = ? "
