@@ -219,3 +219,20 @@ def test_unreferenced_footnote_is_kept_as_a_block():
     assert [(b.type, b.text, b.note, b.line_range) for b in art.blocks] == [
         ("paragraph", "Text[1].", None, [1, 1]), ("footnote", "used", "footnote [1]", [3, 3]),
         ("footnote", "orphan text", "footnote [2]", [4, 4])]
+
+
+def test_cli_reports_broken_links_and_strict_does_not_count_them(tmp_path):
+    from click.testing import CliRunner
+
+    from mnote_evidence.build.cli import main
+
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    ws.mkdir()
+    (ws / "A.md").write_text("# A\n\n## Real\n\nSee [[Gone]], [[A#Real]] and [[A#Unreal]].\n", "utf-8")
+    runner = CliRunner()
+    result = runner.invoke(main, ["build", str(ws), "--out", str(out), "--json", "--jobs", "1", "--strict"])
+    assert result.exit_code == 0, result.output
+    broken = [w for w in json.loads(result.stdout)["warnings"] if w["code"] == "broken_link"]
+    assert [(w["path"], w["target"]) for w in broken] == [("A.md", "A#Unreal"), ("A.md", "Gone")]
+    human = runner.invoke(main, ["build", str(ws), "--out", str(out), "--jobs", "1"])
+    assert "warning A.md: [broken_link] wikilink 'Gone' finds nothing in the workspace" in human.output
