@@ -77,7 +77,7 @@ def _print_report(report: BuildReport) -> None:
     if report.site is not None:
         s = report.site
         click.echo(f"  site: {s.pages_written} pages written, {s.pages_unchanged} unchanged, "
-                   f"{s.page_images} page images, {s.tombstones} tombstones -> "
+                   f"{s.page_images} page images, {s.tombstones} tombstones, {s.tag_pages} tag pages -> "
                    f"{Path(report.db_path).parent / 'index.html'}")
         for p in s.problems:
             click.echo(f"  site    {p['path']}: [{p['code']}] {p['message']}", err=True)

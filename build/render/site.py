@@ -58,8 +58,9 @@ class RenderOptions:
 
 @dataclass
 class RenderReport:
-    pages_written: int = 0
+    pages_written: int = 0  # resource pages (the render stage's progress counts these)
     pages_unchanged: int = 0
+    tag_pages: int = 0  # tag pages and the tag index written (`render/tag_pages.py`)
     page_images: int = 0
     images_removed: int = 0  # page image files of other settings, deleted
     tombstones: int = 0
@@ -342,7 +343,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 pages[page] = {"key": key, "source": res.path}
                 site.report.pages_written += 1
             rendering.advance()
-        site.report.pages_written += tag_pages.write(site, out, pages, current)
+        site.report.tag_pages = tag_pages.write(site, out, pages, current)
         for page, entry in list(pages.items()):
             if page not in current and entry.get("key") != "tombstone":
                 atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))

@@ -193,6 +193,7 @@ def test_author_anchor_survives_an_edit(tmp_path):
                              "utf-8")
     report = run_build(ws, out, site=True)
     assert report.site.pages_written == 2  # A, and B which links into it
+    assert report.site.tag_pages == 0  # the tag index's content did not change
     conn = connect(out)
     new = block(conn, "A.md", "paragraph", "rewritten")
     assert new["anchor"] == "keep" and new["block_id"] != old
