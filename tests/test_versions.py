@@ -105,6 +105,12 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, 
     first = _page_images(out, pdf_page)
     assert first and all(p.suffix == ".jpg" and p.parent.name == "z2-jpeg-q80" and p.is_file() for p in first)
     rendered = report.site.page_images
+    with sqlite3.connect(out / "evidence.sqlite") as conn:
+        embedding = {r[0] for r in conn.execute(
+            "SELECT DISTINCT n.source_root_relative_path FROM evidence_link l JOIN evidence_resource n "
+            "USING (resource_id) JOIN evidence_resource t ON t.source_root_relative_path = l.target_path "
+            "WHERE l.kind = 'embed' AND t.kind = 'pdf'")}
+    assert embedding == {"Obsidian/Review.md"}
     note_page = out / "Archive/Old Ideas.html"
     note_mtime = note_page.stat().st_mtime_ns
 
@@ -124,7 +130,8 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, 
                 f"{rendered} old files removed") in capsys.readouterr().out
         assert report.site.page_images == rendered  # every page image again
         assert report.site.images_removed == rendered  # and the old ones gone
-        assert report.site.pages_written == 2  # the two PDFs' pages, nothing else
+        # the two PDFs' pages, and the notes showing a PDF page image (`![[x.pdf#page=N]]`, issue 16)
+        assert report.site.pages_written == 2 + len(embedding)
         images = _page_images(out, pdf_page)
         assert len(images) == len(first)
         assert all(p.suffix == suffix and p.parent.name == folder and p.is_file() for p in images)
