@@ -53,8 +53,8 @@ def _highlight_rule(state: StateInline, silent: bool) -> bool:
 
 def tag_name(raw: str) -> str | None:
     """The tag a `#word` names (None: not a tag, e.g. `#123` or `#/`)."""
-    name = raw.strip("/")
-    if not name or name.replace("/", "").isdigit():
+    name = raw.rstrip("/")
+    if not name or name.startswith("/") or name.replace("/", "").isdigit():
         return None
     return name
 

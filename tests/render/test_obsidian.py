@@ -237,3 +237,12 @@ def test_cli_reports_broken_links_and_strict_does_not_count_them(tmp_path):
     assert [(w["path"], w["target"]) for w in broken] == [("A.md", "A#Unreal"), ("A.md", "Gone")]
     human = runner.invoke(main, ["build", str(ws), "--out", str(out), "--jobs", "1"])
     assert "warning A.md: [broken_link] wikilink 'Gone' finds nothing in the workspace" in human.output
+
+
+@pytest.mark.parametrize("text, tags", [
+    ("x #a/ y", ["a"]), ("x #/a y", []), ("x #2026 y", []), ("x #2026-q1 y", ["2026-q1"]), ("(#in) x", ["in"]),
+    ("a#b", []), ("\\#esc", []), ("# Heading", []), ("`#code` #real", ["real"]), ("see http://x.org/#frag", []),
+])
+def test_what_is_a_tag(text, tags):
+    art = MarkdownProvider().parse_text("x.md", "sha256:" + "0" * 64, text)
+    assert [link["target"] for b in art.blocks for link in b.links if link["kind"] == "tag"] == tags
