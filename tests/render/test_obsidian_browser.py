@@ -49,4 +49,5 @@ def test_review_page_embeds_and_missing_markers(site, page):
     page.wait_for_timeout(300)
     loaded = page.eval_on_selector_all(".embed img", "els => els.map(i => i.complete && i.naturalWidth > 0)")
     assert loaded == [True, True]  # the image and the PDF page image, from file://
+    page.evaluate("window.scrollTo(0, 0)")
     shoot(page, "obsidian-review")
