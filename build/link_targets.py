@@ -6,8 +6,9 @@ One module answers for the site (anchors, embeds) and the build summary (broken 
   compared case- and space-insensitively; its anchor is its first block (the heading);
 - `#page=N` on a paged resource (PDF): `page-N` when the page exists.
 A fragment that finds nothing is `None`: the link is broken (`broken_link` warning).
-Embeds read the blocks a fragment covers: the whole resource, a heading's section
-with its subsections, or the one referenced block.
+Embeds read the blocks a fragment covers: the whole resource (its footnotes too), a
+heading's section with its subsections (no footnotes: they are the note's, listed last),
+or the one referenced block.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class LinkTargets:
             level = section[2]
         out: list[TargetBlock] = []
         for block_id, kind, text, ordinal in self.conn.execute(
-                rows + "AND ordinal >= ? AND kind != 'properties' ORDER BY ordinal", [rid, start]):
+                rows + "AND ordinal >= ? AND kind != 'properties' AND (? OR kind != 'footnote') ORDER BY ordinal",
+                [rid, start, level is None]):
             if level is not None and ordinal > start and kind == "heading" and self._level(block_id) <= level:
                 break
             out.append(TargetBlock(block_id, kind, text))

@@ -7,6 +7,7 @@ raw HTML block and front matter (`properties`, `markdown_properties.py`); each w
 1-based inclusive line range and the char range of those lines in the note. Headings
 form the section tree. Links, images, wikilinks, embeds and tags (and front matter
 aliases) are kept on the block they appear in, so every graph edge has a source block.
+Footnote blocks come last (as the page lists them) and sit in no section.
 Inline math stays in the text as `$TeX$`, a footnote reference as `[n]`, a highlight as
 its words; an author's `^id` is the block's `anchor`, not its text. The note's title is
 its front matter `title`, else its first heading.
@@ -216,16 +217,10 @@ class MarkdownProvider:
             start, end = offsets[first - 1], offsets[min(last, len(offsets) - 1)]
             while end > start and text[end - 1] in "\r\n":
                 end -= 1
-            blocks.append(tree.add(Block(
-                id=new_block_id(bt.type, bt.text),
-                type=bt.type,
-                text=bt.text,
-                line_range=bt.line_range,
-                char_range=[start, end],
-                links=bt.links,
-                note=bt.note,
-                anchor=bt.anchor,
-            )))
+            block = Block(id=new_block_id(bt.type, bt.text), type=bt.type, text=bt.text, line_range=bt.line_range,
+                          char_range=[start, end], links=bt.links, note=bt.note, anchor=bt.anchor)
+            # footnotes are listed after the last section but belong to none of them (not to the last)
+            blocks.append(block if bt.type == "footnote" else tree.add(block))
         if title is None:
             title = next((b.text for b in blocks if b.type == "heading"), None)
         return ParsedResourceArtifact(

@@ -84,6 +84,7 @@ def test_callouts_tasks_highlight_footnotes(obsidian):
     assert re.search(r'<li id="fn1" class="footnote-item"><p id="' + note["block_id"] + '" class="block">', plan)
     assert '<a href="#fn1" id="fnref1">[1]</a>' in plan
     assert json.loads(note["locator_json"])["lineRange"] == [33, 33]
+    assert note["section_id"] is None and json.loads(note["locator_json"])["sectionPath"] == []
 
 
 def test_math_is_mathml_with_the_tex_in_the_block(obsidian):
@@ -164,6 +165,8 @@ def test_embeds_show_content_with_links_to_the_source(obsidian):
     assert pdf and pdf.group(1).endswith("evidence-kernel-spec.pdf.html#page-2")
     image = (out / "Obsidian" / pdf.group(2)).resolve()
     assert image.name.startswith("p2.") and image.is_file()
+    embed = review.split('<a class="embed-title" href="Project%20Plan.html#', 1)[1].split("</span></p>", 1)[0]
+    assert "Is #not-a-tag in code left alone?" in embed and "kickoff meeting" not in embed  # the section only
     # the embedding paragraph holds the label; the content stays indexed once, in its source
     assert block(conn, REVIEW, "paragraph", "^Project Plan › Open questions$")
     assert not [b for b in blocks(conn, REVIEW) if "Which pages need OCR" in b["text"]]
