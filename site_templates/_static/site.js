@@ -1,4 +1,5 @@
-// mnote-evidence: the small script behind ?hl=, ?page=&bbox= and the "not found" notice.
+// mnote-evidence: the small script behind ?hl=, ?page=&bbox= and the "not found" notice (the search box is
+// search.js).
 // The #blockId form needs none of this: CSS :target highlights and the browser scrolls.
 (function () {
   "use strict";
@@ -71,70 +72,10 @@
     }
   }
 
-  // The search box asks the query server (`mnote-evidence serve`); a static host or file://
-  // has none, and the box says so instead of failing silently.
-  function showResults(panel, data) {
-    panel.textContent = "";
-    if (!data.results.length) {
-      panel.textContent = "No evidence matches.";
-      return;
-    }
-    data.results.forEach(function (r) {
-      var a = document.createElement("a");
-      a.href = r.source.openAction.url;
-      a.className = "result";
-      var where = document.createElement("small");
-      where.textContent = r.source.resourcePath + (r.source.page ? " · p." + r.source.page : "") +
-        (r.source.sectionPath.length ? " · " + r.source.sectionPath.join(" > ") : "");
-      var quote = document.createElement("span");
-      quote.textContent = r.quote;
-      a.appendChild(quote);
-      a.appendChild(where);
-      panel.appendChild(a);
-    });
-  }
-
-  function searchBox() {
-    var form = document.querySelector("form.search");
-    if (!form) return;
-    var panel = document.createElement("div");
-    panel.id = "search-results";
-    panel.hidden = true;
-    form.appendChild(panel);
-    form.addEventListener("submit", function (ev) {
-      ev.preventDefault();
-      var q = form.querySelector("input").value.trim();
-      if (!q) return;
-      if (window.location.protocol === "file:") {
-        notice("Search needs the query server: run `mnote-evidence serve` and open the site from the URL it prints.");
-        return;
-      }
-      panel.hidden = false;
-      panel.textContent = "Searching…";
-      fetch(form.dataset.endpoint + "?topK=20&query=" + encodeURIComponent(q))
-        .then(function (resp) {
-          if (resp.status === 404) throw new Error("no server");
-          return resp.json();
-        })
-        .then(function (data) {
-          if (!data.ok) { panel.textContent = data.error.message; return; }
-          showResults(panel, data);
-        })
-        .catch(function () {
-          panel.hidden = true;
-          notice("Search needs the query server: this copy of the site is static. Run `mnote-evidence serve`.");
-        });
-    });
-  }
-
-  // The Ask page shows local evidence with the same result list when no answer can be had.
-  window.mnoteEvidence = { showResults: showResults };
-
   document.addEventListener("DOMContentLoaded", function () {
     if (params.has("hl")) highlightBlocks();
     else if (params.has("page") && params.has("bbox")) highlightBox();
     checkFragment();
-    searchBox();
   });
   window.addEventListener("hashchange", function () {
     document.getElementById("notice").hidden = true;
