@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from mnote_evidence.build.urls import MOVED_FILES_DIR
 
-# the CSP every page carries in a <meta> (also from file://); a <meta> cannot say frame-ancestors
-PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+# the CSP every page carries in a <meta> (also from file://); a <meta> cannot say frame-ancestors.
+# 'wasm-unsafe-eval' lets the search box compile the vendored SQLite WebAssembly (it allows no JS eval).
+PAGE_CSP = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
             "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'")
 SITE_CSP = PAGE_CSP + "; frame-ancestors 'self'"  # as a response header
 ATTACHMENT_CSP = "sandbox; default-src 'none'"

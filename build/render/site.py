@@ -31,7 +31,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from mnote_evidence.build.assets import asset_dir
 from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
-from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
 from mnote_evidence.build.link_targets import LinkTargets
@@ -288,7 +288,7 @@ def _copy_static(out: Path) -> None:
         if path.is_file():
             dest = out / STATIC_DIR / path.relative_to(src)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(dest, path.read_text("utf-8"))
+            atomic_write_bytes(dest, path.read_bytes())  # the vendored search engine is WebAssembly
 
 
 def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, str]]:
