@@ -223,6 +223,10 @@
 
   window.mnoteEvidence = Object.assign(window.mnoteEvidence || {}, {
     showResults: showResults,
+    search: function (query, kinds, topK) {  // what the box asks, as data (tests and benchmarks compare paths)
+      var form = document.querySelector("form.search");
+      return served(form) ? apiSearch(form, query, kinds || [], 0) : staticSearch(form, query, kinds || [], topK || FETCH);
+    },
     searchStats: function () {  // bytes and requests the static path has read (benchmarks, tests)
       return dbPromise ? dbPromise.then(function (h) {
         return h.worker.worker.getStats().then(function (s) {

@@ -1,0 +1,190 @@
+"""The site's search box on every way the site is opened (issue 14): served by `mnote-evidence serve`, on a
+plain static host (`python -m http.server`, which sends whole files, and a host that serves byte ranges),
+and from file://. Real processes and real Chromium; a Chinese and an English query are typed into the box
+and a result is opened onto its highlighted anchor. The static path must give the API's results in the
+API's order with the same URLs, and its JavaScript must build the same FTS query as build/text.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urljoin
+
+import pytest
+
+from mnote_evidence.build.assets import asset_dir
+from mnote_evidence.build.text import QueryError, fts_query, query_terms
+from mnote_evidence.functions.contracts import Context
+from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.evidence import search
+from tests.conftest import shoot
+from tests.servers import free_port, start, start_serve, stop
+
+HIGHLIGHT = "rgb(230, 119, 0)"  # --accent outline of a :target block
+QUERIES = ["吗啉", "retention period"]  # a two-character Chinese term, English words
+VENDOR = asset_dir("site_templates") / "_static/vendor/sql.js-httpvfs"
+
+
+def static_host(out: Path, ranges: bool) -> tuple:
+    port = free_port()
+    if ranges:
+        cmd = [sys.executable, "-m", "tests.range_server", str(out), str(port)]
+    else:
+        cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(out)]
+    base = f"http://127.0.0.1:{port}/"
+    return start(cmd, base, cwd=Path(__file__).resolve().parents[2]), base
+
+
+def quiet(page):
+    page.route("**/favicon.ico", lambda route: route.fulfill(status=204, body=""))  # not ours to ship
+
+
+def type_query(page, query: str) -> list[str]:
+    """Type `query` into the box; the hrefs of the results shown (best passage of each file first)."""
+    page.fill("form.search input", query)
+    page.press("form.search input", "Enter")
+    page.wait_for_selector("#search-results .result", timeout=30_000)
+    return page.eval_on_selector_all("#search-results .result", "els => els.map(a => a.href)")
+
+
+def open_first_result(page) -> str:
+    page.click("#search-results .result")
+    page.wait_for_load_state("load")
+    target = page.evaluate("decodeURIComponent(location.hash.slice(1))")
+    assert target.startswith("b-")
+    assert page.eval_on_selector(f'[id="{target}"]', "el => getComputedStyle(el).outlineColor") == HIGHLIGHT
+    assert page.eval_on_selector(f'[id="{target}"]', "el => el.matches(':target')")
+    return target
+
+
+def api_results(out: Path, query: str) -> list[dict]:
+    ctx = Context(db=EvidenceDB(out / "evidence.sqlite"), site_base="")
+    return search({"query": query, "topK": 50}, ctx)["results"]
+
+
+def site_relative(url: str, root: str) -> str:
+    assert url.startswith(root), (url, root)
+    return unquote(url[len(root):])
+
+
+@pytest.mark.parametrize("ranges", [True, False], ids=["range-host", "python-http-server"])
+def test_static_host_search_matches_the_api_and_opens_the_anchor(site, page, ranges):
+    _, out = site
+    proc, base = static_host(out, ranges)
+    try:
+        quiet(page)
+        page.goto(base + "Projects/Evidence%20Kernel.html")
+        for query in QUERIES:
+            hrefs = type_query(page, query)
+            data = page.evaluate("q => window.mnoteEvidence.search(q)", query)
+            expected = api_results(out, query)
+            assert [r["evidenceId"] for r in data["results"]] == [r["evidenceId"] for r in expected]
+            assert [site_relative(urljoin(page.url, r["source"]["openAction"]["url"]), base)
+                    for r in data["results"]] == [unquote(r["source"]["openAction"]["url"]) for r in expected]
+            assert hrefs[0] == urljoin(page.url, data["results"][0]["source"]["openAction"]["url"])
+            marks = page.eval_on_selector_all("#search-results .result mark", "els => els.map(e => e.textContent)")
+            assert marks and all(m.lower() in query.lower() for m in marks), marks
+            assert "matching passage" in page.inner_text("#search-results .result-count")
+            stats = page.evaluate("window.mnoteEvidence.searchStats()")
+            assert stats["ranges"] is ranges
+            size = (out / "evidence.sqlite").stat().st_size
+            if ranges:
+                assert stats["totalFetchedBytes"] < size, stats  # pages on demand, not the file
+            else:
+                assert stats["totalRequests"] == 1 and stats["totalFetchedBytes"] >= size - 1, stats
+            shoot(page, f"static-search-{'range' if ranges else 'plain'}-{'zh' if query == '吗啉' else 'en'}")
+            open_first_result(page)
+            page.go_back()
+            page.wait_for_load_state("load")
+        assert page.console_errors == [] and page.dialogs == []
+    finally:
+        stop(proc)
+
+
+def test_served_search_box_opens_the_same_anchors_as_the_static_host(site, page):
+    _, out = site
+    proc, base = start_serve(out)
+    host, static_base = static_host(out, True)
+    try:
+        quiet(page)
+        for query in QUERIES:
+            page.goto(base + "/-/evidence/site/index.html")
+            served = [site_relative(h, base + "/-/evidence/site/") for h in type_query(page, query)]
+            page.goto(static_base + "index.html")
+            static = [site_relative(h, static_base) for h in type_query(page, query)]
+            assert served == static and served
+            page.goto(base + "/-/evidence/site/index.html")
+            type_query(page, query)
+            open_first_result(page)
+        assert page.console_errors == []
+    finally:
+        stop(host)
+        stop(proc)
+
+
+def test_file_url_says_what_works_and_anchors_still_highlight(site, page):
+    _, out = site
+    page.goto((out / "index.html").as_uri())
+    for query in QUERIES:
+        page.fill("form.search input", query)
+        page.press("form.search input", "Enter")
+        text = page.inner_text("#notice")
+        assert "python -m http.server" in text and "mnote-evidence serve" in text
+    # what a search would open still works from disk, without JavaScript
+    hit = api_results(out, QUERIES[0])[0]["source"]["openAction"]["url"]
+    page.goto(urljoin((out / "index.html").as_uri(), hit))
+    page.wait_for_load_state("load")
+    target = hit.split("#", 1)[1]
+    assert page.eval_on_selector(f'[id="{target}"]', "el => getComputedStyle(el).outlineColor") == HIGHLIGHT
+    assert page.console_errors == []
+
+
+def test_kind_filter_and_grouping(site, page):
+    _, out = site
+    proc, base = static_host(out, True)
+    try:
+        quiet(page)
+        page.goto(base + "index.html")
+        type_query(page, "吗啉")
+        groups = page.eval_on_selector_all("#search-results .result-group", "els => els.length")
+        files = {r["source"]["resourcePath"] for r in api_results(out, "吗啉")}
+        assert groups == len(files)
+        more = page.query_selector("#search-results .more-in-file")
+        assert more is not None and "more in this file" in more.inner_text()
+        hidden = page.eval_on_selector_all("#search-results .group-rest .result", "els => els.length")
+        more.click()
+        assert page.eval_on_selector_all("#search-results .result", "els => els.filter(e => e.offsetParent).length") \
+            == groups + hidden
+        page.select_option("form.search select[name=kind]", "markdown")
+        page.wait_for_function("[...document.querySelectorAll('#search-results small')].every("
+                               "s => s.textContent.includes('.md'))")
+        assert page.console_errors == []
+    finally:
+        stop(proc)
+
+
+INPUTS = ["吗啉", "线程作用域", "线", "Thread scope 线程作用域", "retention period", "  ", "AND OR NOT", '"quoted" (x)*',
+          "吡咯烷 boiling point", "ｒｅｔｅｎｔｉｏｎ", "N-甲基吡咯烷酮", "café naïve", "under_score 2024 v1.2", "日本語のテキスト",
+          "한국어 검색", "mixed中文English混合", "\x00", "ｶﾀｶﾅ", "①②", "𠀀𠀁 test", "e\u0301t\u00e9", "Ünïcödé ß"]
+
+
+def test_js_builds_the_same_fts_query_as_python(site, page):
+    _, out = site
+    page.goto((out / "index.html").as_uri())
+    for text in INPUTS:
+        js = page.evaluate("""q => { try { return [window.mnoteSearchQuery.ftsQuery(q), null]; }
+                                      catch (e) { return [null, e.message]; } }""", text)
+        try:
+            py = [fts_query(text), None]
+        except QueryError as exc:
+            py = [None, str(exc)]
+        assert js == py, text
+        assert page.evaluate("q => window.mnoteSearchQuery.queryTerms(q)", text) == query_terms(text), text
+
+
+def test_vendored_engine_matches_its_provenance_note():
+    note = (VENDOR / "PROVENANCE.md").read_text("utf-8")
+    for name in ("index.js", "sqlite.worker.js", "sql-wasm.wasm", "LICENSE"):
+        assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() in note, name
