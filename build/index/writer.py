@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import sqlite_utils
 
 from mnote_evidence.build.ids import edge_id
-from mnote_evidence.build.index import anchors
+from mnote_evidence.build.index import anchors, layout
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
 from mnote_evidence.build.knowledge.texts import pack_text
 from mnote_evidence.build.locator import locator
@@ -211,6 +211,7 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
         _write_knowledge_texts(conn, changes)
         db["build_meta"].upsert_all(({"key": k, "value": v} for k, v in changes.meta.items()), pk="key")
         conn.execute("COMMIT")
+        layout.lay_out(conn)  # for range-request readers (the static site's search box)
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.close()
         with open(tmp, "rb") as f:
