@@ -56,7 +56,11 @@
     dbPromise = fetch(dbUrl, { method: "HEAD", cache: "no-store" }).then(function (resp) {
       if (!resp.ok) throw new Error("evidence.sqlite is not on this host (HTTP " + resp.status + ")");
       var length = Number(resp.headers.get("content-length"));
-      var ranges = resp.headers.get("accept-ranges") === "bytes" && !resp.headers.get("content-encoding");
+      var encoding = resp.headers.get("content-encoding");
+      if (encoding && encoding !== "identity") {
+        throw new Error("this host compresses evidence.sqlite (Content-Encoding: " + encoding + "); serve it as is");
+      }
+      var ranges = resp.headers.get("accept-ranges") === "bytes";
       return loadScript(vendor + "index.js").then(function () {
         var config = { serverMode: "full", url: dbUrl, requestChunkSize: ranges || !length ? 4096 : length };
         return window.createDbWorker([{ from: "inline", config: config }], vendor + "sqlite.worker.js",
