@@ -187,12 +187,14 @@ def run_sqlite(browser, site: Path, qs: list[str], ref: dict, ranges: bool) -> d
         page = ctx.new_page()
         page.goto(base + "index.html")
         page.wait_for_load_state("load")
-        fetched, per_query, overlap, top1 = [], [], [], []
+        fetched, requests, per_query, overlap, top1 = [], [], [], [], []
         for q in qs:
             t = time.perf_counter()
             data = page.evaluate("q => window.mnoteEvidence.search(q, [], 10)", q)
             per_query.append((time.perf_counter() - t) * 1000)
-            fetched.append(page.evaluate("window.mnoteEvidence.searchStats()")["totalFetchedBytes"])
+            stats = page.evaluate("window.mnoteEvidence.searchStats()")
+            fetched.append(stats["totalFetchedBytes"])
+            requests.append(stats["totalRequests"])
             got, want = [r["evidenceId"] for r in data["results"][:10]], [r["evidenceId"] for r in ref[q]]
             overlap.append(len(set(got) & set(want)) / len(want) if want else float(not got))
             top1.append(got[:1] == want[:1])
@@ -202,7 +204,9 @@ def run_sqlite(browser, site: Path, qs: list[str], ref: dict, ranges: bool) -> d
     return {"first_result_ms_cold": [round(x) for x in cold], "query_ms_median": round(statistics.median(per_query), 1),
             "query_ms_p95": round(sorted(per_query)[int(len(per_query) * .95) - 1], 1),
             "db_bytes_after_first_query": fetched[0], "db_bytes_tenth_query_alone": fetched[9] - fetched[8],
-            "db_bytes_after_all": fetched[-1], "overlap_top10": round(statistics.mean(overlap), 4),
+            "db_bytes_after_all": fetched[-1], "requests_first_query": requests[0],
+            "requests_tenth_query_alone": requests[9] - requests[8],
+            "requests_per_query_median": statistics.median(b - a for a, b in zip(requests, requests[1:])), "overlap_top10": round(statistics.mean(overlap), 4),
             "same_top1": round(sum(top1) / len(top1), 4), "queries": len(qs)}
 
 
@@ -295,6 +299,7 @@ def main() -> None:
     ap.add_argument("--pagefind-only", action="store_true", help="re-measure Pagefind, keep the rest")
     args = ap.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    old = json.loads(json.dumps(results))
     todo = {"real": (real_workspace, {}), "synthetic": (synthetic_workspace, {"notes": args.notes})}
     for name, (make, kw) in todo.items():
         if args.corpus not in (name, "both"):
@@ -303,6 +308,9 @@ def main() -> None:
         site, stats = built(label, make, **kw)
         previous = results.get(label) if args.pagefind_only else None
         results[label] = measure(label, site, stats, not args.no_pagefind, previous)
+        kept = old.get(label, {}).get("pagefind")
+        if args.no_pagefind and kept:
+            results[label]["pagefind"] = kept  # measured by an earlier run, same corpus
         print(json.dumps({k: v for k, v in results[label].items() if k != "queries"}, indent=1))
         RESULTS.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n")
 

@@ -7,7 +7,9 @@
 // terms highlighted, the page and section path, a count and "more results", and open the same anchors.
 (function () {
   "use strict";
-  var PAGE_GROUPS = 10, FETCH = 50;  // files shown per "more results"; passages asked for at a time (API max)
+  // Files shown per "More results"; passages asked for at first and added per fetch. On a static host each
+  // candidate passage is a range request or so (the API re-ranks 5 x topK of them), so the first ask is small.
+  var PAGE_GROUPS = 10, FETCH = 20, API_MAX = 50;
   var FILE_HINT = "Search needs a web server (browsers do not let a page opened from disk read evidence.sqlite): " +
     "run `python -m http.server` in this folder and open http://localhost:8000/, or run `mnote-evidence serve`. " +
     "Links and highlighted passages work from disk.";
@@ -25,8 +27,8 @@
   }
 
   // -- transports: both answer {results, total?, nextOffset?} in the API's shape ---------------------------
-  function apiSearch(form, query, kinds, offset) {
-    var url = form.dataset.endpoint + "?topK=" + FETCH + "&query=" + encodeURIComponent(query) +
+  function apiSearch(form, query, kinds, offset, topK) {
+    var url = form.dataset.endpoint + "?topK=" + (topK || FETCH) + "&query=" + encodeURIComponent(query) +
       (kinds.length ? "&resourceKinds=" + encodeURIComponent(kinds.join(",")) : "") + (offset ? "&offset=" + offset : "");
     return fetch(url).then(function (resp) {
       var json = (resp.headers.get("content-type") || "").indexOf("json") >= 0;
@@ -144,12 +146,13 @@
     return g;
   }
 
-  function countText(data, shown, files) {
+  // "12 matching passages · showing 3 of 5 files"; without a total from the answer, "20+ matching passages".
+  function countText(data, shown, files, more) {
     var total = typeof data.total === "number" ? data.total : null;
-    var n = total !== null ? total : data.results.length, approx = total === null ? data.results.length >= FETCH :
-      data.totalExact === false;
-    return (approx ? "about " : "") + n + (n === 1 ? " matching passage" : " matching passages") +
-      " · showing " + shown + " of " + files + (files === 1 ? " file" : " files") + (approx && total === null ? "+" : "");
+    var n = total !== null ? total : data.results.length;
+    var about = total !== null && data.totalExact === false ? "about " : "", plus = total === null && more ? "+" : "";
+    return about + n + plus + (n === 1 && !plus ? " matching passage" : " matching passages") +
+      " · showing " + shown + " of " + files + (files === 1 ? " file" : " files");
   }
 
   // Renders `data` (the API's answer) into `panel`; `more(n)` fetches further results when all are shown.
@@ -167,28 +170,29 @@
     button.type = "button";
     button.className = "more-results";
     button.textContent = "More results";
-    function page() {
-      all.slice(shown, shown + PAGE_GROUPS).forEach(function (g) { list.appendChild(groupEl(g, terms)); });
-      shown = Math.min(all.length, shown + PAGE_GROUPS);
-      count.textContent = countText(data, shown, all.length);
-      var fetchable = more && more.can(data);
+    function render(upTo) {  // the first `upTo` files (re-drawn whole: a fetch may add to a shown file)
+      list.textContent = "";
+      all.slice(0, upTo).forEach(function (g) { list.appendChild(groupEl(g, terms)); });
+      shown = Math.min(all.length, upTo);
+      var fetchable = !!more && more.can(data);
+      count.textContent = countText(data, shown, all.length, fetchable);
       if (shown < all.length || fetchable) panel.appendChild(button); else button.remove();
     }
     button.addEventListener("click", function () {
-      if (shown < all.length) { page(); return; }
+      if (shown < all.length) { render(shown + PAGE_GROUPS); return; }
       button.textContent = "Searching…";
       more(data).catch(function (err) { return { results: [], error: err }; }).then(function (next) {
         var seen = {};
         data.results.forEach(function (r) { seen[r.evidenceId] = true; });
         var fresh = next.results.filter(function (r) { return !seen[r.evidenceId]; });
         data = Object.assign({}, next, { results: data.results.concat(fresh) });
+        if (!fresh.length) { data.nextOffset = null; data.total = data.results.length; }
         all = groups(data.results);
         button.textContent = "More results";
-        if (!fresh.length) { data.nextOffset = null; data.total = data.results.length; }
-        page();
+        render(shown + PAGE_GROUPS);
       });
     });
-    page();
+    render(PAGE_GROUPS);
   }
 
   function searchBox() {
@@ -208,10 +212,14 @@
       if (window.location.protocol === "file:") { notice(FILE_HINT); return; }
       var viaApi = served(form);
       var fetchMore = function (data) {  // the API pages with nextOffset; the static path asks for more
-        return viaApi ? apiSearch(form, q, kinds, data.nextOffset) : staticSearch(form, q, kinds, data.results.length + FETCH);
+        if (!viaApi) return staticSearch(form, q, kinds, data.results.length + FETCH);
+        if (data.nextOffset != null) return apiSearch(form, q, kinds, data.nextOffset);  // the API pages itself
+        return apiSearch(form, q, kinds, 0, Math.min(API_MAX, data.results.length + FETCH));
       };
       fetchMore.can = function (data) {
-        return viaApi ? data.nextOffset != null : data.total > data.results.length;
+        if (!viaApi) return data.total > data.results.length;
+        return data.nextOffset != null || (data.nextOffset === undefined && data.total === undefined &&
+          data.results.length >= FETCH && data.results.length < API_MAX);
       };
       panel.hidden = false;
       panel.textContent = "Searching…";
@@ -229,7 +237,7 @@
     showResults: showResults,
     search: function (query, kinds, topK) {  // what the box asks, as data (tests and benchmarks compare paths)
       var form = document.querySelector("form.search");
-      return served(form) ? apiSearch(form, query, kinds || [], 0) : staticSearch(form, query, kinds || [], topK || FETCH);
+      return served(form) ? apiSearch(form, query, kinds || [], 0, topK) : staticSearch(form, query, kinds || [], topK || FETCH);
     },
     searchStats: function () {  // bytes and requests the static path has read (benchmarks, tests)
       return dbPromise ? dbPromise.then(function (h) {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 from pathlib import Path
 from urllib.parse import unquote, urljoin
 
@@ -59,9 +60,12 @@ def open_first_result(page) -> str:
     return target
 
 
-def api_results(out: Path, query: str) -> list[dict]:
+FIRST_ASK = 20  # passages the box asks for first (search.js FETCH)
+
+
+def api_results(out: Path, query: str, top_k: int = FIRST_ASK) -> list[dict]:
     ctx = Context(db=EvidenceDB(out / "evidence.sqlite"), site_base="")
-    return search({"query": query, "topK": 50}, ctx)["results"]
+    return search({"query": query, "topK": top_k}, ctx)["results"]
 
 
 def site_relative(url: str, root: str) -> str:
@@ -160,6 +164,41 @@ def test_kind_filter_and_grouping(site, page):
         page.select_option("form.search select[name=kind]", "markdown")
         page.wait_for_function("[...document.querySelectorAll('#search-results small')].every("
                                "s => s.textContent.includes('.md'))")
+        assert page.console_errors == []
+    finally:
+        stop(proc)
+
+
+def all_result_ids(page) -> list[str]:
+    return page.eval_on_selector_all("#search-results .result", "els => els.map(a => a.hash.slice(1))")
+
+
+def more_until_done(page) -> int:
+    clicks = 0
+    while page.query_selector("#search-results .more-results"):
+        before = len(all_result_ids(page))
+        page.click("#search-results .more-results")
+        deadline = time.monotonic() + 30  # polled from here: the served page's CSP forbids wait_for_function's eval
+        while len(all_result_ids(page)) <= before and page.query_selector("#search-results .more-results"):
+            assert time.monotonic() < deadline, "More results added nothing"
+            page.wait_for_timeout(50)
+        clicks += 1
+    return clicks
+
+
+@pytest.mark.parametrize("path", ["static", "served"])
+def test_more_results_reaches_every_passage(site, page, path):
+    _, out = site
+    proc, base = static_host(out, True) if path == "static" else start_serve(out)
+    try:
+        quiet(page)
+        page.goto(base + ("index.html" if path == "static" else "/-/evidence/site/index.html"))
+        type_query(page, "the")
+        want = [r["evidenceId"] for r in api_results(out, "the", 50)]
+        assert len(want) > FIRST_ASK  # the query needs a second ask
+        assert len(all_result_ids(page)) == FIRST_ASK
+        assert more_until_done(page) >= 1
+        assert sorted(all_result_ids(page)) == sorted(want)
         assert page.console_errors == []
     finally:
         stop(proc)
