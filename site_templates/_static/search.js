@@ -63,8 +63,11 @@
         throw new Error("this host compresses evidence.sqlite (Content-Encoding: " + encoding + "); serve it as is");
       }
       var ranges = resp.headers.get("accept-ranges") === "bytes";
+      // The file's version in its URL: pages cached from an earlier build are never mixed with this one's.
+      var version = resp.headers.get("etag") || resp.headers.get("last-modified") || "";
+      var url = version ? dbUrl + "?v=" + encodeURIComponent(version + "-" + length) : dbUrl;
       return loadScript(vendor + "index.js").then(function () {
-        var config = { serverMode: "full", url: dbUrl, requestChunkSize: ranges || !length ? 4096 : length };
+        var config = { serverMode: "full", url: url, requestChunkSize: ranges || !length ? 4096 : length };
         return window.createDbWorker([{ from: "inline", config: config }], vendor + "sqlite.worker.js",
                                      vendor + "sql-wasm.wasm");
       }).then(function (worker) { return { worker: worker, ranges: ranges, length: length }; });
