@@ -84,23 +84,23 @@
   }
 
   // -- rendering -------------------------------------------------------------------------------------------
+  // The API's snippet ({text, highlights}) when it sends one; the same computed here otherwise.
   function snippetOf(r, terms) {
-    if (typeof r.snippet === "string" && Array.isArray(r.highlights)) return r;
+    if (r.snippet && typeof r.snippet.text === "string" && Array.isArray(r.snippet.highlights)) return r.snippet;
     return Q.snippet(r.quote || "", terms);
   }
 
-  function marked(parent, text, highlights) {
-    var chars = Array.from(text), at = 0;
-    (highlights || []).map(function (h) { return Array.isArray(h) ? h : [h.start, h.end]; })
-      .sort(function (a, b) { return a[0] - b[0]; }).forEach(function (h) {
-        if (h[0] < at) return;
-        parent.appendChild(document.createTextNode(chars.slice(at, h[0]).join("")));
-        var m = document.createElement("mark");
-        m.textContent = chars.slice(h[0], h[1]).join("");
-        parent.appendChild(m);
-        at = h[1];
-      });
-    parent.appendChild(document.createTextNode(chars.slice(at).join("")));
+  function marked(parent, text, highlights) {  // highlights: [start, end) in UTF-16 units, sorted
+    var at = 0;
+    (highlights || []).forEach(function (h) {
+      if (h[0] < at) return;
+      parent.appendChild(document.createTextNode(text.slice(at, h[0])));
+      var m = document.createElement("mark");
+      m.textContent = text.slice(h[0], h[1]);
+      parent.appendChild(m);
+      at = h[1];
+    });
+    parent.appendChild(document.createTextNode(text.slice(at)));
   }
 
   function resultLink(r, terms) {
@@ -110,7 +110,7 @@
     var quote = document.createElement("span");
     quote.className = "snippet";
     var snip = snippetOf(r, terms);
-    marked(quote, snip.snippet, snip.highlights);
+    marked(quote, snip.text, snip.highlights);
     var where = document.createElement("small");
     where.textContent = s.resourcePath + (s.page ? " · p." + s.page : "") +
       (s.sectionPath && s.sectionPath.length ? " · " + s.sectionPath.join(" > ") : "");

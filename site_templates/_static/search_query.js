@@ -3,7 +3,8 @@
 // Invariants: ftsQuery/queryTerms build exactly what build/text.py's fts_query/query_terms build (a Chromium
 // test compares them on a list of inputs); staticSearch runs the SQL of functions/fts.py's _candidates on
 // the same evidence.sqlite and re-ranks with the same term precision, so both paths give the same order.
-// Snippet offsets are code points (as Python's), never UTF-16 units; CJK segmentation never reaches them.
+// Snippet highlights are UTF-16 offsets of the snippet text (the API's contract); CJK segmentation never
+// reaches a snippet.
 (function () {
   "use strict";
   var CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff";  // build/text.py _CJK_CLASS
@@ -106,53 +107,114 @@
       results: scored.slice(0, topK).map(function (s) {
         var loc = JSON.parse(s.row.locator_json);
         loc.openAction.url = siteRoot + loc.openAction.url;
-        var snip = snippet(s.row.text, terms);
         return { evidenceId: s.row.block_id, quote: s.row.text, score: s.score, source: loc,
-                 snippet: snip.snippet, highlights: snip.highlights };
+                 snippet: snippet(s.row.text, terms) };
       })
     };
   }
 
-  // -- snippets: a window of the block's own (unsegmented) text around the first matched term ------------
-  function termSpans(chars, terms) {
-    var text = chars.join(""), lower = text.toLowerCase(), spans = [];
-    if (lower.length !== text.length) lower = text;  // a case fold that changes length: match as is
-    terms.forEach(function (term) {
-      var cjk = isCjk(term[0]), needle = cjk ? term : term.toLowerCase(), at = lower.indexOf(needle);
+  // -- snippets: the API's (functions/snippet.py on the search-api side), ported: a window of the block's
+  // own unsegmented text around the terms; highlights are [start, end) in UTF-16 units of the snippet text.
+  var SNIPPET_CHARS = 160, ELLIPSIS = "\u2026", WORD_CUT = 15, MAX_LEADS = 64;
+  var folds = {};
+
+  function fold(ch) {  // NFKC, case-folded, without combining marks: what the index compares
+    if (folds[ch] !== undefined) return folds[ch];
+    var out = ch.normalize("NFKC").toLowerCase().replace(/\u00df/g, "ss");
+    if (!/^[\x00-\x7f]*$/.test(out)) out = out.normalize("NFD").replace(/\p{M}/gu, "");
+    folds[ch] = out;
+    return out;
+  }
+
+  function isWordChar(ch) { return !!ch && /[\p{L}\p{N}]/u.test(ch) && !isCjk(ch); }
+
+  // [[start, end, termIndex], ...] in code points of `chars`, sorted, overlaps merged.
+  function findTerms(chars, terms) {
+    var folded = "", owner = [];
+    chars.forEach(function (c, i) {
+      var f = fold(c);
+      folded += f;
+      for (var k = 0; k < f.length; k++) owner.push(i);
+    });
+    var spans = [];
+    terms.forEach(function (term, n) {
+      var needle = Array.from(term).map(fold).join("");
+      if (!needle) return;
+      var wholeWord = !isCjk(needle[0]), at = folded.indexOf(needle);
       while (at >= 0) {
         var end = at + needle.length;
-        var wordStart = cjk || at === 0 || !/[\p{L}\p{N}_]/u.test(text[at - 1]);
-        var wordEnd = cjk || end >= text.length || !/[\p{L}\p{N}_]/u.test(text[end]);
-        if (wordStart && wordEnd) spans.push([Array.from(text.slice(0, at)).length, Array.from(text.slice(0, end)).length]);
-        at = lower.indexOf(needle, at + 1);
+        if (!wholeWord || ((at === 0 || !isWordChar(folded[at - 1])) && (end === folded.length || !isWordChar(folded[end])))) {
+          spans.push([owner[at], owner[end - 1] + 1, n]);
+        }
+        at = folded.indexOf(needle, at + 1);
       }
     });
-    spans.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });
+    spans.sort(function (x, y) { return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
     var merged = [];
-    spans.forEach(function (s) {
+    spans.forEach(function (sp) {
       var last = merged[merged.length - 1];
-      if (last && s[0] <= last[1]) last[1] = Math.max(last[1], s[1]); else merged.push(s.slice());
+      if (last && sp[0] < last[1]) last[1] = Math.max(last[1], sp[1]); else merged.push(sp.slice());
     });
     return merged;
   }
 
-  // {snippet, highlights: [[start, end], ...]} in code points of `snippet`; `before`/`after` in characters.
-  function snippet(text, terms, before, after) {
-    before = before || 40; after = after || 160;
-    var chars = Array.from(text || ""), spans = termSpans(chars, terms);
-    var start = spans.length ? Math.max(0, spans[0][0] - before) : 0;
-    var end = Math.min(chars.length, start + before + after);
-    if (end - start < before + after) start = Math.max(0, end - before - after);
-    var lead = start > 0 ? "…" : "", tail = end < chars.length ? "…" : "";
-    var out = lead + chars.slice(start, end).join("") + tail, shift = lead.length - start;
-    var highlights = spans.filter(function (s) { return s[0] >= start && s[1] <= end; })
-      .map(function (s) { return [s[0] + shift, s[1] + shift]; });
-    return { snippet: out, highlights: highlights };
+  function bestStart(spans, length, width) {
+    var best = 0, key = [-1, -1, 0];
+    spans.slice(0, MAX_LEADS).forEach(function (sp) {
+      var start = Math.max(0, Math.min(sp[0] - Math.floor(width / 4), length - width));
+      var inside = spans.filter(function (x) { return x[0] >= start && x[1] <= start + width; });
+      var distinct = {};
+      inside.forEach(function (x) { distinct[x[2]] = true; });
+      var k = [Object.keys(distinct).length, inside.length, -start];
+      if (k[0] > key[0] || (k[0] === key[0] && (k[1] > key[1] || (k[1] === key[1] && k[2] > key[2])))) {
+        best = start; key = k;
+      }
+    });
+    return best;
+  }
+
+  function indexOfIn(chars, ch, from, to) { for (var i = from; i < to; i++) if (chars[i] === ch) return i; return -1; }
+  function lastIndexOfIn(chars, ch, from, to) { for (var i = to - 1; i >= from; i--) if (chars[i] === ch) return i; return -1; }
+  function utf16(cps, index) { return cps.slice(0, index).join("").length; }
+
+  // {text, highlights}: up to `width` characters of `text` around the terms, "…" at cuts.
+  function snippet(raw, terms, width) {
+    width = width || SNIPPET_CHARS;
+    var chars = Array.from((raw || "").split(/\s+/).filter(Boolean).join(" "));
+    var spans = findTerms(chars, terms), start = 0, end = chars.length;
+    if (chars.length > width) {
+      start = spans.length ? bestStart(spans, chars.length, width) : 0;
+      end = start + width;
+      var firstHit = end;
+      for (var i = 0; i < spans.length; i++) if (spans[i][0] >= start) { firstHit = spans[i][0]; break; }
+      if (start && isWordChar(chars[start - 1]) && isWordChar(chars[start])) {
+        var cut = indexOfIn(chars, " ", start, Math.min(start + WORD_CUT, firstHit));
+        start = cut >= 0 ? cut + 1 : start;
+      }
+      if (end < chars.length && isWordChar(chars[end - 1]) && isWordChar(chars[end])) {
+        var lastHit = start;
+        spans.forEach(function (x) { if (x[1] <= end) lastHit = Math.max(lastHit, x[1]); });
+        var back = lastIndexOfIn(chars, " ", Math.max(start, end - WORD_CUT, lastHit), end);
+        end = back > start ? back : end;
+      }
+    }
+    var slice = chars.slice(start, end), lead = 0, trail = slice.length;
+    while (lead < trail && slice[lead] === " ") lead++;
+    while (trail > lead && slice[trail - 1] === " ") trail--;
+    var body = slice.slice(lead, trail), base = start + lead;
+    var prefix = start > 0 ? [ELLIPSIS] : [];
+    var out = prefix.concat(body, base + body.length < chars.length ? [ELLIPSIS] : []);
+    var highlights = [];
+    spans.forEach(function (x) {
+      var s0 = Math.max(x[0], base), e0 = Math.min(x[1], base + body.length);
+      if (s0 < e0) highlights.push([utf16(out, prefix.length + s0 - base), utf16(out, prefix.length + e0 - base)]);
+    });
+    return { text: out.join(""), highlights: highlights };
   }
 
   window.mnoteSearchQuery = {
     ftsQuery: ftsQuery, queryTerms: queryTerms, termPrecision: termPrecision, snippet: snippet,
-    termSpans: function (text, terms) { return termSpans(Array.from(text), terms); },
+    findTerms: function (text, terms) { return findTerms(Array.from(text), terms); },
     staticSearch: staticSearch
   };
 })();

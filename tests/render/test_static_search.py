@@ -223,6 +223,44 @@ def test_js_builds_the_same_fts_query_as_python(site, page):
         assert page.evaluate("q => window.mnoteSearchQuery.queryTerms(q)", text) == query_terms(text), text
 
 
+SNIPPET_CASES = [("The retention period for audit evidence is seven years from the end of the fiscal year.", "retention period"),
+                 ("补充吗啉的毒理数据。吗啉是一种杂环化合物，沸点 129 °C。" * 8, "吗啉 沸点"),
+                 ("Café NAÏVE résumé straße and more words " * 6, "cafe naive"),
+                 ("𠀀𠀁 test emoji 😀 test 线程作用域 after " * 10, "test 线程"),
+                 ("Nothing matches here at all, a long sentence " * 8, "zebra"),
+                 ("wordwordword retention, retentionist retention. " * 9, "retention")]
+
+
+def js_snippet(page, text: str, query: str) -> dict:
+    return page.evaluate("([t, terms]) => window.mnoteSearchQuery.snippet(t, terms)", [text, query_terms(query)])
+
+
+def test_js_snippet_windows_and_highlights_the_terms(site, page):
+    _, out = site
+    page.goto((out / "index.html").as_uri())
+    for text, query in SNIPPET_CASES:
+        snip = js_snippet(page, text, query)
+        assert len(snip["text"]) <= 162 + 2 and snip["text"].strip("…") in " ".join(text.split())  # +2: astral
+        marked = page.evaluate("""s => s.highlights.map(h => s.text.slice(h[0], h[1]))""", snip)
+        if query == "zebra":
+            assert marked == []
+            continue
+        assert marked, query
+        for m in marked:  # whole words for Latin terms, substrings for CJK, never a bigram of the index
+            assert any(m.lower() in t.lower() or t.lower() in m.lower() for t in ("retention", "period", "吗啉",
+                       "沸点", "café", "naïve", "test", "线程")), m
+        assert "retentionist" not in marked and "wordwordword" not in marked
+
+
+def test_js_snippet_is_the_apis(site, page):
+    snippet = pytest.importorskip("mnote_evidence.functions.snippet",
+                                  reason="the API's snippets (functions/snippet.py) come with issue 14's search-api work")
+    _, out = site
+    page.goto((out / "index.html").as_uri())
+    for text, query in SNIPPET_CASES:
+        assert js_snippet(page, text, query) == snippet.snippet(text, query_terms(query)), query
+
+
 def test_vendored_engine_matches_its_provenance_note():
     note = (VENDOR / "PROVENANCE.md").read_text("utf-8")
     for name in ("index.js", "sqlite.worker.js", "sql-wasm.wasm", "LICENSE"):
