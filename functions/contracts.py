@@ -40,9 +40,17 @@ class Via(TypedDict):
     fromEvidenceId: str
 
 
+class Snippet(TypedDict):
+    """A window of the block's own text around the query terms (never the segmented FTS text)."""
+
+    text: str  # <= 160 chars of text, plus "…" at each cut
+    highlights: list[list[int]]  # sorted [start, end) pairs in UTF-16 code units of `text`
+
+
 class SearchResult(TypedDict):
     evidenceId: str  # the block id
     quote: str  # <= 280 chars, centred on the query terms
+    snippet: Snippet
     score: float
     matchSource: Literal["fts", "graph", "knowledge_ocr"]
     source: EvidenceLocator  # openAction.url prefixed with Context.site_base
@@ -54,11 +62,34 @@ class Boundary(TypedDict):
     kind: str  # BOUNDARY_LOCAL | BOUNDARY_LOCAL_WITH_OCR
 
 
+class GroupExpand(TypedDict):
+    """Fields to add to the same request to list every match in the group's file."""
+
+    resourcePath: str
+
+
+class Group(TypedDict):
+    """groupBy=document: one file's results, `results[first:first + count]`."""
+
+    resourcePath: str
+    resourceKind: str
+    first: int
+    count: int
+    more: int  # other matches in the file, not shown
+    moreIsLowerBound: bool  # counting stopped at 1,000
+    expand: GroupExpand
+
+
 class SearchResponse(TypedDict):
     ok: Literal[True]
     query: str
     mode: Literal["fts", "graph", "hybrid"]
     results: list[SearchResult]
+    offset: int  # of the first result (of the first file, grouped)
+    total: int  # matching blocks, after filters
+    totalIsLowerBound: bool  # more matched than were counted (`total` is then "at least")
+    nextOffset: NotRequired[int]  # the next page's offset; absent on the last page (and for graph/hybrid)
+    groups: NotRequired[list[Group]]  # groupBy=document only
     boundary: Boundary
     degraded: bool
     degradedReason: NotRequired[str]  # includeOcr only: why LightRAG could not add results

@@ -11,7 +11,6 @@ can open it as is.
 
 from __future__ import annotations
 
-import copy
 import json
 import sqlite3
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
 from mnote_evidence.build.locator import OPEN_ACTION
 from mnote_evidence.build.formats import indexed_kinds
-from mnote_evidence.build.model import ROLE_BODY, EvidenceLocator
+from mnote_evidence.build.model import ROLE_BODY
 from mnote_evidence.build.text import QueryError, query_terms
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.functions.cleaning import quote_window
@@ -32,8 +31,10 @@ from mnote_evidence.functions.contracts import (
     Via,
 )
 from mnote_evidence.functions.errors import BadRequest, Gone, NotFound
-from mnote_evidence.functions.fts import Hit, search_blocks
+from mnote_evidence.functions.fts import Filters, Hit, search_blocks
 from mnote_evidence.functions.knowledge import ocr_results
+from mnote_evidence.functions.search_results import MAX_DEPTH, fts_page, result, with_base
+from mnote_evidence.functions.snippet import snippet
 from mnote_evidence.functions.validation import (
     check_fields,
     get_block_id,
@@ -52,23 +53,6 @@ GRAPH_DECAY = 0.5
 
 
 # -- shared pieces -------------------------------------------------------------------
-def with_base(locator: EvidenceLocator, base: str) -> EvidenceLocator:
-    out = copy.deepcopy(locator)
-    out["openAction"]["url"] = base + out["openAction"]["url"]
-    return out
-
-
-def _result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float,
-            via: Via | None = None) -> SearchResult:
-    out: SearchResult = {"evidenceId": hit.block_id, "quote": quote_window(hit.text, terms), "score": round(score, 4),
-           "matchSource": source, "source": with_base(hit.locator, ctx.site_base)}
-    if via:
-        out["via"] = via
-    if hit.role != ROLE_BODY:
-        out["role"] = hit.role  # only with includeFurniture: a running header, footer or page number
-    return out
-
-
 def _hit_for(conn: sqlite3.Connection, block_id: str) -> Hit | None:
     row = conn.execute(
         "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json FROM evidence_block b "
@@ -121,7 +105,10 @@ def _best_block_of(conn: sqlite3.Connection, resource_id: str, query: str) -> Hi
 
 
 # -- evidence.search -------------------------------------------------------------------
-SEARCH_FIELDS = {"query", "mode", "topK", "resourceKinds", "pathPrefix", "includeOcr", "includeFurniture"}
+SEARCH_FIELDS = {"query", "mode", "topK", "resourceKinds", "pathPrefix", "includeOcr", "includeFurniture",
+                 "offset", "groupBy", "perDocument", "folder", "resourcePath"}
+GROUP_BY = ("none", "document")
+MAX_PER_DOCUMENT, DEFAULT_PER_DOCUMENT = 5, 3
 
 
 def search(request: dict, ctx: Context) -> SearchResponse:
@@ -129,35 +116,48 @@ def search(request: dict, ctx: Context) -> SearchResponse:
     query = get_str(request, "query", required=True)
     mode = get_choice(request, "mode", "fts", MODES)
     top_k = get_int(request, "topK", DEFAULT_TOP_K, 1, MAX_TOP_K)
-    kinds = get_choices(request, "resourceKinds", KINDS)
-    prefix = get_str(request, "pathPrefix", max_len=500)
+    offset = get_int(request, "offset", 0, 0, MAX_DEPTH - 1)
+    group_by = get_choice(request, "groupBy", "none", GROUP_BY)
+    per_document = get_int(request, "perDocument", DEFAULT_PER_DOCUMENT, 1, MAX_PER_DOCUMENT)
+    filters = Filters(kinds=get_choices(request, "resourceKinds", KINDS),
+                      path_prefix=get_str(request, "pathPrefix", max_len=500),
+                      folder=get_str(request, "folder", max_len=500),
+                      resource_path=get_str(request, "resourcePath", max_len=1000),
+                      include_furniture=get_bool(request, "includeFurniture"))  # headers, footers, page numbers
     include_ocr = get_bool(request, "includeOcr")
-    include_furniture = get_bool(request, "includeFurniture")  # running headers, footers, page numbers
+    if mode != "fts" and (offset or group_by != "none"):
+        raise BadRequest(f"'offset' and 'groupBy' page and group full-text results: use mode fts, not {mode}")
+    if group_by == "none" and offset + top_k > MAX_DEPTH:
+        raise BadRequest(f"'offset' + 'topK' must be at most {MAX_DEPTH}: refine the query or add filters")
+    terms = query_terms(query)
     conn = ctx.db.connect()
     try:
-        hits = search_blocks(conn, query, top_k, kinds=kinds, path_prefix=prefix,
-                             include_furniture=include_furniture)
+        hits, page = fts_page(conn, query, terms, ctx, filters, top_k, offset,
+                              group_by if group_by != "none" else None, per_document)
     except QueryError as exc:
         raise BadRequest(f"query has nothing to search for: {exc}") from exc
     except sqlite3.OperationalError as exc:  # defence in depth: fts_query never emits bad syntax
         raise BadRequest(f"query could not be run: {exc}") from exc
-    terms = query_terms(query)
-    results: list[SearchResult] = []
-    if mode in ("fts", "hybrid"):
-        results = [_result(h, terms, ctx, "fts", h.score) for h in hits]
+    results: list[SearchResult] = page.pop("results") if mode in ("fts", "hybrid") else []
     if mode in ("graph", "hybrid"):
+        page.pop("nextOffset", None)
         seen = {r["evidenceId"] for r in results} | ({h.block_id for h in hits} if mode == "graph" else set())
-        for hit, score, via in sorted(_graph(conn, hits, query, kinds, prefix), key=lambda t: -t[1]):
+        kinds, prefix = filters.kinds, filters.path_prefix
+        graph = [(h, s, v) for h, s, v in _graph(conn, hits, query, kinds, prefix)
+                 if filters.passes(h.resource_path, h.resource_kind, "ok", h.role)]
+        for hit, score, via in sorted(graph, key=lambda t: -t[1]):
             if hit.block_id not in seen:
                 seen.add(hit.block_id)
-                results.append(_result(hit, terms, ctx, "graph", score, via))
-    out: SearchResponse = {"ok": True, "query": query, "mode": mode, "results": results[:top_k],
+                results.append(result(hit, terms, ctx, "graph", score, via))
+        results = results[:top_k]
+    out: SearchResponse = {"ok": True, "query": query, "mode": mode, "results": results, "offset": offset, **page,
                            "boundary": {"kind": BOUNDARY_LOCAL}, "degraded": False}
     if include_ocr:
         out["boundary"] = {"kind": BOUNDARY_LOCAL_WITH_OCR}
-        if len(out["results"]) < top_k:  # SPEC §11: LightRAG OCR hits only when local ones are fewer than topK
+        if len(out["results"]) < top_k and group_by == "none":  # SPEC §11: OCR hits only when local ones are fewer
             extra, reason = ocr_results(ctx, query, top_k, {r["evidenceId"] for r in results})
-            out["results"] += extra[: top_k - len(out["results"])]
+            for r in extra[: top_k - len(out["results"])]:
+                out["results"].append({**r, "snippet": snippet(r["quote"], terms)})
             if reason:
                 out.update(degraded=True, degradedReason=reason)
     return out

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
 
 from mnote_evidence.build.model import ROLE_BODY, EvidenceLocator
 from mnote_evidence.build.text import fts_query, is_cjk, query_terms
 
 CANDIDATES_PER_RESULT = 5
-MIN_CANDIDATES = 50
+MIN_CANDIDATES = 50  # re-ranked together (a chunk): max(this, topK x CANDIDATES_PER_RESULT)
+RANK_WINDOW = 1000  # bm25's best matches joined and filtered at first: also how deep `total` counts exactly
 MAX_WINDOW = 50_000  # beyond this, rank all matches at once (a very selective filter)
 _FLANK_WEIGHT = (1.0, 0.6, 0.25)  # by number of CJK neighbours (0, 1, 2)
 
@@ -32,6 +34,8 @@ class Hit:
     score: float
     locator: EvidenceLocator
     role: str = ROLE_BODY
+    ordinal: int = 0  # position in its file
+    page: int | None = None
 
 
 def flank_weight(text: str, start: int, end: int) -> float:
@@ -55,53 +59,133 @@ def term_precision(text: str, terms: list[str]) -> float:
     return sum(weights) / len(weights) if weights else 1.0
 
 
+@dataclass
+class Filters:
+    """Which matches a search may return (besides `ok` status, always required)."""
+
+    kinds: list[str] | None = None
+    path_prefix: str | None = None  # a raw prefix of the workspace path
+    folder: str | None = None  # a folder: "研究" and "研究/" match 研究/… but never 研究2/…
+    resource_path: str | None = None  # exactly this file (a group's "more in this file")
+    include_furniture: bool = False
+
+    def passes(self, path: str, kind: str, status: str, role: str) -> bool:
+        return (status == "ok" and (self.include_furniture or role == ROLE_BODY)
+                and (not self.kinds or kind in self.kinds)
+                and (not self.path_prefix or path.startswith(self.path_prefix))
+                and (not self.folder or path.startswith(self.folder.rstrip("/") + "/"))
+                and (not self.resource_path or path == self.resource_path))
+
+
+@dataclass
+class Ranked:
+    """The matches passing the filters, best first, as deep as asked (`hits`), and what is known of the rest."""
+
+    hits: list[Hit]
+    total: int  # matches passing the filters among those ranked
+    exhausted: bool  # every FTS match was ranked: `total` is exact
+    match: str  # the FTS expression (for follow-up counts)
+    per_path: Counter  # passing matches per file among those ranked
+
+
+def chunk_size(top_k: int) -> int:
+    """How many bm25 candidates are re-ranked together: fixed for a query and topK, so pages agree."""
+    return max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
+
+
+def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: Filters,
+         documents: int | None = None) -> Ranked:
+    """The first `depth` matches passing `filters` (or all there are), in the final order.
+
+    bm25 orders the matches inside the FTS index (a CTE with a LIMIT); only light columns are joined
+    for the ranked window and filtered here, text and locators are read for the rows returned.
+    The order is bm25's cut into consecutive chunks of `chunk` passing matches, each chunk re-ranked by
+    term precision with ties in document order (path, page, position): a deeper request only adds
+    chunks, so pages of the same query never repeat or skip a result. When filters leave too few,
+    the window widens (x8, then every match). With `documents`, `depth` is ignored: as many whole
+chunks as it takes to hold that many distinct files (or every match).
+    Raises `build.text.QueryError` for an unusable query."""
+    match = fts_query(query)
+    terms = query_terms(query)
+    want = -(-depth // chunk) * chunk  # whole chunks
+    window = max(RANK_WINDOW, want)
+    while True:
+        rows = _ranked_rows(conn, match, window)
+        passing = [r for r in rows if filters.passes(r[2], r[3], r[4], r[5])]
+        exhausted = window < 0 or len(rows) < window
+        if documents is not None:
+            want = _rows_for_documents(passing, documents, chunk)
+        if exhausted or (want is not None and len(passing) >= want):
+            break
+        window = window * 8 if window * 8 <= MAX_WINDOW else -1  # -1: rank every match (no LIMIT)
+    chosen = passing[:want] if want is not None else passing
+    texts = _texts(conn, [r[0] for r in chosen])
+    hits: list[Hit] = []
+    for at in range(0, len(chosen), chunk):
+        part = []
+        for rowid, score, path, kind, _, role, ordinal, page in chosen[at:at + chunk]:
+            block_id, text, loc = texts[rowid]
+            part.append(Hit(block_id, path, kind, text, round(-score * (0.5 + term_precision(text, terms)), 6),
+                            json.loads(loc), role, ordinal, page))
+        # Equal scores (the same sentence on many pages) in document order: path, page, then the
+        # block's position, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
+        part.sort(key=lambda h: (-h.score, h.resource_path, h.page or 0, h.ordinal, h.block_id))
+        hits += part
+    return Ranked(hits, len(passing), exhausted, match, Counter(r[2] for r in passing))
+
+
+def _rows_for_documents(passing: list[tuple], documents: int, chunk: int) -> int | None:
+    """Rows in the fewest whole chunks holding `documents` distinct files; None when `passing` has fewer."""
+    seen: set[str] = set()
+    for n, row in enumerate(passing):
+        seen.add(row[2])
+        if len(seen) >= documents:
+            return -(-(n + 1) // chunk) * chunk
+    return None
+
+
 def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,
                   kinds: list[str] | None = None, path_prefix: str | None = None,
                   include_furniture: bool = False) -> list[Hit]:
-    """Ranked hits among `ok` resources; page furniture (running headers, footers, page numbers)
-    only with `include_furniture`. Raises `build.text.QueryError` for an unusable query.
-
-    bm25 ranks inside the FTS index first (a CTE with a LIMIT), and only those
-    candidates are joined to blocks and resources: joining every match before
-    sorting cost 3x the raw FTS query on a 1M-block index. When filters (stale
-    files, furniture, kinds, path prefix) leave fewer than `top_k`, the window widens."""
-    match = fts_query(query)
-    terms = query_terms(query)
-    window = max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
-    while True:
-        rows = _candidates(conn, match, window, kinds, path_prefix, include_furniture)
-        if len(rows[0]) >= top_k or rows[1] < window or window < 0:
-            break
-        window = window * 8 if window * 8 <= MAX_WINDOW else -1  # -1: rank every match (no LIMIT)
-    scored = [(Hit(bid, path, kind, text, round(-rank * (0.5 + term_precision(text, terms)), 6), json.loads(loc),
-                   role), ordinal) for bid, path, kind, text, loc, rank, ordinal, role in rows[0]]
-    # Equal scores (the same sentence on many pages) in document order: path, then the block's
-    # ordinal, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
-    scored.sort(key=lambda t: (-t[0].score, t[0].resource_path, t[1]))
-    return [hit for hit, _ in scored[:top_k]]
+    """The `top_k` best hits among `ok` resources; page furniture (running headers, footers, page
+    numbers) only with `include_furniture`. Raises `build.text.QueryError` for an unusable query."""
+    filters = Filters(kinds=kinds, path_prefix=path_prefix, include_furniture=include_furniture)
+    return rank(conn, query, top_k, chunk_size(top_k), filters).hits[:top_k]
 
 
-def _candidates(conn, match: str, window: int, kinds, path_prefix,
-                include_furniture: bool = False) -> tuple[list[tuple], int]:
-    """(rows passing the filters among the `window` best FTS matches, how many FTS matches were ranked)."""
-    where, params = ["r.status = 'ok'"], [match, window]
-    if not include_furniture:
-        where.append(f"b.role = '{ROLE_BODY}'")
-    if kinds:
-        where.append(f"r.kind IN ({','.join('?' * len(kinds))})")
-        params.extend(kinds)
-    if path_prefix:
-        where.append("substr(r.source_root_relative_path, 1, ?) = ?")
-        params.extend([len(path_prefix), path_prefix])
-    rows = conn.execute(
+def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
+    """(rowid, bm25, path, kind, status, role, ordinal, page) of the `window` best FTS matches, best
+    first (ties by rowid). Ranking inside the FTS index first and joining only the window: joining
+    every match before sorting cost 3x the raw FTS query on a 1M-block index."""
+    return conn.execute(
         "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts "
-        "WHERE evidence_fts MATCH ? ORDER BY rank LIMIT ?) "
-        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json, ranked.rank, b.ordinal, b.role "
+        "WHERE evidence_fts MATCH ? ORDER BY rank, rowid LIMIT ?) "
+        "SELECT ranked.rowid, ranked.rank, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
         "FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
-        "JOIN evidence_resource r ON r.resource_id = b.resource_id "
-        f"WHERE {' AND '.join(where)} ORDER BY ranked.rank", params).fetchall()
-    if window < 0 or len(rows) >= window:
-        return rows, window
-    ranked = conn.execute("SELECT count(*) FROM (SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? "
-                          "LIMIT ?)", [match, window]).fetchone()[0]
-    return rows, ranked
+        "JOIN evidence_resource r ON r.resource_id = b.resource_id ORDER BY ranked.rank, ranked.rowid",
+        [match, window]).fetchall()
+
+
+def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
+    out: dict[int, tuple[str, str, str]] = {}
+    for at in range(0, len(rowids), 500):
+        part = rowids[at:at + 500]
+        for rowid, block_id, text, loc in conn.execute(
+                f"SELECT id, block_id, text, locator_json FROM evidence_block WHERE id IN ({','.join('?' * len(part))})",
+                part):
+            out[rowid] = (block_id, text, loc)
+    return out
+
+
+def count_in_resource(conn, match: str, path: str, filters: Filters, cap: int) -> int:
+    """Matches passing `filters` inside one file, counting at most `cap`. A file's blocks are written
+    together, so their rowids form one range and FTS5 seeks straight to it."""
+    row = conn.execute("SELECT min(b.id), max(b.id), r.resource_id FROM evidence_resource r JOIN evidence_block b "
+                       "USING (resource_id) WHERE r.source_root_relative_path = ?", [path]).fetchone()
+    if row is None or row[0] is None:
+        return 0
+    role = "" if filters.include_furniture else f" AND b.role = '{ROLE_BODY}'"
+    return conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block b ON b.id = f.rowid "
+        f"WHERE evidence_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND b.resource_id = ?{role} LIMIT ?)",
+        [match, row[0], row[1], row[2], cap]).fetchone()[0]
