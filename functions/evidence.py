@@ -138,7 +138,8 @@ def search(request: dict, ctx: Context) -> SearchResponse:
         raise BadRequest(f"query has nothing to search for: {exc}") from exc
     except sqlite3.OperationalError as exc:  # defence in depth: fts_query never emits bad syntax
         raise BadRequest(f"query could not be run: {exc}") from exc
-    results: list[SearchResult] = page.pop("results") if mode in ("fts", "hybrid") else []
+    fts_results: list[SearchResult] = page.pop("results")
+    results = fts_results if mode in ("fts", "hybrid") else []
     if mode in ("graph", "hybrid"):
         page.pop("nextOffset", None)
         seen = {r["evidenceId"] for r in results} | ({h.block_id for h in hits} if mode == "graph" else set())
