@@ -80,3 +80,24 @@ def test_bad_query_is_a_clear_error_without_traceback(stale_site):
 def test_missing_site_says_how_to_build(tmp_path):
     result = CliRunner().invoke(main, ["search", "anything", "--site", str(tmp_path / "nowhere")])
     assert result.exit_code == 1 and "mnote-evidence build" in result.output
+
+
+def test_snippets_total_pages_and_groups(stale_site):
+    _, out = stale_site
+    db = Context(EvidenceDB(out / DB_NAME))
+    first = cli(out, "the", "--top", "2")
+    answer = search({"query": "the", "topK": 2}, db)
+    assert first.exit_code == 0 and first.output.startswith(f"{answer['total']} matches for 'the' (fts): results 1-2")
+    assert first.output.count("«the»") + first.output.count("«The»") >= 2  # the terms, marked (no tty: «»)
+    assert "\x1b[" not in first.output and f"next page: --offset {answer['nextOffset']}" in first.output
+    second = cli(out, "the", "--top", "2", "--offset", "2")
+    assert second.exit_code == 0 and "results 3-4" in second.output and "\n3. " in second.output
+    assert LINK.findall(second.output)[0] not in LINK.findall(first.output)
+    grouped = cli(out, "the", "--group", "--per-file", "1", "--top", "3")
+    body = search({"query": "the", "groupBy": "document", "perDocument": 1, "topK": 3}, db)
+    assert grouped.exit_code == 0 and "files 1-3" in grouped.output
+    for g in body["groups"]:
+        assert f"== {g['resourcePath']} ({g['resourceKind']})" in grouped.output
+        if g["more"]:
+            assert f"{g['more']} more in this file: --file " in grouped.output
+    assert json.loads(cli(out, "the", "--group", "--json").output)["groups"]

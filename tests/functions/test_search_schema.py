@@ -13,7 +13,15 @@ import pytest
 
 from mnote_evidence.build.model import EvidenceLocator
 from mnote_evidence.build.schemas import load_schema
-from mnote_evidence.functions.contracts import ErrorResponse, SearchResponse, SearchResult, Via
+from mnote_evidence.functions.contracts import (
+    ErrorResponse,
+    Group,
+    GroupExpand,
+    SearchResponse,
+    SearchResult,
+    Snippet,
+    Via,
+)
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.evidence import Context, search
@@ -30,6 +38,8 @@ REQUESTS = [
     {"query": "吗啉", "includeOcr": True},  # no LightRAG configured: degraded, with the reason
     {"query": "qqqzzzxxyy"},  # nothing found
     {"query": "the", "mode": "hybrid", "topK": 50},  # many results
+    {"query": "the", "topK": 3, "offset": 3},  # a middle page
+    {"query": "the", "groupBy": "document", "topK": 3, "perDocument": 2, "folder": "Projects"},
 ]
 BAD_REQUESTS = [{"query": ""}, {"query": "x", "topK": 0}, {"query": "x", "colour": "red"}, {"query": "x", "mode": 3}]
 
@@ -75,6 +85,8 @@ def test_handler_answers_match_the_schema(answers, schema, validate):
     assert {r["matchSource"] for b in served for r in b["results"]} == {"fts", "graph"}
     assert any(b["degraded"] and b["degradedReason"] == "knowledge_rag_unconfigured" for b in served)
     assert any(not b["results"] for b in served) and max(len(b["results"]) for b in served) > 10
+    assert any("nextOffset" in b for b in served) and any(b.get("groups") for b in served)
+    assert all(r["snippet"]["highlights"] for b in served for r in b["results"] if r["matchSource"] == "fts")
 
 
 def test_served_urls_need_the_response_schema(answers):
@@ -104,8 +116,12 @@ def test_rejected_requests_match_the_error_branch(stale_site, schema):
     lambda b: b["results"][0].update(via={"edgeType": "markdown_links_to", "direction": "in",
                                           "fromEvidenceId": b["results"][0]["evidenceId"]}),  # fts with via
     lambda b: b.update(ok=False),
+    lambda b: b["results"][0].pop("snippet"),
+    lambda b: b["results"][0]["snippet"].update(highlights=[[1]]),
+    lambda b: b.pop("total"),
+    lambda b: b.update(nextOffset=10),  # hybrid: no pages
 ], ids=["no-source", "scheme-url", "extra-field", "long-quote", "ocr-in-local", "degraded-no-reason",
-        "graph-no-via", "fts-with-via", "ok-false"])
+        "graph-no-via", "fts-with-via", "ok-false", "no-snippet", "bad-highlight", "no-total", "hybrid-page"])
 def test_schema_rejects_broken_answers(answers, schema, break_it):
     body = copy.deepcopy(answers["/site/"][2][1])  # hybrid: fts and graph results
     assert problems(schema, body) == []
@@ -137,6 +153,8 @@ def _keys(schema_def: dict) -> tuple[set[str], set[str]]:
     (SearchResponse, SCHEMA, "answer"),
     (SearchResult, SCHEMA, "result"),
     (Via, SCHEMA, "via"),
+    (Snippet, SCHEMA, "snippet"),
+    (Group, SCHEMA, "group"),
     (ErrorResponse, SCHEMA, "error"),
     (EvidenceLocator, "locator.schema.json", None),
 ])
@@ -146,3 +164,5 @@ def test_typed_contracts_match_the_schemas(typed, schema_name, pointer):
     props, required = _keys(doc["$defs"][pointer] if pointer else doc)
     assert set(typed.__annotations__) == props
     assert set(typed.__required_keys__) == required
+    if typed is Group:  # its nested `expand` too
+        assert set(GroupExpand.__annotations__) == set(doc["$defs"]["group"]["properties"]["expand"]["properties"])
