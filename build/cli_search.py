@@ -25,7 +25,7 @@ from mnote_evidence.functions.evidence import (
     MAX_TOP_K,
     MODES,
 )
-from mnote_evidence.functions.search_results import MAX_DEPTH
+from mnote_evidence.functions.search_results import MAX_DEPTH, where
 from mnote_evidence.functions.snippet import marked
 
 
@@ -126,12 +126,7 @@ def _heading(body: dict) -> str:
 
 def _entry(r: dict, site_dir: Path, color: bool, n: int) -> list[str]:
     loc = r["source"]
-    first, last = loc.get("lineRange", (0, 0))
-    place = (f"p.{loc['page']}" if "page" in loc else
-             (f"line {first}" if first == last else f"lines {first}-{last}") if "lineRange" in loc else
-             f"¶{loc['paragraphIndex']}" if "paragraphIndex" in loc else "")
-    where = " · ".join(x for x in (loc["resourcePath"], place, " > ".join(loc.get("sectionPath", []))) if x)
     via = f", via {r['via']['edgeType']}" if "via" in r else ""
     text = marked(r["snippet"], "\x1b[1m", "\x1b[22m") if color else marked(r["snippet"], "«", "»")
-    return [f"{n}. {where} ({loc['precision']}{via})", f"   {text}", f"   {site_link(site_dir, loc['openAction']['url'])}"]
+    return [f"{n}. {where(loc)} ({loc['precision']}{via})", f"   {text}", f"   {site_link(site_dir, loc['openAction']['url'])}"]
 

@@ -5,6 +5,8 @@ evidence database (one with an `evidence_block` table) it adds, all under `/-/` 
 Datasette's conventions ask, so no database or table URL is ever taken over:
 - `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open`, `/-/evidence/verify` and `/-/knowledge/*`:
   GET with query parameters or POST with a JSON body, answered by the pure handlers;
+- `/-/evidence/search-page`: the search page for readers (`functions/search_page.py`), linked from
+  Datasette's menu and the evidence database's actions;
 - `/-/evidence/site/...`: the static site next to the database (when one is there), and
   `/` redirecting to it, so one URL serves browsing, querying and citations. The old
   `/site/...` URLs redirect there, unless a database is routed at `/site`;
@@ -42,7 +44,7 @@ from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.text import QueryError, fts_query
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.functions import evidence, knowledge, verify
+from mnote_evidence.functions import evidence, knowledge, search_page, verify
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.guard import Guard, datasette_columns
@@ -208,6 +210,12 @@ class _FileResponse:
         await asgi_send_file(send, self.path, chunk_size=65536, headers={"Cache-Control": "no-cache"})
 
 
+async def _search_page(request, datasette):
+    state = _state(datasette)
+    return await search_page.respond(request, datasette, state.name, state.context(), state.db.session,
+                                     state.site_dir is not None)
+
+
 async def _home(request, datasette):
     state = _state(datasette)
     target = state.site_base + "index.html" if state.site_dir else f"/{state.name or ''}"
@@ -225,6 +233,7 @@ def register_routes(datasette):
         (r"^/-/evidence/read$", _endpoint(evidence.read)),
         (r"^/-/evidence/open$", _endpoint(evidence.open_)),
         (r"^/-/evidence/verify$", _endpoint(verify.verify_quote)),
+        (r"^/-/evidence/search-page$", _search_page),
         (r"^/-/knowledge/query$", _endpoint(knowledge.query)),
         (r"^/-/knowledge/status$", _endpoint(knowledge.status)),
         (r"^/-/knowledge/ask$", _endpoint(knowledge.ask)),
@@ -234,6 +243,20 @@ def register_routes(datasette):
     if state.site_dir is not None:
         routes.append((r"^/$", _home))
     return routes
+
+
+@hookimpl
+def menu_links(datasette, actor, request):
+    if _state(datasette).db is None:
+        return None
+    return [{"href": search_page.PATH, "label": "Search evidence"}]
+
+
+@hookimpl
+def database_actions(datasette, actor, database, request):
+    if database != _state(datasette).name:
+        return None
+    return [{"href": search_page.PATH, "label": "Search evidence (snippets, files, pages)"}]
 
 
 @hookimpl

@@ -48,6 +48,15 @@ def result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float,
     return out
 
 
+def where(loc: EvidenceLocator) -> str:
+    """A result's place for people: file · p.3 / lines 4-6 / ¶2 · section > path (CLI and search page)."""
+    first, last = loc.get("lineRange", (0, 0))
+    place = (f"p.{loc['page']}" if "page" in loc else
+             (f"line {first}" if first == last else f"lines {first}-{last}") if "lineRange" in loc else
+             f"¶{loc['paragraphIndex']}" if "paragraphIndex" in loc else "")
+    return " · ".join(x for x in (loc["resourcePath"], place, " > ".join(loc.get("sectionPath", []))) if x)
+
+
 def fts_page(conn: sqlite3.Connection, query: str, terms: list[str], ctx: Context, filters: Filters,
              top_k: int, offset: int, group_by: str | None, per_document: int) -> tuple[list[Hit], dict]:
     """(the page's hits, the response fields it sets: results, total, nextOffset, groups)."""
