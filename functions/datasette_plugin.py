@@ -55,7 +55,7 @@ PLUGIN = "mnote-evidence"
 SITE_BASE = "/-/evidence/site/"
 LEGACY_SITE = "/site/"  # where the site used to be mounted; redirected while no database is routed there
 LIST_PARAMS = {"resourceKinds"}
-INT_PARAMS = {"topK", "window"}
+INT_PARAMS = {"topK", "window", "offset", "perDocument"}
 BOOL_PARAMS = {"includeOcr", "includeFurniture"}
 NO_MATCH = '"\u2063"'  # an FTS phrase nothing is indexed under: "no results", not an SQL error
 

@@ -137,6 +137,10 @@ def test_datasette_route_answers_match_the_schema(datasette_server, schema):
         assert r.status_code == 200 and r.json()["results"], params
         check_answer(schema, r.json())
         assert r.json()["results"][0]["source"]["openAction"]["url"].startswith("/-/evidence/site/")
+    paged = httpx.get(datasette_server + "/-/evidence/search", timeout=30,
+                      params={"q": "the", "topK": 2, "offset": 2, "groupBy": "document", "perDocument": 1})
+    assert paged.status_code == 200 and paged.json()["offset"] == 2 and paged.json()["groups"], paged.text
+    check_answer(schema, paged.json())
     r = httpx.post(datasette_server + "/-/evidence/search", json={"query": "thread", "mode": "graph"}, timeout=30)
     assert r.status_code == 200
     check_answer(schema, r.json())
