@@ -23,6 +23,7 @@ SNIPPET_CHARS = 160
 MAX_SNIPPET = SNIPPET_CHARS + 2  # the window plus an ellipsis at each end
 ELLIPSIS = "…"
 _WORD_CUT = 15  # how far a cut may move to land on a space
+_MAX_LEADS = 64
 
 
 @lru_cache(maxsize=65536)
@@ -81,9 +82,10 @@ def find_terms(text: str, terms: list[str]) -> list[tuple[int, int, int]]:
 
 
 def _best_start(spans: list[tuple[int, int, int]], length: int, width: int) -> int:
-    """Start of the window holding the most distinct terms (then the most matches, then the earliest)."""
+    """Start of the window holding the most distinct terms (then the most matches, then the earliest),
+    among windows led by one of the first `_MAX_LEADS` matches (a long block can match hundreds of times)."""
     best, best_key = 0, (-1, -1, 0)
-    for s, _, _ in spans:
+    for s, _, _ in spans[:_MAX_LEADS]:
         start = max(0, min(s - width // 4, length - width))
         inside = [(a, b, n) for a, b, n in spans if a >= start and b <= start + width]
         key = (len({n for *_, n in inside}), len(inside), -start)
