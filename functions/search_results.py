@@ -7,9 +7,9 @@
 Invariants:
 - pages of one query and `topK` partition the ranking: stepping `offset` by `nextOffset` never
   repeats or skips a result (`fts.rank` re-ranks fixed chunks);
-- `total` counts the matches passing the filters among the `fts.RANK_WINDOW` (1,000) best at least;
-  when more matched it is a lower bound (`totalIsLowerBound: true`); counting every match of a
-  frequent term would cost as much again as ranking it;
+- `total` counts the matches passing the filters among the `fts.RANK_WINDOW` (250) best at least
+  (deeper pages rank deeper); when more matched it is a lower bound (`totalIsLowerBound: true`):
+  counting every match of a frequent term through the filters costs more than ranking it;
 - grouped by document, a page holds `topK` files (their best `perDocument` blocks each, in rank
   order) and `offset` counts files; `more` is how many other matches the file has, fetched by
   repeating the query with the group's `expand` fields.

@@ -11,11 +11,12 @@ from mnote_evidence.build.text import segment_for_index
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.evidence import Context, search
+from mnote_evidence.functions.fts import RANK_WINDOW
 from mnote_evidence.functions.snippet import SNIPPET_CHARS, code_points, marked, snippet
 from tests.conftest import run_build
 
 LONG_CN = ("前言部分介绍背景。" * 30 + "这里讨论线程作用域的规则，以及 Thread scope 如何影响借用检查。" + "后记总结要点。" * 40)
-MANY = 1100  # paragraphs of notes/ledger.md that match "ledger": more than the exact count covers
+MANY = 1100  # paragraphs of notes/ledger.md that match "ledger": more than the exact counts cover
 
 
 def cut(text: str, highlights) -> list[str]:
@@ -85,8 +86,9 @@ def ws(tmp_path_factory):
     (root / "研究" / "并发.md").write_text(
         "# 并发\n\n" + LONG_CN + "\n\n线程池与线程作用域。\n\nA thread pool runs tasks.\n", "utf-8")
     (root / "研究2" / "其他.md").write_text("# 其他\n\n另一个线程的笔记。\n", "utf-8")
-    (root / "notes" / "ledger.md").write_text("# Ledger\n\n" + "\n\n".join(  # two lengths, so bm25 ranks port.md between
-        f"Ledger entry {n} for the harbour office{' of the northern district' if n % 2 else ''}." for n in range(MANY)
+    (root / "notes" / "ledger.md").write_text("# Ledger\n\n" + "\n\n".join(  # two lengths: bm25 ranks port.md and
+        # tides.pdf after the 110 short entries, before the long ones, inside the first ranked window
+        f"Ledger entry {n} for the harbour office{'' if n % 10 == 0 else ' of the northern district'}." for n in range(MANY)
     ) + "\n", "utf-8")
     (root / "notes" / "port.md").write_text("# Port\n\nPort notes: the harbour basin is dredged each spring.\n", "utf-8")
     doc = pymupdf.open()
@@ -118,7 +120,7 @@ def test_each_result_carries_a_snippet_of_its_block(ws):
 
 def test_pages_partition_the_ranking(ws):
     whole = ask(ws, query="harbour", topK=50)
-    assert whole["total"] >= 1000 and whole["totalIsLowerBound"]  # 1,112 match: counted to the window
+    assert whole["total"] == RANK_WINDOW and whole["totalIsLowerBound"]  # 1,113 match: counted to the window
     seen, offset, pages = [], 0, 0
     while offset < 120:
         body = ask(ws, query="harbour", topK=7, offset=offset)
@@ -139,7 +141,7 @@ def test_pages_partition_the_ranking(ws):
 
 def test_total_is_a_lower_bound_past_the_counted_window(ws):
     body = ask(ws, query="ledger", topK=3)
-    assert body["totalIsLowerBound"] and 1000 <= body["total"] <= MANY
+    assert body["totalIsLowerBound"] and body["total"] == RANK_WINDOW
     assert ask(ws, query="ledger", topK=3, folder="研究")["total"] == 0
     exact = ask(ws, query="线程")
     assert not exact["totalIsLowerBound"] and exact["total"] == 3  # 研究/并发.md x2 blocks + 研究2/其他.md
@@ -169,10 +171,10 @@ def test_grouped_by_document(ws):
     assert sorted(g["resourcePath"] for g in pages) == ["notes/ledger.md", "notes/port.md", "notes/tides.pdf"]
     found = {g["resourcePath"]: (g["count"], g["more"], g["moreIsLowerBound"]) for g in pages}
     assert found["notes/tides.pdf"] == (2, 10, False) and found["notes/port.md"] == (1, 0, False)
-    # the ledger's 1,100 matches: counted up to 1,000 (past the 1,000 ranked) unless its page was the
-    # last one, where the window widens to every match looking for one more file, and counts exactly
-    expected = (2, 1098, False) if pages[-1]["resourcePath"] == "notes/ledger.md" else (2, 998, True)
-    assert found["notes/ledger.md"] == expected
+    # the short ledger entries rank first; its 1,100 matches are counted past the 250 ranked, up to
+    # 1,000 (`more` is then "at least"); the last page widens to every match looking for a 4th file
+    assert [g["resourcePath"] for g in pages] == ["notes/ledger.md", "notes/tides.pdf", "notes/port.md"]
+    assert found["notes/ledger.md"] == (2, 998, True)
     assert ask(ws, query="harbour", groupBy="document", topK=2, offset=3)["groups"] == []
 
 
