@@ -172,6 +172,9 @@ def main() -> None:
         "rounds": args.rounds, "totals_lower_bound": f"{lower_bound}/{len(samples['handler'])}",
         **{f"{k}_ms": {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in samples.items()},
         "p95_ratio": {k: round(pct(v, 95) / raw95, 2) for k, v in samples.items() if k != "raw_fts5"},
+        # each sample against the raw query run just before it (same query, same moment of load)
+        "paired_ratio_median": {k: round(statistics.median(a / b for a, b in zip(v, samples["raw_fts5"])), 2)
+                                for k, v in samples.items() if k != "raw_fts5"},
     }, indent=2))
 
 
