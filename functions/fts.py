@@ -95,7 +95,7 @@ def chunk_size(top_k: int) -> int:
 
 
 def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: Filters,
-         documents: int | None = None) -> Ranked:
+         documents: int | None = None, per_document: int = 1) -> Ranked:
     """The first `depth` matches passing `filters` (or all there are), in the final order.
 
     bm25 orders the matches inside the FTS index (a CTE with a LIMIT); only light columns are joined
@@ -103,8 +103,9 @@ def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: 
     The order is bm25's cut into consecutive chunks of `chunk` passing matches, each chunk re-ranked by
     term precision with ties in document order (path, page, position): a deeper request only adds
     chunks, so pages of the same query never repeat or skip a result. When filters leave too few,
-    the window widens (x8, then every match). With `documents`, `depth` is ignored: as many whole
-chunks as it takes to hold that many distinct files (or every match).
+    the window widens (x8, then every match). With `documents`, `depth` is ignored: the window widens
+    until it holds that many distinct files (or every match), and `hits` are the fewest whole chunks
+    holding each of those files' first `per_document` matches in the window.
     Raises `build.text.QueryError` for an unusable query."""
     match = fts_query(query)
     terms = query_terms(query)
@@ -115,11 +116,13 @@ chunks as it takes to hold that many distinct files (or every match).
         passing = [r for r in rows if filters.passes(r[2], r[3], r[4], r[5])]
         exhausted = window < 0 or len(rows) < window
         if documents is not None:
-            want = _rows_for_documents(passing, documents, chunk)
-        if exhausted or (want is not None and len(passing) >= want):
+            want, found = _rows_for_documents(passing, documents, per_document, chunk)
+        else:
+            found = len(passing) >= want
+        if exhausted or found:
             break
         window = window * 8 if window * 8 <= MAX_WINDOW else -1  # -1: rank every match (no LIMIT)
-    chosen = passing[:want] if want is not None else passing
+    chosen = passing[:want]
     texts = _texts(conn, [r[0] for r in chosen])
     hits: list[Hit] = []
     for at in range(0, len(chosen), chunk):
@@ -135,14 +138,19 @@ chunks as it takes to hold that many distinct files (or every match).
     return Ranked(hits, len(passing), exhausted, match, Counter(r[2] for r in passing))
 
 
-def _rows_for_documents(passing: list[tuple], documents: int, chunk: int) -> int | None:
-    """Rows in the fewest whole chunks holding `documents` distinct files; None when `passing` has fewer."""
-    seen: set[str] = set()
+def _rows_for_documents(passing: list[tuple], documents: int, per_document: int, chunk: int) -> tuple[int, bool]:
+    """(rows in the fewest whole chunks holding the first `per_document` matches in `passing` of each
+    of its first `documents` files, whether `passing` holds that many files)."""
+    counts: dict[str, int] = {}
+    end = 0
     for n, row in enumerate(passing):
-        seen.add(row[2])
-        if len(seen) >= documents:
-            return -(-(n + 1) // chunk) * chunk
-    return None
+        seen = counts.get(row[2])
+        if seen is None and len(counts) == documents:
+            continue
+        if (seen or 0) < per_document:
+            counts[row[2]] = (seen or 0) + 1
+            end = n + 1
+    return -(-end // chunk) * chunk, len(counts) >= documents
 
 
 def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,

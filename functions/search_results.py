@@ -77,7 +77,8 @@ def _totals(total: int, exact: bool) -> dict:
 
 
 def _grouped(conn, query, terms, ctx, filters, top_k, offset, per_document) -> tuple[list[Hit], dict]:
-    ranked = rank(conn, query, 0, chunk_size(top_k), filters, documents=offset + top_k + 1)
+    ranked = rank(conn, query, 0, chunk_size(top_k), filters, documents=offset + top_k + 1,
+                  per_document=per_document)
     by_path: dict[str, list[Hit]] = {}
     for hit in ranked.hits:
         by_path.setdefault(hit.resource_path, []).append(hit)
