@@ -6,7 +6,8 @@ The database is generated with our own schema and segmentation (synthetic
 mixed Chinese/English blocks, 1,000 resources) and cached in bench/_work/ (untracked).
 Raw = in-process `sqlite3`: `SELECT rowid FROM evidence_fts WHERE evidence_fts
 MATCH ? ORDER BY bm25(evidence_fts) LIMIT 10` with the same MATCH strings.
-Measured interleaved, query by query, so load on the machine hits every series alike:
+Measured interleaved, query by query, so load on the machine hits every series alike; in-process
+series also in CPU time (`time.thread_time`), which other processes' load barely moves:
 - `count_all`: `SELECT count(*) … MATCH ?`; `count_all_filtered`: the same joined to blocks and
   resources for the default filters (ok files, body text): what an exact `total` would add;
 - `handler`: the pure handler in process, topK=10: validation, bm25 window, re-rank, snippets,
@@ -123,11 +124,14 @@ def main() -> None:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     ctx = Context(EvidenceDB(db))
     samples: dict[str, list[float]] = {k: [] for k in SERIES}
+    cpu: dict[str, list[float]] = {k: [] for k in SERIES if not k.startswith("endpoint")}
     lower_bound = 0
 
     def timed(series: str, fn) -> object:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         out = fn()
+        if series in cpu:  # in process: this thread's CPU time too, which other processes' load barely moves
+            cpu[series].append(time.thread_time() - c)
         samples[series].append(time.perf_counter() - t)
         return out
 
@@ -166,7 +170,7 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait()
-    raw95 = pct(samples["raw_fts5"], 95)
+    raw95, raw95_cpu = pct(samples["raw_fts5"], 95), pct(cpu["raw_fts5"], 95)
     print(json.dumps({
         "blocks": args.blocks, "db_mib": round(db.stat().st_size / 2**20), "queries": len(QUERIES),
         "rounds": args.rounds, "totals_lower_bound": f"{lower_bound}/{len(samples['handler'])}",
@@ -175,6 +179,10 @@ def main() -> None:
         # each sample against the raw query run just before it (same query, same moment of load)
         "paired_ratio_median": {k: round(statistics.median(a / b for a, b in zip(v, samples["raw_fts5"])), 2)
                                 for k, v in samples.items() if k != "raw_fts5"},
+        "cpu_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in cpu.items()},
+        "cpu_p95_ratio": {k: round(pct(v, 95) / raw95_cpu, 3) for k, v in cpu.items() if k != "raw_fts5"},
+        "cpu_paired_ratio_median": {k: round(statistics.median(a / b for a, b in zip(v, cpu["raw_fts5"])), 3)
+                                    for k, v in cpu.items() if k != "raw_fts5"},
     }, indent=2))
 
 

@@ -33,10 +33,16 @@ class Hit:
     resource_kind: str
     text: str
     score: float
-    locator: EvidenceLocator
+    stored_locator: EvidenceLocator | str  # the locator, or its JSON (parsed when first read)
     role: str = ROLE_BODY
     ordinal: int = 0  # position in its file
     page: int | None = None
+
+    @property
+    def locator(self) -> EvidenceLocator:
+        if isinstance(self.stored_locator, str):
+            self.stored_locator = json.loads(self.stored_locator)
+        return self.stored_locator
 
 
 def flank_weight(text: str, start: int, end: int) -> float:
@@ -98,8 +104,8 @@ def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: 
          documents: int | None = None, per_document: int = 1) -> Ranked:
     """The first `depth` matches passing `filters` (or all there are), in the final order.
 
-    bm25 orders the matches inside the FTS index (a CTE with a LIMIT); only light columns are joined
-    for the ranked window and filtered here, text and locators are read for the rows returned.
+    bm25 orders the matches inside the FTS index (with a LIMIT); only light columns are looked up for
+    the ranked window and filtered here, text and locators are read for the rows returned.
     The order is bm25's cut into consecutive chunks of `chunk` passing matches, each chunk re-ranked by
     term precision with ties in document order (path, page, position): a deeper request only adds
     chunks, so pages of the same query never repeat or skip a result. When filters leave too few,
@@ -130,7 +136,7 @@ def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: 
         for rowid, score, path, kind, _, role, ordinal, page in chosen[at:at + chunk]:
             block_id, text, loc = texts[rowid]
             part.append(Hit(block_id, path, kind, text, round(-score * (0.5 + term_precision(text, terms)), 6),
-                            json.loads(loc), role, ordinal, page))
+                            loc, role, ordinal, page))
         # Equal scores (the same sentence on many pages) in document order: path, page, then the
         # block's position, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
         part.sort(key=lambda h: (-h.score, h.resource_path, h.page or 0, h.ordinal, h.block_id))
@@ -164,15 +170,20 @@ def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,
 
 def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
     """(rowid, bm25, path, kind, status, role, ordinal, page) of the `window` best FTS matches, best
-    first (ties by rowid). Ranking inside the FTS index first and joining only the window: joining
-    every match before sorting cost 3x the raw FTS query on a 1M-block index."""
-    return conn.execute(
-        "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts "
-        "WHERE evidence_fts MATCH ? ORDER BY rank, rowid LIMIT ?) "
-        "SELECT ranked.rowid, ranked.rank, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
-        "FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
-        "JOIN evidence_resource r ON r.resource_id = b.resource_id ORDER BY ranked.rank, ranked.rowid",
-        [match, window]).fetchall()
+    first (ties by rowid). bm25 ranks inside the FTS index alone; the window's rows are then looked up
+    by id. Joining in the same statement (even from a CTE) cost 3-8 % more CPU than the raw ranking
+    query at 1M blocks, looking them up afterwards ~0 (bench/query_latency.py)."""
+    ranked = conn.execute("SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
+                          "ORDER BY rank, rowid LIMIT ?", [match, window]).fetchall()
+    info: dict[int, tuple] = {}
+    for at in range(0, len(ranked), 500):
+        part = [rowid for rowid, _ in ranked[at:at + 500]]
+        for rowid, *rest in conn.execute(
+                "SELECT b.id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
+                "FROM evidence_block b JOIN evidence_resource r ON r.resource_id = b.resource_id "
+                f"WHERE b.id IN ({','.join('?' * len(part))})", part):
+            info[rowid] = tuple(rest)
+    return [(rowid, rank, *info[rowid]) for rowid, rank in ranked if rowid in info]
 
 
 def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
