@@ -6,6 +6,11 @@ word boundaries for the index to see. After FTS picks candidates we look at
 each occurrence of each CJK query term: an occurrence flanked by CJK characters
 on both sides is most likely part of a longer word and counts least
 (`flank_weight`, the one definition of that rule; citation mapping uses it too).
+
+`rank` is the one ranking (SPEC §9): bm25 inside the FTS index, the window's rows looked up by id
+and filtered (`Filters`), then re-ranked in fixed chunks so that pages of one query never repeat or
+skip a result, ties in document order (path, page, position). `count_in_resource` counts one file's
+matches inside its rowid range (a file's blocks are written together).
 """
 
 from __future__ import annotations
