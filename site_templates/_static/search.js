@@ -9,7 +9,7 @@
   "use strict";
   // Files shown per "More results"; passages asked for at first and added per fetch. On a static host each
   // candidate passage is a range request or so (the API re-ranks 5 x topK of them), so the first ask is small.
-  var PAGE_GROUPS = 10, FETCH = 20, API_MAX = 50;
+  var PAGE_GROUPS = 10, FETCH = 20;
   var FILE_HINT = "Search needs a web server (browsers do not let a page opened from disk read evidence.sqlite): " +
     "run `python -m http.server` in this folder and open http://localhost:8000/, or run `mnote-evidence serve`. " +
     "Links and highlighted passages work from disk.";
@@ -26,10 +26,16 @@
     return window.location.pathname.indexOf("/-/evidence/site/") >= 0 && !!form.dataset.endpoint;
   }
 
-  // -- transports: both answer {results, total?, nextOffset?} in the API's shape ---------------------------
-  function apiSearch(form, query, kinds, offset, topK) {
-    var url = form.dataset.endpoint + "?topK=" + (topK || FETCH) + "&query=" + encodeURIComponent(query) +
-      (kinds.length ? "&resourceKinds=" + encodeURIComponent(kinds.join(",")) : "") + (offset ? "&offset=" + offset : "");
+  // -- transports: both take the API's request ({query, topK, offset, groupBy, perDocument, resourceKinds,
+  // folder, resourcePath …}) and answer the API's page ({results, total, totalIsLowerBound, nextOffset, groups})
+  function apiSearch(form, request) {
+    var url = form.dataset.endpoint + "?" + Object.keys(request).filter(function (k) {
+      var v = request[k];
+      return v !== undefined && v !== null && v !== "" && !(Array.isArray(v) && !v.length);
+    }).map(function (k) {
+      var v = request[k];
+      return k + "=" + encodeURIComponent(Array.isArray(v) ? v.join(",") : String(v));
+    }).join("&");
     return fetch(url).then(function (resp) {
       var json = (resp.headers.get("content-type") || "").indexOf("json") >= 0;
       if (!json) throw new Error("no search API here (HTTP " + resp.status + ")");
@@ -76,12 +82,14 @@
     return dbPromise;
   }
 
-  function staticSearch(form, query, kinds, topK) {
+  function staticSearch(form, request) {
     return openDb(form).then(function (h) {
       var root = form.dataset.db.replace(/evidence\.sqlite$/, "");
-      return Q.staticSearch(h.worker.db, query, topK, kinds, root);
+      return Q.staticSearch(h.worker.db, request, root);
     });
   }
+
+  function search(form, request) { return served(form) ? apiSearch(form, request) : staticSearch(form, request); }
 
   // -- rendering -------------------------------------------------------------------------------------------
   // The API's snippet ({text, highlights}) when it sends one; the same computed here otherwise.
@@ -149,12 +157,12 @@
     return g;
   }
 
-  // "12 matching passages · showing 3 of 5 files"; without a total from the answer, "20+ matching passages".
-  function countText(data, shown, files, more) {
-    var total = typeof data.total === "number" ? data.total : null;
-    var n = total !== null ? total : data.results.length;
-    var about = total !== null && data.totalExact === false ? "about " : "", plus = total === null && more ? "+" : "";
-    return about + n + plus + (n === 1 && !plus ? " matching passage" : " matching passages") +
+  // "12 matching passages · showing 3 of 5 files"; "250+ matching passages" when the answer's total is a
+  // lower bound (the API counts among the 250 best by bm25, and so does the static path).
+  function countText(data, shown, files) {
+    var total = typeof data.total === "number" ? data.total : data.results.length;
+    var plus = data.totalIsLowerBound ? "+" : "";
+    return total + plus + (total === 1 && !plus ? " matching passage" : " matching passages") +
       " · showing " + shown + " of " + files + (files === 1 ? " file" : " files");
   }
 
@@ -178,7 +186,7 @@
       all.slice(0, upTo).forEach(function (g) { list.appendChild(groupEl(g, terms)); });
       shown = Math.min(all.length, upTo);
       var fetchable = !!more && more.can(data);
-      count.textContent = countText(data, shown, all.length, fetchable);
+      count.textContent = countText(data, shown, all.length);
       if (shown < all.length || fetchable) panel.appendChild(button); else button.remove();
     }
     button.addEventListener("click", function () {
@@ -213,20 +221,14 @@
       if (!q) return;
       var kinds = kind && kind.value ? [kind.value] : [];
       if (window.location.protocol === "file:") { notice(FILE_HINT); return; }
-      var viaApi = served(form);
-      var fetchMore = function (data) {  // the API pages with nextOffset; the static path asks for more
-        if (!viaApi) return staticSearch(form, q, kinds, data.results.length + FETCH);
-        if (data.nextOffset != null) return apiSearch(form, q, kinds, data.nextOffset);  // the API pages itself
-        return apiSearch(form, q, kinds, 0, Math.min(API_MAX, data.results.length + FETCH));
+      var request = { query: q, topK: FETCH, resourceKinds: kinds };
+      var fetchMore = function (data) {  // both paths page with the answer's nextOffset (the same pages)
+        return search(form, Object.assign({}, request, { offset: data.nextOffset }));
       };
-      fetchMore.can = function (data) {
-        if (!viaApi) return data.total > data.results.length;
-        return data.nextOffset != null || (data.nextOffset === undefined && data.total === undefined &&
-          data.results.length >= FETCH && data.results.length < API_MAX);
-      };
+      fetchMore.can = function (data) { return data.nextOffset != null; };
       panel.hidden = false;
       panel.textContent = "Searching…";
-      (viaApi ? apiSearch(form, q, kinds, 0) : staticSearch(form, q, kinds, FETCH))
+      search(form, request)
         .then(function (data) { showResults(panel, data, q, fetchMore); })
         .catch(function (err) { panel.textContent = "Search failed: " + err.message; });
     }
@@ -238,9 +240,10 @@
 
   window.mnoteEvidence = Object.assign(window.mnoteEvidence || {}, {
     showResults: showResults,
-    search: function (query, kinds, topK) {  // what the box asks, as data (tests and benchmarks compare paths)
-      var form = document.querySelector("form.search");
-      return served(form) ? apiSearch(form, query, kinds || [], 0, topK) : staticSearch(form, query, kinds || [], topK || FETCH);
+    // What the box asks, as data (tests and benchmarks compare paths): an API request, or (query, kinds, topK).
+    search: function (request, kinds, topK) {
+      if (typeof request === "string") request = { query: request, resourceKinds: kinds || [], topK: topK || FETCH };
+      return search(document.querySelector("form.search"), request);
     },
     searchStats: function () {  // bytes and requests the static path has read (benchmarks, tests)
       return dbPromise ? dbPromise.then(function (h) {

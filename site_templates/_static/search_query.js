@@ -1,8 +1,10 @@
 // mnote-evidence: the search query, ranking and snippets of `functions/fts.py` + `build/text.py`, in the
 // browser, for the static host (SPEC §9: "the static site searches on any static host without our server").
 // Invariants: ftsQuery/queryTerms build exactly what build/text.py's fts_query/query_terms build (a Chromium
-// test compares them on a list of inputs); staticSearch runs the SQL of functions/fts.py's _candidates on
-// the same evidence.sqlite and re-ranks with the same term precision, so both paths give the same order.
+// test compares them on a list of inputs); staticSearch ports functions/fts.py's `rank` (bm25 window of 250,
+// re-ranking in fixed chunks, ties by path, page, position) and functions/search_results.py's `fts_page`
+// (offset/nextOffset, total/totalIsLowerBound, groupBy document) on the same evidence.sqlite, so both paths
+// answer the same request with the same page (a Chromium test compares them, pages and groups).
 // Snippet highlights are UTF-16 offsets of the snippet text (the API's contract); CJK segmentation never
 // reaches a snippet.
 (function () {
@@ -63,54 +65,173 @@
 
   function round6(x) { return Math.round(x * 1e6) / 1e6; }
 
-  // -- the static path: the SQL of functions/fts.py over evidence.sqlite read by range requests ----------
-  var SELECT = "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts " +
-    "WHERE evidence_fts MATCH ? ORDER BY rank LIMIT ?) " +
-    "SELECT b.block_id, r.source_root_relative_path AS path, r.kind AS rkind, b.text, b.locator_json, " +
-    "ranked.rank, b.ordinal FROM ranked JOIN evidence_block b ON b.id = ranked.rowid " +
-    "JOIN evidence_resource r ON r.resource_id = b.resource_id WHERE ";
+  // -- the static path: functions/fts.py `rank` + functions/search_results.py `fts_page`, on evidence.sqlite
+  // read by range requests. Same constants, same chunked re-ranking, same tie order, totals and groups.
+  var RANK_WINDOW = 250, MAX_DEPTH = 1000, COUNT_CAP = 1000, MAX_TOP_K = 50;
+  var DEFAULT_TOP_K = 10, DEFAULT_PER_DOCUMENT = 3, MAX_PER_DOCUMENT = 5;
+  var BODY = "body";
 
-  async function candidates(db, match, win, kinds) {
-    var where = ["r.status = 'ok'", "b.role = 'body'"], params = [match, win];
-    if (kinds && kinds.length) {
-      where.push("r.kind IN (" + kinds.map(function () { return "?"; }).join(",") + ")");
-      params = params.concat(kinds);
+  function chunkSize(topK) { return Math.max(MIN_CANDIDATES, topK * CANDIDATES_PER_RESULT); }
+
+  function cmpStr(a, b) {  // Python's str order (code points), not UTF-16 units: they differ past U+E000
+    if (a === b) return 0;
+    var x = Array.from(a), y = Array.from(b), n = Math.min(x.length, y.length);
+    for (var i = 0; i < n; i++) {
+      if (x[i] !== y[i]) return x[i].codePointAt(0) - y[i].codePointAt(0);
     }
-    var rows = await db.query(SELECT + where.join(" AND ") + " ORDER BY ranked.rank", params);
-    if (win < 0 || rows.length >= win) return { rows: rows, ranked: win };
-    var n = await db.query("SELECT count(*) AS n FROM (SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? " +
-      "LIMIT ?)", [match, win]);
-    return { rows: rows, ranked: n[0].n };
+    return x.length - y.length;
   }
 
-  // {results: [...same shape as the API's...], total, more}: `total` counts matching passages when every
-  // match was ranked; otherwise it is the FTS match count (an upper bound: stale files and page furniture too).
-  async function staticSearch(db, query, topK, kinds, siteRoot) {
+  function passes(f, row) {  // fts.Filters.passes
+    var path = row.path;
+    return row.status === "ok" && (f.includeFurniture || row.role === BODY) &&
+      (!f.kinds || !f.kinds.length || f.kinds.indexOf(row.kind) >= 0) &&
+      (!f.pathPrefix || path.indexOf(f.pathPrefix) === 0) &&
+      (!f.folder || path.indexOf(f.folder.replace(/\/+$/, "") + "/") === 0) &&
+      (!f.resourcePath || path === f.resourcePath);
+  }
+
+  function marks(n) { return new Array(n + 1).join(",?").slice(1); }
+
+  // fts._ranked_rows: the `win` best FTS matches (ties by rowid) with their light columns; win < 0: all.
+  async function rankedRows(db, match, win) {
+    var ranked = await db.query("SELECT rowid AS id, bm25(evidence_fts) AS rank FROM evidence_fts " +
+      "WHERE evidence_fts MATCH ? ORDER BY rank, rowid" + (win < 0 ? "" : " LIMIT " + win), [match]);
+    var info = {};
+    for (var at = 0; at < ranked.length; at += 500) {
+      var part = ranked.slice(at, at + 500).map(function (r) { return r.id; });
+      (await db.query("SELECT b.id, r.source_root_relative_path AS path, r.kind, r.status, b.role, b.ordinal, " +
+        "b.page FROM evidence_block b JOIN evidence_resource r ON r.resource_id = b.resource_id " +
+        "WHERE b.id IN (" + marks(part.length) + ")", part)).forEach(function (r) { info[r.id] = r; });
+    }
+    return ranked.filter(function (r) { return info[r.id]; }).map(function (r) {
+      return Object.assign({ rank: r.rank }, info[r.id]);
+    });
+  }
+
+  function rowsForDocuments(passing, documents, perDocument, chunk) {  // fts._rows_for_documents
+    var counts = {}, files = 0, end = 0;
+    passing.forEach(function (row, n) {
+      var seen = counts[row.path];
+      if (seen === undefined && files === documents) return;
+      if ((seen || 0) < perDocument) {
+        if (seen === undefined) files++;
+        counts[row.path] = (seen || 0) + 1;
+        end = n + 1;
+      }
+    });
+    return { want: Math.ceil(end / chunk) * chunk, found: files >= documents };
+  }
+
+  // fts.rank: {hits, total, exhausted, match, perPath}
+  async function rank(db, query, depth, chunk, filters, documents, perDocument) {
     var match = ftsQuery(query), terms = queryTerms(query);
-    var win = Math.max(MIN_CANDIDATES, topK * CANDIDATES_PER_RESULT), got;
+    var want = Math.ceil(depth / chunk) * chunk, win = Math.max(RANK_WINDOW, want), passing, exhausted;
     for (;;) {
-      got = await candidates(db, match, win, kinds);
-      if (got.rows.length >= topK || got.ranked < win || win < 0) break;
+      var rows = await rankedRows(db, match, win), found;
+      passing = rows.filter(function (r) { return passes(filters, r); });
+      exhausted = win < 0 || rows.length < win;
+      if (documents != null) {
+        var d = rowsForDocuments(passing, documents, perDocument || 1, chunk);
+        want = d.want; found = d.found;
+      } else {
+        found = passing.length >= want;
+      }
+      if (exhausted || found) break;
       win = win * 8 <= MAX_WINDOW ? win * 8 : -1;
     }
-    var scored = got.rows.map(function (row) {
-      return { row: row, score: round6(-row.rank * (0.5 + termPrecision(row.text, terms))) };
+    var chosen = passing.slice(0, want), texts = {};
+    for (var at = 0; at < chosen.length; at += 500) {
+      var ids = chosen.slice(at, at + 500).map(function (r) { return r.id; });
+      (await db.query("SELECT id, block_id, text, locator_json FROM evidence_block WHERE id IN (" + marks(ids.length) +
+        ")", ids)).forEach(function (t) { texts[t.id] = t; });
+    }
+    var hits = [];
+    for (var c = 0; c < chosen.length; c += chunk) {
+      var part = chosen.slice(c, c + chunk).map(function (r) {
+        var t = texts[r.id];
+        return { blockId: t.block_id, path: r.path, kind: r.kind, text: t.text, loc: t.locator_json, role: r.role,
+                 ordinal: r.ordinal, page: r.page, score: round6(-r.rank * (0.5 + termPrecision(t.text, terms))) };
+      });
+      part.sort(function (a, b) {  // ties in document order: path, page (numerically), position, id
+        return (b.score - a.score) || cmpStr(a.path, b.path) || ((a.page || 0) - (b.page || 0)) ||
+          (a.ordinal - b.ordinal) || cmpStr(a.blockId, b.blockId);
+      });
+      hits = hits.concat(part);
+    }
+    var perPath = {};
+    passing.forEach(function (r) { perPath[r.path] = (perPath[r.path] || 0) + 1; });
+    return { hits: hits, total: passing.length, exhausted: exhausted, match: match, perPath: perPath, terms: terms };
+  }
+
+  async function countInResource(db, match, path, filters, cap) {  // fts.count_in_resource
+    var row = (await db.query("SELECT min(b.id) AS lo, max(b.id) AS hi, r.resource_id AS rid FROM evidence_resource r " +
+      "JOIN evidence_block b USING (resource_id) WHERE r.source_root_relative_path = ?", [path]))[0];
+    if (!row || row.lo == null) return 0;
+    var role = filters.includeFurniture ? "" : " AND b.role = '" + BODY + "'";
+    return (await db.query("SELECT count(*) AS n FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block b ON " +
+      "b.id = f.rowid WHERE evidence_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND b.resource_id = ?" + role +
+      " LIMIT ?)", [match, row.lo, row.hi, row.rid, cap]))[0].n;
+  }
+
+  function resultOf(h, terms, siteRoot) {  // search_results.result (quote: the block's text; the box snippets it)
+    var loc = JSON.parse(h.loc);
+    loc.openAction.url = siteRoot + loc.openAction.url;
+    var out = { evidenceId: h.blockId, quote: h.text, snippet: snippet(h.text, terms), score: Math.round(h.score * 1e4) / 1e4,
+                matchSource: "fts", source: loc };
+    if (h.role !== BODY) out.role = h.role;
+    return out;
+  }
+
+  function intIn(v, dflt, lo, hi, name) {
+    if (v === undefined || v === null || v === "") return dflt;
+    var n = Number(v);
+    if (!Number.isInteger(n) || n < lo || n > hi) throw new Error("'" + name + "' must be an integer from " + lo + " to " + hi);
+    return n;
+  }
+
+  // The API's `evidence.search` (mode fts) on the static host: the same request fields (query, topK, offset,
+  // groupBy, perDocument, resourceKinds, pathPrefix, folder, resourcePath, includeFurniture) and the same
+  // answer: results, offset, total, totalIsLowerBound, nextOffset, groups.
+  async function staticSearch(db, request, siteRoot) {
+    var topK = intIn(request.topK, DEFAULT_TOP_K, 1, MAX_TOP_K, "topK");
+    var offset = intIn(request.offset, 0, 0, MAX_DEPTH - 1, "offset");
+    var perDocument = intIn(request.perDocument, DEFAULT_PER_DOCUMENT, 1, MAX_PER_DOCUMENT, "perDocument");
+    var grouped = request.groupBy === "document";
+    if (!grouped && offset + topK > MAX_DEPTH) throw new Error("'offset' + 'topK' must be at most " + MAX_DEPTH);
+    var filters = { kinds: request.resourceKinds || null, pathPrefix: request.pathPrefix || null,
+                    folder: request.folder || null, resourcePath: request.resourcePath || null,
+                    includeFurniture: !!request.includeFurniture };
+    var query = request.query, out = { ok: true, query: query, mode: "fts", offset: offset }, r;
+    if (!grouped) {
+      r = await rank(db, query, offset + topK, chunkSize(topK), filters);
+      var hits = r.hits.slice(offset, offset + topK), end = offset + hits.length;
+      out.results = hits.map(function (h) { return resultOf(h, r.terms, siteRoot); });
+      out.total = r.total; out.totalIsLowerBound = !r.exhausted;
+      if (hits.length === topK && end < r.total && end < MAX_DEPTH) out.nextOffset = end;
+      return out;
+    }
+    r = await rank(db, query, 0, chunkSize(topK), filters, offset + topK + 1, perDocument);
+    var byPath = {}, order = [];
+    r.hits.forEach(function (h) {
+      if (!byPath[h.path]) { byPath[h.path] = []; order.push(h.path); }
+      byPath[h.path].push(h);
     });
-    scored.sort(function (a, b) {
-      return (b.score - a.score) || (a.row.path < b.row.path ? -1 : a.row.path > b.row.path ? 1 : 0) ||
-        (a.row.ordinal - b.row.ordinal);
-    });
-    var total = scored.length, exact = got.ranked < win || win < 0;
-    if (!exact) total = (await db.query("SELECT count(*) AS n FROM evidence_fts WHERE evidence_fts MATCH ?", [match]))[0].n;
-    return {
-      ok: true, total: total, totalExact: exact,
-      results: scored.slice(0, topK).map(function (s) {
-        var loc = JSON.parse(s.row.locator_json);
-        loc.openAction.url = siteRoot + loc.openAction.url;
-        return { evidenceId: s.row.block_id, quote: s.row.text, score: s.score, source: loc,
-                 snippet: snippet(s.row.text, terms) };
-      })
-    };
+    out.results = []; out.groups = [];
+    for (var i = offset; i < Math.min(order.length, offset + topK); i++) {
+      var path = order[i], shown = byPath[path].slice(0, perDocument), found = r.perPath[path], exact = r.exhausted;
+      if (!exact) {
+        found = Math.max(found, await countInResource(db, r.match, path, filters, COUNT_CAP + 1));
+        exact = found <= COUNT_CAP;
+        found = Math.min(found, COUNT_CAP);
+      }
+      out.groups.push({ resourcePath: path, resourceKind: shown[0].kind, first: out.results.length, count: shown.length,
+                        more: Math.max(0, found - shown.length), moreIsLowerBound: !exact, expand: { resourcePath: path } });
+      shown.forEach(function (h) { out.results.push(resultOf(h, r.terms, siteRoot)); });
+    }
+    out.total = r.total; out.totalIsLowerBound = !r.exhausted;
+    if (order.length > offset + topK && offset + topK < MAX_DEPTH) out.nextOffset = offset + topK;
+    return out;
   }
 
   // -- snippets: the API's (functions/snippet.py on the search-api side), ported: a window of the block's
