@@ -195,7 +195,7 @@ def run_sqlite(browser, site: Path, qs: list[str], ref: dict, ranges: bool) -> d
         page = ctx.new_page()
         page.goto(base + "index.html")
         page.wait_for_load_state("load")
-        fetched, requests, per_query, overlap, top1 = [], [], [], [], []
+        fetched, requests, per_query, overlap, top1, order = [], [], [], [], [], []
         for q in qs:
             t = time.perf_counter()
             data = page.evaluate("q => window.mnoteEvidence.search(q, [], 10)", q)
@@ -206,6 +206,7 @@ def run_sqlite(browser, site: Path, qs: list[str], ref: dict, ranges: bool) -> d
             got, want = [r["evidenceId"] for r in data["results"][:10]], [r["evidenceId"] for r in ref[q]]
             overlap.append(len(set(got) & set(want)) / len(want) if want else float(not got))
             top1.append(got[:1] == want[:1])
+            order.append(got == want)  # the same passages in the same order
         ctx.close()
     finally:
         stop(proc)
@@ -215,7 +216,8 @@ def run_sqlite(browser, site: Path, qs: list[str], ref: dict, ranges: bool) -> d
             "db_bytes_after_all": fetched[-1], "requests_first_query": requests[0],
             "requests_tenth_query_alone": requests[9] - requests[8],
             "requests_per_query_median": statistics.median(b - a for a, b in zip(requests, requests[1:])), "overlap_top10": round(statistics.mean(overlap), 4),
-            "same_top1": round(sum(top1) / len(top1), 4), "queries": len(qs)}
+            "same_top1": round(sum(top1) / len(top1), 4), "same_top10_in_order": round(sum(order) / len(order), 4),
+            "queries": len(qs)}
 
 
 PAGEFIND_JS = """async ([q, first]) => {

@@ -236,6 +236,52 @@ def test_static_pages_and_groups_are_the_apis(site, page):
         stop(proc)
 
 
+@pytest.fixture(scope="module")
+def crowded_site(tmp_path_factory) -> Path:
+    """A site where the terms match more than the 250 passages ranked at first: many ties (the same sentence
+    in many notes and on the 12 pages of a PDF), chunks re-ranked apart, totals that are lower bounds."""
+    import pymupdf
+
+    from tests.conftest import run_build
+
+    base = tmp_path_factory.mktemp("crowded")
+    root = base / "ws"
+    for n in range(40):
+        folder = root / ("线程" if n % 3 else "notes")
+        folder.mkdir(parents=True, exist_ok=True)
+        paras = ["线程作用域 thread scope evidence.", f"第 {n} 条：线程池和线程作用域的区别 evidence of thread pools.",
+                 "吗啉的线程 the morpholine thread.", "The thread scope of note %d, evidence retained." % n]
+        (folder / f"note {n}.md").write_text(f"# Note {n}\n\n" + "\n\n".join(paras * (1 + n % 3)) + "\n", "utf-8")
+    doc = pymupdf.open()
+    for _ in range(12):
+        doc.new_page().insert_text((72, 100), "thread scope evidence on every page", fontsize=11)
+    doc.save(root / "notes/repeated.pdf")
+    out = base / "out"
+    run_build(root, out, site=True)
+    return out
+
+
+def test_static_pages_and_groups_are_the_apis_past_the_ranked_window(crowded_site, page):
+    """Deep pages (crossing re-rank chunks), lower-bound totals, grouped files whose `more` is counted
+    in the file, kind and folder filters: the static path answers as the handler does."""
+    proc, base = static_host(crowded_site, True)
+    try:
+        quiet(page)
+        page.goto(base + "index.html")
+        ctx = Context(db=EvidenceDB(crowded_site / "evidence.sqlite"), site_base="")
+        first = search({"query": "thread", "topK": 10}, ctx)
+        assert first["totalIsLowerBound"] and first["total"] >= 250  # the window is the handler's
+        seconds = assert_same_pages(page, crowded_site, ["线程", "thread scope", "线程作用域"],
+                                    [{"topK": 10}, {"topK": 7, "offset": 49}, {"topK": 10, "offset": 240},
+                                     {"topK": 5, "folder": "线程"}, {"topK": 4, "resourceKinds": ["pdf"]},
+                                     {"topK": 3, "groupBy": "document", "perDocument": 2},
+                                     {"topK": 4, "groupBy": "document", "offset": 4}])
+        assert seconds >= 3
+        assert page.console_errors == []
+    finally:
+        stop(proc)
+
+
 @pytest.mark.parametrize("path", ["static", "served"])
 def test_more_results_reaches_every_passage(site, page, path):
     _, out = site
