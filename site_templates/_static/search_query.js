@@ -174,10 +174,38 @@
       " LIMIT ?)", [match, row.lo, row.hi, row.rid, cap]))[0].n;
   }
 
-  function resultOf(h, terms, siteRoot) {  // search_results.result (quote: the block's text; the box snippets it)
+  // functions/cleaning.py quote_window: up to 280 characters (code points) around the first term found.
+  function quoteWindow(raw, terms, maxChars) {
+    maxChars = maxChars || 280;
+    var text = Array.from((raw || "").split(/\s+/).filter(Boolean).join(" "));
+    if (text.length <= maxChars) return text.join("");
+    var lower = Array.from(text.join("").toLowerCase()), centre = null;
+    terms.forEach(function (t) {
+      if (!t) return;
+      var needle = Array.from(t.toLowerCase());
+      for (var i = 0; i + needle.length <= lower.length; i++) {
+        var k = 0;
+        while (k < needle.length && lower[i + k] === needle[k]) k++;
+        if (k === needle.length) { if (centre === null || i < centre) centre = i; break; }
+      }
+    });
+    centre = centre === null ? 0 : centre;
+    var start = Math.max(0, Math.min(centre - Math.floor(maxChars / 3), text.length - maxChars)), end = start + maxChars;
+    if (start && text[start - 1] !== " " && !isCjk(text[start])) {
+      var cut = indexOfIn(text, " ", start, centre > start ? centre : start + 20);
+      start = cut >= 0 ? cut + 1 : start;
+    }
+    if (end < text.length && text[end] !== " " && !isCjk(text[end - 1])) {
+      var back = lastIndexOfIn(text, " ", Math.max(start, end - 20), end);
+      end = back > start ? back : end;
+    }
+    return (start ? ELLIPSIS : "") + text.slice(start, end).join("").trim() + (end < text.length ? ELLIPSIS : "");
+  }
+
+  function resultOf(h, terms, siteRoot) {  // search_results.result
     var loc = JSON.parse(h.loc);
     loc.openAction.url = siteRoot + loc.openAction.url;
-    var out = { evidenceId: h.blockId, quote: h.text, snippet: snippet(h.text, terms), score: Math.round(h.score * 1e4) / 1e4,
+    var out = { evidenceId: h.blockId, quote: quoteWindow(h.text, terms), snippet: snippet(h.text, terms), score: Math.round(h.score * 1e4) / 1e4,
                 matchSource: "fts", source: loc };
     if (h.role !== BODY) out.role = h.role;
     return out;

@@ -191,10 +191,11 @@ PARITY_QUERIES = ["线程作用域", "evidence", "the", "吗啉", "线程"]  # C
 
 
 def comparable(answer: dict, url=lambda u: unquote(u)) -> dict:
-    """An answer's page as both paths must give it: ids in order, opened URLs, snippets, totals, pages, groups."""
+    """An answer's page as both paths must give it: ids in order, opened URLs, snippets, quotes, totals,
+    pages, groups."""
     return {"ids": [r["evidenceId"] for r in answer["results"]],
             "urls": [url(r["source"]["openAction"]["url"]) for r in answer["results"]],
-            "snippets": [r["snippet"] for r in answer["results"]],
+            "snippets": [r["snippet"] for r in answer["results"]], "quotes": [r["quote"] for r in answer["results"]],
             **{k: answer.get(k) for k in ("total", "totalIsLowerBound", "nextOffset", "groups")}}
 
 
@@ -252,6 +253,8 @@ def crowded_site(tmp_path_factory) -> Path:
         paras = ["线程作用域 thread scope evidence.", f"第 {n} 条：线程池和线程作用域的区别 evidence of thread pools.",
                  "吗啉的线程 the morpholine thread.", "The thread scope of note %d, evidence retained." % n]
         (folder / f"note {n}.md").write_text(f"# Note {n}\n\n" + "\n\n".join(paras * (1 + n % 3)) + "\n", "utf-8")
+    long = " ".join(f"word{i} 线程作用域说明{i}" if i == 60 else f"filler{i} 填充" for i in range(120))
+    (root / "notes/long.md").write_text(f"# Long\n\n{long} thread scope evidence {long}\n", "utf-8")  # cut quotes
     doc = pymupdf.open()
     for _ in range(12):
         doc.new_page().insert_text((72, 100), "thread scope evidence on every page", fontsize=11)
