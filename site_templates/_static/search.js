@@ -197,7 +197,7 @@
         data.results.forEach(function (r) { seen[r.evidenceId] = true; });
         var fresh = next.results.filter(function (r) { return !seen[r.evidenceId]; });
         data = Object.assign({}, next, { results: data.results.concat(fresh) });
-        if (!fresh.length) { data.nextOffset = null; data.total = data.results.length; }
+        if (!fresh.length) { data.nextOffset = null; data.total = data.results.length; data.totalIsLowerBound = false; }
         all = groups(data.results);
         button.textContent = "More results";
         render(shown + PAGE_GROUPS);

@@ -108,7 +108,14 @@ def test_static_host_search_matches_the_api_and_opens_the_anchor(site, page, ran
         stop(proc)
 
 
+def box_texts(page) -> list[str]:
+    """The count line and the "n more in this file" buttons, as shown."""
+    return [page.inner_text("#search-results .result-count")] + page.eval_on_selector_all(
+        "#search-results .more-in-file, #search-results .more-results", "els => els.map(e => e.textContent)")
+
+
 def test_served_search_box_opens_the_same_anchors_as_the_static_host(site, page):
+    """The same links, count text and "n more in this file" buttons on both paths."""
     _, out = site
     proc, base = start_serve(out)
     host, static_base = static_host(out, True)
@@ -117,9 +124,11 @@ def test_served_search_box_opens_the_same_anchors_as_the_static_host(site, page)
         for query in QUERIES:
             page.goto(base + "/-/evidence/site/index.html")
             served = [site_relative(h, base + "/-/evidence/site/") for h in type_query(page, query)]
+            served_text = box_texts(page)
             page.goto(static_base + "index.html")
             static = [site_relative(h, static_base) for h in type_query(page, query)]
             assert served == static and served
+            assert box_texts(page) == served_text and "matching passage" in served_text[0]
             page.goto(base + "/-/evidence/site/index.html")
             type_query(page, query)
             open_first_result(page)
