@@ -82,14 +82,18 @@
     return dbPromise;
   }
 
-  function staticSearch(form, request) {
+  // `exact`: rank the server's 250-row window for the server's totals (tests); the box ranks only what a
+  // page needs (README "What the static path pays").
+  function staticSearch(form, request, exact) {
     return openDb(form).then(function (h) {
       var root = form.dataset.db.replace(/evidence\.sqlite$/, "");
-      return Q.staticSearch(h.worker.db, request, root);
+      return Q.staticSearch(h.worker.db, request, root, { lean: !exact });
     });
   }
 
-  function search(form, request) { return served(form) ? apiSearch(form, request) : staticSearch(form, request); }
+  function search(form, request, exact) {
+    return served(form) ? apiSearch(form, request) : staticSearch(form, request, exact);
+  }
 
   // -- rendering -------------------------------------------------------------------------------------------
   // The API's snippet ({text, highlights}) when it sends one; the same computed here otherwise.
@@ -241,10 +245,12 @@
   window.mnoteEvidence = Object.assign(window.mnoteEvidence || {}, {
     showResults: showResults,
     // What the box asks, as data (tests and benchmarks compare paths): an API request, or (query, kinds, topK).
+    // searchExact: the static path with the server's totals too.
     search: function (request, kinds, topK) {
       if (typeof request === "string") request = { query: request, resourceKinds: kinds || [], topK: topK || FETCH };
       return search(document.querySelector("form.search"), request);
     },
+    searchExact: function (request) { return search(document.querySelector("form.search"), request, true); },
     searchStats: function () {  // bytes and requests the static path has read (benchmarks, tests)
       return dbPromise ? dbPromise.then(function (h) {
         return h.worker.worker.getStats().then(function (s) {

@@ -124,9 +124,12 @@
   }
 
   // fts.rank: {hits, total, exhausted, match, perPath}
-  async function rank(db, query, depth, chunk, filters, documents, perDocument) {
+  // `minWindow`: RANK_WINDOW as on the server; 0 (lean) ranks only as deep as the page needs: the same
+  // hits (they depend on the chunks, not on the window), a total counted among fewer matches.
+  async function rank(db, query, depth, chunk, filters, documents, perDocument, minWindow) {
     var match = ftsQuery(query), terms = queryTerms(query);
-    var want = Math.ceil(depth / chunk) * chunk, win = Math.max(RANK_WINDOW, want), passing, exhausted;
+    var want = Math.ceil(depth / chunk) * chunk, passing, exhausted;
+    var win = Math.max(minWindow === undefined ? RANK_WINDOW : minWindow, want);
     for (;;) {
       var rows = await rankedRows(db, match, win), found;
       passing = rows.filter(function (r) { return passes(filters, r); });
@@ -220,8 +223,10 @@
 
   // The API's `evidence.search` (mode fts) on the static host: the same request fields (query, topK, offset,
   // groupBy, perDocument, resourceKinds, pathPrefix, folder, resourcePath, includeFurniture) and the same
-  // answer: results, offset, total, totalIsLowerBound, nextOffset, groups.
-  async function staticSearch(db, request, siteRoot) {
+  // answer: results, offset, total, totalIsLowerBound, nextOffset, groups. `options.lean` (the search box,
+  // ungrouped pages): the same results and nextOffset, but the total is counted only among the matches the
+  // page needed ranked (a lower bound sooner than the server's 250): each row ranked costs a range request.
+  async function staticSearch(db, request, siteRoot, options) {
     var topK = intIn(request.topK, DEFAULT_TOP_K, 1, MAX_TOP_K, "topK");
     var offset = intIn(request.offset, 0, 0, MAX_DEPTH - 1, "offset");
     var perDocument = intIn(request.perDocument, DEFAULT_PER_DOCUMENT, 1, MAX_PER_DOCUMENT, "perDocument");
@@ -232,11 +237,12 @@
                     includeFurniture: !!request.includeFurniture };
     var query = request.query, out = { ok: true, query: query, mode: "fts", offset: offset }, r;
     if (!grouped) {
-      r = await rank(db, query, offset + topK, chunkSize(topK), filters);
+      var lean = !!(options && options.lean);
+      r = await rank(db, query, offset + topK, chunkSize(topK), filters, null, 1, lean ? 0 : RANK_WINDOW);
       var hits = r.hits.slice(offset, offset + topK), end = offset + hits.length;
       out.results = hits.map(function (h) { return resultOf(h, r.terms, siteRoot); });
       out.total = r.total; out.totalIsLowerBound = !r.exhausted;
-      if (hits.length === topK && end < r.total && end < MAX_DEPTH) out.nextOffset = end;
+      if (hits.length === topK && (end < r.total || (lean && !r.exhausted)) && end < MAX_DEPTH) out.nextOffset = end;
       return out;
     }
     r = await rank(db, query, 0, chunkSize(topK), filters, offset + topK + 1, perDocument);
