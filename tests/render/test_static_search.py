@@ -376,3 +376,20 @@ def test_vendored_engine_matches_its_provenance_note():
     note = (VENDOR / "PROVENANCE.md").read_text("utf-8")
     for name in ("index.js", "sqlite.worker.js", "sql-wasm.wasm", "LICENSE"):
         assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() in note, name
+
+
+def test_js_constants_are_the_handlers():
+    """The ranking's and the request's numbers in search_query.js are functions/'s (a change there must
+    reach the static path too)."""
+    import re
+
+    from mnote_evidence.functions import evidence, fts, search_results
+
+    source = (asset_dir("site_templates") / "_static/search_query.js").read_text("utf-8")
+    js = {name: int(value) for name, value in re.findall(r"\b([A-Z_]+) = (\d+)\b", source)}
+    want = {"CANDIDATES_PER_RESULT": fts.CANDIDATES_PER_RESULT, "MIN_CANDIDATES": fts.MIN_CANDIDATES,
+            "MAX_WINDOW": fts.MAX_WINDOW, "RANK_WINDOW": fts.RANK_WINDOW, "MAX_DEPTH": search_results.MAX_DEPTH,
+            "COUNT_CAP": search_results.COUNT_CAP, "MAX_TOP_K": evidence.MAX_TOP_K,
+            "DEFAULT_TOP_K": evidence.DEFAULT_TOP_K, "DEFAULT_PER_DOCUMENT": evidence.DEFAULT_PER_DOCUMENT,
+            "MAX_PER_DOCUMENT": evidence.MAX_PER_DOCUMENT}
+    assert {k: js.get(k) for k in want} == want
