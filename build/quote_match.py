@@ -32,26 +32,16 @@ _HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011]\s*(?=[^\W\d_])")
 _SOFT_HYPHEN = "\u00ad"
 _WORD = re.compile(r"[^\W_]+")
 _CUT = re.compile(r"…|\.\.\.")
+_CJK_CHAR = re.compile(f"({CJK_RUN.pattern[:-1]})")  # one character of CJK_RUN's class
 
 
 def match_tokens(text: str) -> list[str]:
     """The words of `text` as matching compares them (see the module docstring)."""
     text = unicodedata.normalize("NFKC", text or "").replace(_SOFT_HYPHEN, "")
     text = _HYPHEN.sub("", text).casefold()
-    out: list[str] = []
-    for word in _WORD.findall(text):
-        if CJK_RUN.search(word):
-            pos = 0
-            for run in CJK_RUN.finditer(word):
-                if run.start() > pos:
-                    out.append(word[pos:run.start()])
-                out.extend(run.group(0))
-                pos = run.end()
-            if pos < len(word):
-                out.append(word[pos:])
-        else:
-            out.append(word)
-    return out
+    if CJK_RUN.search(text):
+        text = _CJK_CHAR.sub(r" \1 ", text)  # every CJK character a word of its own
+    return _WORD.findall(text)
 
 
 def match_form(text: str) -> str:
@@ -78,9 +68,9 @@ def quote_in(quote: str, form: str) -> bool:
 
 
 def holds_words(outer: str, inner: str) -> bool:
-    """Every word of `inner` (counted) is among the words of `outer`: does a box's text hold a block's?"""
-    need = Counter(match_tokens(inner))
-    return bool(need) and need <= Counter(match_tokens(outer))
+    """Every word of `inner` (counted) is among the words of `outer`: does a box's text hold a block's?
+    (A text without words, such as a row of dots, is held by any box.)"""
+    return Counter(match_tokens(inner)) <= Counter(match_tokens(outer))
 
 
 def similarity(quote: str, text: str) -> float:

@@ -2,7 +2,8 @@
 
 One block per PyMuPDF text block, with its 1-based page, bbox in PDF points
 (top-left origin, PyMuPDF's convention, clamped to the page) and char range in
-the `*.parse.md` text. Sections come from the PDF outline when it has one, else
+the `*.parse.md` text; each native block records whether the words PyMuPDF reads inside its box
+hold its text (`boxHoldsText`, build/providers/pdf_boxes.py). Sections come from the PDF outline when it has one, else
 from font-size headings (blocks set noticeably larger than the body text).
 
 Defensive checks, each a recorded error rather than a silent success: the
@@ -28,10 +29,11 @@ from mnote_evidence.build.ocr.run import engine_version, pdf_page_lines, version
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
+from mnote_evidence.build.providers.pdf_boxes import check_boxes
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines, normalise
 
-REVISION = "6"  # 6: page furniture (running headers, footers, page numbers) gets role "furniture"
+REVISION = "7"  # 6: page furniture gets role "furniture"; 7: boxHoldsText (build/providers/pdf_boxes.py)
 # No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").
 _FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
 _MAX_HEADING_CHARS = 200
@@ -50,6 +52,7 @@ class _RawBlock:
     kind: str = "paragraph"
     confidence: float | None = None
     role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (build/providers/furniture.py)
+    box_holds_text: bool | None = None  # set for native text blocks by build/providers/pdf_boxes.py
 
 
 # A page goes to OCR when it has (almost) no text layer but images cover a good part of it.
@@ -108,9 +111,9 @@ def _raw_blocks(page: pymupdf.Page, number: int, entries, sizes: list[float] | N
     return out
 
 
-def _page_blocks_fast(page: pymupdf.Page, number: int) -> list[_RawBlock]:
+def _page_blocks_fast(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int) -> list[_RawBlock]:
     """Text + bbox per block from MuPDF's C-side "blocks" output (no font sizes needed)."""
-    return _raw_blocks(page, number, page.get_text("blocks", flags=_FLAGS), None)
+    return _raw_blocks(page, number, textpage.extractBLOCKS(), None)
 
 
 # MuPDF's HTML output: one <p> per text line, positioned, with sized spans. It is built in C,
@@ -132,9 +135,8 @@ def _block_sizes(entries, html: str) -> list[float]:
     return [round(max(w, key=w.__getitem__), 1) if w else 0.0 for w in weights]
 
 
-def _page_blocks_sized(page: pymupdf.Page, number: int) -> list[_RawBlock]:
+def _page_blocks_sized(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int) -> list[_RawBlock]:
     """Like `_page_blocks_fast`, plus each block's dominant font size (for heading detection)."""
-    textpage = page.get_textpage(flags=_FLAGS)
     entries = textpage.extractBLOCKS()
     return _raw_blocks(page, number, entries, _block_sizes(entries, textpage.extractHTML()))
 
@@ -202,7 +204,9 @@ class PdfProvider:
         pages, raw, to_ocr = [], [], []
         for number, page in enumerate(doc, start=1):
             pages.append(Page(number, round(page.rect.width, 2), round(page.rect.height, 2)))
-            found = extract(page, number)
+            textpage = page.get_textpage(flags=_FLAGS)
+            found = extract(page, textpage, number)
+            check_boxes(found, textpage.extractWORDS())
             raw.extend(found)
             if self.ocr.enabled and not doc.is_encrypted and needs_ocr(page, sum(len(b.text) for b in found)):
                 to_ocr.append(number)
@@ -281,6 +285,6 @@ def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]])
         end = emit(b.text)
         blocks.append(tree.add(Block(new_id(kind, b.text), kind, b.text, page=b.page,
                                      bbox=b.bbox, char_range=[start, end], confidence=b.confidence,
-                                     role=b.role)))
+                                     role=b.role, box_holds_text=b.box_holds_text)))
     emit("\n")
     return "".join(parts), blocks, tree.sections
