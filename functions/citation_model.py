@@ -40,6 +40,7 @@ class CitationDiagnostics(TypedDict):
     quoteOnlyImagePlaceholder: bool
     rawQuote: str
     chunkId: str
+    quoteCheck: NotRequired[Literal["quote_not_in_block", "box_text_mismatch", "no_block"]]  # why not quoteVerified
 
 
 class Citation(TypedDict):

@@ -15,8 +15,10 @@ Invariants:
 - a chunk that cannot be located in the ingested text (an index from before
   `knowledge_text`, or a text changed since ingest) is cited at file precision with
   its own words, `quoteVerified: false`; never a resembling block elsewhere;
-- `quoteVerified` means every piece of `displayQuote` was found in the block's text;
-  if that fails, precision drops (box -> page, paragraph/line -> file).
+- `quoteVerified` means every piece of `displayQuote` was found in the block's text and, for a
+  PDF box, the build found the block's words inside the box (functions/quote_check.py); if that
+  fails, precision drops (box -> page, paragraph/line -> file), no region is highlighted, and
+  `diagnostics.quoteCheck` says why; a box without its words is never highlighted as a region.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from mnote_evidence.functions.block_choice import Term, choose, meaning_terms, o
 from mnote_evidence.functions.chunk_span import Span, SpanBlock, SpanBlocks
 from mnote_evidence.functions.citation_model import Citation, citation_markdown
 from mnote_evidence.functions.cleaning import clean_text, is_image_placeholder, quote_window
+from mnote_evidence.functions.quote_check import quote_holds, verdict
 
 MAX_REGIONS = 50
 REGION_MIN_OVERLAP = 0.5  # a block highlighted for a chunk has at least half of its text inside the chunk
@@ -66,15 +69,8 @@ def block_quotes(text: str, term: Term | None, markup: bool) -> tuple[str, str, 
 
 
 def verified(quote: str, block_text: str, markup: bool) -> bool:
-    """Every `…`-separated piece of the quote occurs in the block's text (whitespace-normalised)."""
-    pieces = [normalise(p) for p in quote.split("…") if p.strip()]
-    if not pieces:
-        return False
-    plain = normalise(block_text)
-    if all(p in plain for p in pieces):
-        return True
-    cleaned = normalise(clean_text(block_text, markdown=False, markup=markup))
-    return all(p in plain or p in cleaned for p in pieces)
+    """Every `…`-separated piece of the quote occurs in the block's text (functions/quote_check.py)."""
+    return quote_holds(quote, block_text, markup)
 
 
 def regions_of(blocks: list[SpanBlock], span: Span, chosen: SpanBlock) -> list[SpanBlock]:
@@ -124,10 +120,10 @@ class CitationMapper:
         return row["path"] if row else None
 
     def _details(self, block_id: str) -> tuple:
-        """(bbox, section path, locator) of the cited block."""
-        r = self.conn.execute("SELECT bbox_json, section_path_json, locator_json FROM evidence_block "
+        """(bbox, section path, locator, box_holds_text) of the cited block."""
+        r = self.conn.execute("SELECT bbox_json, section_path_json, locator_json, box_holds_text FROM evidence_block "
                               "WHERE block_id = ?", [block_id]).fetchone()
-        return json.loads(r[0]) if r[0] else None, json.loads(r[1]), json.loads(r[2])
+        return json.loads(r[0]) if r[0] else None, json.loads(r[1]), json.loads(r[2]), r[3]
 
     def _boxes(self, blocks: list[SpanBlock]) -> dict[str, list[float]]:
         """The boxes of the highlighted blocks (those that have one)."""
@@ -135,7 +131,8 @@ class CitationMapper:
             return {}
         marks = ",".join("?" * len(blocks))
         rows = self.conn.execute(f"SELECT block_id, bbox_json FROM evidence_block WHERE block_id IN ({marks}) "
-                                 "AND bbox_json IS NOT NULL", [b.block_id for b in blocks]).fetchall()
+                                 "AND bbox_json IS NOT NULL AND box_holds_text IS NOT 0",  # never a box without its words
+                                 [b.block_id for b in blocks]).fetchall()
         boxes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one parse for all of them
         return {r[0]: box for r, box in zip(rows, boxes)}
 
@@ -188,14 +185,15 @@ class CitationMapper:
             return None
         self.seen.add(key)
         used = regions if len(regions) > 1 else []
-        bbox, section_path, loc = self._details(block.block_id) if block else (None, [], {"precision": "file"})
+        bbox, section_path, loc, box = self._details(block.block_id) if block else (None, [], {"precision": "file"}, None)
         precision = loc["precision"]
         terms = [t.text for t in self.terms]
         if block:
             shown = block.inside(span) if span else block.text
             display, evidence, changed = block_quotes(shown, term, markup)
             quote_source = "sidecar"
-            ok = verified(display, block.text, markup)
+            reason = verdict(display, block.text, box, markup)
+            ok = reason is None
             if not ok:  # never show a box that does not hold the words
                 precision = {"bbox": "page", "paragraph": "file", "line": "file"}.get(precision, precision)
                 bbox, used = None, []
@@ -204,7 +202,7 @@ class CitationMapper:
             evidence = quote_window(cleaned, terms, EVIDENCE_CHARS)
             changed = cleaned != " ".join(raw.split())
             quote_source = "placeholder" if how == "placeholder" else ("chunk" if cleaned else "missing")
-            ok = False
+            ok, reason = False, "no_block"
         boxes = self._boxes(used)
         region_list = [{"page": b.page, "bbox": boxes[b.block_id], "blockId": b.block_id} for b in used
                        if b.block_id in boxes]
@@ -244,6 +242,8 @@ class CitationMapper:
             "ocrTextExposed": ocr_exposed and not placeholder, "quoteOnlyImagePlaceholder": placeholder,
             "rawQuote": raw[:1000], "chunkId": chunk_id,
         }
+        if reason:
+            out["diagnostics"]["quoteCheck"] = reason
         if span:
             out["diagnostics"]["chunkSpan"] = [span.start, span.end]
             if span.ambiguous:

@@ -47,13 +47,19 @@ class Snippet(TypedDict):
     highlights: list[list[int]]  # sorted [start, end) pairs in UTF-16 code units of `text`
 
 
+class ResultDiagnostics(TypedDict):
+    quoteCheck: Literal["quote_not_in_block", "box_text_mismatch"]  # why quoteVerified is false
+
+
 class SearchResult(TypedDict):
     evidenceId: str  # the block id
     quote: str  # <= 280 chars, centred on the query terms
     snippet: Snippet
     score: float
     matchSource: Literal["fts", "graph", "knowledge_ocr"]
-    source: EvidenceLocator  # openAction.url prefixed with Context.site_base
+    source: EvidenceLocator  # openAction.url prefixed with Context.site_base; downgraded when not verified
+    quoteVerified: bool  # functions/quote_check.py: the quote's words are at the place `source` opens
+    diagnostics: NotRequired[ResultDiagnostics]  # only when quoteVerified is false
     via: NotRequired[Via]  # graph results only
     role: NotRequired[str]  # "furniture" (includeFurniture only); absent for body text
 

@@ -35,6 +35,7 @@ from mnote_evidence.functions.fts import Filters, Hit, search_blocks
 from mnote_evidence.functions.knowledge import ocr_results
 from mnote_evidence.functions.search_results import MAX_DEPTH, fts_page, result, with_base
 from mnote_evidence.functions.snippet import snippet
+from mnote_evidence.functions.quote_check import mark_results
 from mnote_evidence.functions.validation import (
     check_fields,
     get_block_id,
@@ -161,6 +162,7 @@ def search(request: dict, ctx: Context) -> SearchResponse:
                 out["results"].append({**r, "snippet": snippet(r["quote"], terms)})
             if reason:
                 out.update(degraded=True, degradedReason=reason)
+    mark_results(conn, out["results"])  # quoteVerified, and a downgraded locator where it fails
     return out
 
 

@@ -36,7 +36,7 @@ def quote_holds(quote: str, text: str, markup: bool = True) -> bool:
     """The quote's words are in the block's text (or in that text cleaned of markup)."""
     if quote_in(quote, match_form(text)):
         return True
-    return markup and quote_in(quote, match_form(clean_text(text, markdown=False)))
+    return quote_in(quote, match_form(clean_text(text, markdown=False, markup=markup)))
 
 
 def verdict(quote: str, text: str, box_holds_text: int | bool | None, markup: bool = True) -> str | None:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import copy_workspace, run_build
+from tests.conftest import REPO, copy_workspace, run_build
 from tests.servers import free_port, start, stop
 
 STALE_PDF = "Unfiled/orphan-report.pdf"
+REAL = REPO / "tests" / "real_documents"
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +37,14 @@ def datasette_server(stale_site):
                  f"http://127.0.0.1:{port}/-/versions.json")
     yield f"http://127.0.0.1:{port}"
     stop(proc)
+
+
+@pytest.fixture(scope="session")
+def real_index(tmp_path_factory):
+    """The out folder of a build of tests/real_documents (manual PDFs, python-docx files, a scanned page)."""
+    base = tmp_path_factory.mktemp("real-docs")
+    root = base / "ws"
+    for sub in ("manuals", "python-docx", "scans"):
+        shutil.copytree(REAL / sub, root / sub)
+    run_build(root, base / "out")
+    return base / "out"

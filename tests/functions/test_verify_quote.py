@@ -5,7 +5,6 @@ quotes found elsewhere, every citation URL form, and bad requests answered 4xx."
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 
 import pytest
@@ -15,24 +14,12 @@ from mnote_evidence.functions.contracts import Context
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.verify import verify_quote
-from tests.conftest import REPO, run_build
 
-REAL = REPO / "tests" / "real_documents"
 MIME_SPEC = "manuals/shared-mime-info-spec.pdf"
 
 
 @pytest.fixture(scope="module")
-def real_index(tmp_path_factory):
-    base = tmp_path_factory.mktemp("verify")
-    root = base / "ws"
-    for sub in ("manuals", "python-docx", "scans"):
-        shutil.copytree(REAL / sub, root / sub)
-    run_build(root, base / "out")
-    return base / "out"
-
-
-@pytest.fixture(scope="module")
-def ctx(real_index):
+def ctx(real_index):  # real_index: tests/functions/conftest.py
     return Context(EvidenceDB(real_index / "evidence.sqlite"), "https://example.org/docs/")
 
 
