@@ -24,7 +24,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from mnote_evidence.build.quote_match import match_form, quote_in, similarity
-from mnote_evidence.build.text import QueryError, fts_query, query_terms
+from mnote_evidence.build.text import CJK_RUN, QueryError, fts_query, query_terms
 from mnote_evidence.functions import citation_url
 from mnote_evidence.functions.cleaning import clean_text, quote_window
 from mnote_evidence.functions.contracts import Context
@@ -38,6 +38,8 @@ MAX_QUOTE_CHARS = 2000
 MAX_URL_CHARS = 2000
 MAX_CANDIDATES = 40  # blocks of the index compared when the cited place does not hold the quote
 MAX_OR_TERMS = 24
+CJK_PIECE = 4
+COMMON = 2000  # a word in this many blocks or more does not pick best-match candidates
 MIN_SIMILARITY = 0.2  # below this, no block is offered as the best match
 
 _COLUMNS = ("b.block_id, b.text, b.kind, b.page, b.bbox_json, b.locator_json, b.ordinal, b.resource_id, "
@@ -111,24 +113,62 @@ def _holds(quote: str, text: str) -> bool:
     return quote_in(quote, match_form(text)) or quote_in(quote, match_form(clean_text(text, markdown=False)))
 
 
+def _terms(quote: str) -> list[str]:
+    """The quote's words for a best-match search: Latin words, and CJK runs in pieces of up to
+    CJK_PIECE characters (a reworded sentence keeps some of its pieces, rarely a whole run)."""
+    out: dict[str, None] = {}
+    for term in query_terms(quote):
+        if CJK_RUN.fullmatch(term):
+            for i in range(0, max(1, len(term) - 1), CJK_PIECE - 1):
+                out.setdefault(term[i:i + CJK_PIECE])
+        else:
+            out.setdefault(term.lower())
+    return [t for t in out if len(t) > 1][:MAX_OR_TERMS]
+
+
 def _fts(conn: sqlite3.Connection, quote: str, limit: int, resource_id: str | None = None,
          every_word: bool = False) -> list[sqlite3.Row]:
-    """Blocks the FTS index ranks best for the quote's words (all of them, or any of them)."""
-    terms = sorted(set(query_terms(quote)), key=len, reverse=True)[:MAX_OR_TERMS]
+    """Blocks the FTS index ranks best for the quote: holding all of its words (`every_word`), or
+    else any of its rarer words. Inside one resource the search is a rowid range (a resource's
+    blocks are written with consecutive ids), so its cost does not grow with the index."""
+    span, params = "", []
+    if resource_id:
+        lo, hi = conn.execute("SELECT min(id), max(id) FROM evidence_block WHERE resource_id = ?",
+                              [resource_id]).fetchone()
+        if lo is None:
+            return []
+        span, params = "AND rowid BETWEEN ? AND ?", [lo, hi]
     try:
-        match = fts_query(quote) if every_word else " OR ".join(f"({fts_query(t)})" for t in terms)
+        match = fts_query(quote) if every_word else _rare_match(conn, quote, span, params)
     except QueryError:
         return []
     if not match:
         return []
-    scope, params = ("AND b.resource_id = ?", [resource_id]) if resource_id else ("", [])
     cur = conn.cursor()
     cur.row_factory = sqlite3.Row
     return cur.execute(
         "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
-        f"ORDER BY rank LIMIT ?) SELECT {_COLUMNS} FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
-        f"JOIN evidence_resource r USING (resource_id) WHERE r.status = 'ok' {scope} ORDER BY ranked.rank",
-        [match, limit * 4 if resource_id else limit, *params]).fetchall()[:limit]
+        f"{span} ORDER BY rank LIMIT ?) SELECT {_COLUMNS} FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
+        "JOIN evidence_resource r USING (resource_id) WHERE r.status = 'ok' ORDER BY ranked.rank",
+        [match, *params, limit]).fetchall()
+
+
+def _rare_match(conn: sqlite3.Connection, quote: str, span: str, params: list) -> str | None:
+    """An FTS expression for blocks like the quote: any of its words that are not common (in fewer
+    than COMMON blocks), or, when every word is common, the three rarest together. Counting stops at
+    COMMON, so a word in every block costs no more than a rare one."""
+    counted = []
+    for term in _terms(quote):
+        match = fts_query(term)
+        n = conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? {span} "
+                         "LIMIT ?)", [match, *params, COMMON]).fetchone()[0]
+        if n:
+            counted.append((n, match))
+    counted.sort()
+    rare = [m for n, m in counted if n < COMMON]
+    if rare:
+        return " OR ".join(f"({m})" for m in rare)
+    return " AND ".join(f"({m})" for _, m in counted[:3]) or None
 
 
 def _match(row: sqlite3.Row, quote: str, score: float, ctx: Context) -> dict:
