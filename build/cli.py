@@ -23,6 +23,7 @@ COMMANDS = {
     "serve": "mnote_evidence.build.cli_serve:serve_command",
     "search": "mnote_evidence.build.cli_search:search_command",
     "ask": "mnote_evidence.build.cli_ask:ask_command",
+    "verify": "mnote_evidence.build.cli_verify:verify_command",
 }
 
 

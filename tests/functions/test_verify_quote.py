@@ -184,3 +184,19 @@ def test_the_datasette_route_answers_get_and_post(datasette_server):
     for bad in ({"quote": "x", "blockId": top["evidenceId"], "citationUrl": url}, {"blockId": top["evidenceId"]}):
         r = httpx.post(datasette_server + "/-/evidence/verify", json=bad, timeout=30)
         assert r.status_code == 400 and r.json()["error"]["message"] and "Traceback" not in r.text
+
+
+def test_the_command_line_prints_the_verdict_and_exits_by_it(real_index, conn):
+    from click.testing import CliRunner
+
+    from mnote_evidence.build.cli import main
+
+    b = block(conn, "pdf", path=MIME_SPEC, offset=3)
+    run = CliRunner().invoke(main, ["verify", middle(b["text"]), "--block", b["block_id"], "--site", str(real_index)])
+    assert run.exit_code == 0 and run.output.startswith("found at " + MIME_SPEC), run.output
+    assert f"#{b['block_id']}" in run.output
+    run = CliRunner().invoke(main, ["verify", middle(b["text"]) + " flamingo", "--block", b["block_id"],
+                                    "--site", str(real_index), "--json"])
+    assert run.exit_code == 3 and json.loads(run.output)["verdict"] == "not_found"
+    run = CliRunner().invoke(main, ["verify", "x", "--url", "nowhere.html", "--site", str(real_index)])
+    assert run.exit_code == 1 and "names no file of this index" in run.output and "Traceback" not in run.output
