@@ -226,8 +226,9 @@ class CitationMapper:
         }
         if block and block.page is not None and precision != "file":
             out["page"] = block.page
-        if pinned:
+        if block and precision != "file":  # also at page precision: the block the quote was read from
             out["blockId"] = block.block_id
+        if pinned:
             if bbox is not None:
                 out["bbox"] = bbox
             out["source"] = {**loc, "openAction": {**loc["openAction"], "url": self.base + loc["openAction"]["url"]}}

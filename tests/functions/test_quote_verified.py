@@ -11,9 +11,12 @@ import sqlite3
 
 import pytest
 
+from mnote_evidence.build.knowledge.ingest import source_name
+from mnote_evidence.build.knowledge.texts import ingest_text, pack_text
 from mnote_evidence.build.providers import pdf as provider
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.sidecars import write_sidecars
+from mnote_evidence.functions.citations import CitationMapper
 from mnote_evidence.functions.contracts import Context
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import call
@@ -77,11 +80,11 @@ def wrong_box(tmp_path_factory):
     (base / "out" / "evidence.sqlite").unlink()  # the index is rebuilt from the sidecars, without re-parsing
     run_build(root, base / "out")
     assert len(swapped) == 2
-    return base / "out", [b for b in artifact.blocks if b.text in swapped]
+    return base / "out", [b for b in artifact.blocks if b.text in swapped], artifact
 
 
 def test_the_parse_catches_the_wrong_boxes_and_the_index_records_it(wrong_box):
-    out, blocks = wrong_box
+    out, blocks, _ = wrong_box
     assert [b.box_holds_text for b in blocks] == [False, False]
     conn = sqlite3.connect(out / "evidence.sqlite")
     rows = conn.execute("SELECT box_holds_text, locator_json, bbox_json FROM evidence_block WHERE block_id IN (?, ?)",
@@ -96,7 +99,7 @@ def test_the_parse_catches_the_wrong_boxes_and_the_index_records_it(wrong_box):
 
 
 def test_search_downgrades_the_wrong_box_and_says_why(wrong_box, validate):
-    out, blocks = wrong_box
+    out, blocks, _ = wrong_box
     ctx = Context(EvidenceDB(out / "evidence.sqlite"))
     for b in blocks:
         res = search({"query": words(b.text), "topK": 5}, ctx)
@@ -109,7 +112,7 @@ def test_search_downgrades_the_wrong_box_and_says_why(wrong_box, validate):
 
 
 def test_verify_quote_finds_the_words_but_not_at_the_box(wrong_box, validate):
-    out, blocks = wrong_box
+    out, blocks, _ = wrong_box
     ctx = Context(EvidenceDB(out / "evidence.sqlite"))
     status, res = call(lambda r: verify_quote(r, ctx), {"quote": words(blocks[0].text), "blockId": blocks[0].id})
     validate("verify_quote_response.schema.json", res)
@@ -117,3 +120,37 @@ def test_verify_quote_finds_the_words_but_not_at_the_box(wrong_box, validate):
     match = res["match"]
     assert match["quoteVerified"] is False and match["reason"] == "box_text_mismatch"
     assert match["precision"] == "page" and "bbox" not in match["source"]
+
+
+def test_a_citation_of_the_wrong_box_is_at_page_precision_and_never_highlights_it(wrong_box, validate, tmp_path):
+    """The real mapper on the real index, given the chunk LightRAG would return for the passage (the
+    ingested text is registered as an ingest would: knowledge_source + knowledge_text)."""
+    out, blocks, artifact = wrong_box
+    db = tmp_path / "evidence.sqlite"
+    shutil.copy(out / "evidence.sqlite", db)
+    conn = sqlite3.connect(db)
+    text = ingest_text(artifact.text, artifact.blocks)
+    conn.execute("INSERT INTO knowledge_source (source_root_relative_path, lightrag_doc_id, lightrag_file_path, "
+                 "status) VALUES (?, 'doc-1', ?, 'processed')", [MIME_SPEC, source_name(MIME_SPEC)])
+    conn.execute("INSERT INTO knowledge_text VALUES (?, ?, ?)", [MIME_SPEC, *pack_text(text)])
+    conn.commit()
+    first = min(blocks, key=lambda b: b.char_range[0])
+    a, z = first.char_range
+    chunk = {"file_path": source_name(MIME_SPEC), "chunk_id": "c-chunk-001", "content": text[max(0, a - 300):z + 300]}
+    citation = CitationMapper(conn, words(first.text, 4), "").citation(chunk, 0)
+    validate("citation.schema.json", citation)
+    wrong = {b.id for b in blocks}
+    # the query's words are the wrong-box block's: the mapper cites it, at page precision, and says why
+    assert citation["diagnostics"]["blockMatch"] == "term", citation
+    assert citation["quoteVerified"] is False and citation["diagnostics"]["quoteCheck"] == "box_text_mismatch"
+    assert citation["locatorPrecision"] == "page" and "bbox" not in citation and citation["page"] == 2
+    assert citation["citationUrl"].endswith("#page-2") and "regions" not in citation
+    assert first.text[:20] in citation["displayQuote"] or words(first.text, 4) in citation["displayQuote"]
+    # a chunk around a neighbour: the wrong boxes are never among its highlighted regions
+    other = next(b for b in artifact.blocks if b.page == 2 and b.id not in wrong and len(b.text.split()) > 8)
+    a, z = other.char_range
+    near = {"file_path": source_name(MIME_SPEC), "chunk_id": "c-chunk-002", "content": text[max(0, a - 1200):z + 1200]}
+    cited = CitationMapper(conn, words(other.text, 4), "").citation(near, 0)
+    validate("citation.schema.json", cited)
+    assert cited["quoteVerified"] is True and len(cited.get("regions", [])) >= 2
+    assert not wrong & {r["blockId"] for r in cited["regions"]}
