@@ -1,6 +1,6 @@
 """Verified quotes: what the check costs per citation, and how many real citations it verifies (issue 15).
 
-    python bench/verify_quote.py [--blocks N] [--samples S] [--skip-truth]
+    python bench/verify_quote.py [--blocks N] [--samples S] [--skip-truth | --skip-cost]
 
 1. Cost, on an N-block database (default 100,000; bench/query_latency.py's generator: our schema and
    segmentation, synthetic mixed Chinese/English blocks in 1,000 PDF resources, cached in
@@ -56,10 +56,22 @@ def database(blocks: int) -> Path:
         meta = {"schema_version": SCHEMA_VERSION, "segmentation_version": SEGMENTATION_VERSION}
         conn.executemany("INSERT OR REPLACE INTO build_meta VALUES (?, ?)", meta.items())
         conn.execute("UPDATE evidence_block SET box_holds_text = 1")  # as the PDF provider records it
+        valid_ids(conn)
         conn.commit()
         conn.close()
         print(f"generated {path} in {time.perf_counter() - t:.0f}s", file=sys.stderr)
     return path
+
+
+def valid_ids(conn: sqlite3.Connection) -> None:
+    """The generator's ids (`b-000000001234`) in the id alphabet a build uses (`[a-z2-7]`), so a
+    citation URL's `#b-…` fragment is read as the block it names, as in a real index."""
+    table = str.maketrans("0123456789", "abcdefghij")
+    rows = conn.execute("SELECT id, block_id, locator_json FROM evidence_block").fetchall()
+    conn.executemany("UPDATE evidence_block SET block_id = ?, locator_json = ? WHERE id = ?",
+                     [("b-" + bid[2:].translate(table), loc.replace(bid, "b-" + bid[2:].translate(table)), i)
+                      for i, bid, loc in rows])
+    conn.execute("UPDATE evidence_fts SET block_id = (SELECT block_id FROM evidence_block WHERE id = evidence_fts.rowid)")
 
 
 def quote_of(text: str, rnd: random.Random) -> str:
@@ -151,6 +163,7 @@ def truth() -> dict:
     ctx = Context(EvidenceDB(out / "evidence.sqlite"))
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     tally: Counter[str] = Counter()
+    failures = []
     for q, data in answers:
         mapper = CitationMapper(conn, q["q"], "")
         for rank, chunk in enumerate(c for c in data.get("chunks") or [] if isinstance(c, dict)):
@@ -162,6 +175,10 @@ def truth() -> dict:
             tally[f"precision:{c['locatorPrecision']}"] += 1
             if not c["quoteVerified"]:
                 tally[f"quoteCheck:{c['diagnostics'].get('quoteCheck')}"] += 1
+                text = conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [c.get("blockId")]).fetchone()
+                failures.append({"sourcePath": c["sourcePath"], "blockId": c.get("blockId"),
+                                 "reason": c["diagnostics"].get("quoteCheck"), "displayQuote": c["displayQuote"],
+                                 "blockText": text[0][:600] if text else None})
             status, answer = call(lambda r: verify_quote(r, ctx), {"quote": c["displayQuote"],
                                                                      "citationUrl": c["citationUrl"]})
             tally[f"verifyQuote:{answer['verdict'] if status == 200 else status}"] += 1
@@ -173,7 +190,7 @@ def truth() -> dict:
             "quoteVerifiedPct": round(100 * tally["quoteVerified"] / n, 1) if n else None,
             "handlerAgreesPct": round(100 * tally["agree"] / n, 1) if n else None,
             "pdfBlocksBoxHolds": boxes.get(1, 0), "pdfBlocksBoxFails": boxes.get(0, 0),
-            "pdfBlocksUnchecked (OCR lines)": boxes.get(-1, 0)}
+            "pdfBlocksUnchecked (OCR lines)": boxes.get(-1, 0), "notVerifiedSample": failures[:5]}
 
 
 def main() -> None:
@@ -181,13 +198,14 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=100_000)
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--skip-truth", action="store_true")
+    ap.add_argument("--skip-cost", action="store_true")
     args = ap.parse_args()
-    result = {"cost": cost(args.blocks, args.samples)}
+    result = {} if args.skip_cost else {"cost": cost(args.blocks, args.samples)}
     if not args.skip_truth:
         result["citationTruth"] = truth()
     result["medianNote"] = "per call, in process, warm; wall and CPU time of this process (machine shared)"
     text = json.dumps(result, indent=2, ensure_ascii=False)
-    if not args.skip_truth:
+    if not (args.skip_truth or args.skip_cost):
         RESULT.write_text(text + "\n", "utf-8")
     print(text)
 

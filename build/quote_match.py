@@ -15,8 +15,8 @@ Normalisation (`match_tokens`), the same for every side of a comparison:
   CJK run changes nothing).
 
 Invariants: matching compares whole words in order (a quote `psi` is not in `Upsilon`), except at
-a `…` (or `...`) cut, where the word next to the cut may be a part of a longer word; a quote with
-no words matches nothing.
+a `…` (or `...`) cut or a hyphen at the quote's edge (`-references`, cut from `cross-references`),
+where the word next to it may be a part of a longer word; a quote with no words matches nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from mnote_evidence.build.text import CJK_RUN
 
 _HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011]\s*(?=[^\W\d_])")
 _SOFT_HYPHEN = "\u00ad"
+_HYPHENS = frozenset("-\u2010\u2011")
 _WORD = re.compile(r"[^\W_]+")
 _CUT = re.compile(r"…|\.\.\.")
 _CJK_CHAR = re.compile(f"({CJK_RUN.pattern[:-1]})")  # one character of CJK_RUN's class
@@ -59,8 +60,10 @@ def quote_in(quote: str, form: str) -> bool:
         words = match_form(piece)
         if not words:
             continue
-        left = "" if i > 0 else " "  # after a cut: the first word may be the tail of a longer one
-        right = "" if i < len(pieces) - 1 else " "
+        # after a cut, or a hyphen that joins it to a word before: the first word may be the tail of a
+        # longer one there (`-references` of `cross-references`); likewise the last word before a cut
+        left = "" if i > 0 or piece.lstrip()[:1] in _HYPHENS else " "
+        right = "" if i < len(pieces) - 1 or piece.rstrip()[-1:] in _HYPHENS else " "
         if f"{left}{words}{right}" not in haystack:
             return False
         found += 1

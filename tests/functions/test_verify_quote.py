@@ -200,3 +200,16 @@ def test_the_command_line_prints_the_verdict_and_exits_by_it(real_index, conn):
     assert run.exit_code == 3 and json.loads(run.output)["verdict"] == "not_found"
     run = CliRunner().invoke(main, ["verify", "x", "--url", "nowhere.html", "--site", str(real_index)])
     assert run.exit_code == 1 and "names no file of this index" in run.output and "Traceback" not in run.output
+
+
+def test_typed_contract_matches_the_schema():
+    """VerifyQuoteResponse and its parts name exactly the schema's properties, required ones required."""
+    from mnote_evidence.build.schemas import load_schema
+    from mnote_evidence.functions.contracts import QuoteMatch, VerifyDiagnostics, VerifyQuoteResponse, VerifyTarget
+
+    answer = load_schema("verify_quote_response.schema.json")["$defs"]["answer"]
+    for typed, part in ((VerifyQuoteResponse, answer), (QuoteMatch, answer["properties"]["match"]),
+                        (VerifyTarget, answer["properties"]["target"]),
+                        (VerifyDiagnostics, answer["properties"]["diagnostics"])):
+        assert set(typed.__annotations__) == set(part["properties"]), typed
+        assert set(typed.__required_keys__) == set(part.get("required", [])), typed

@@ -73,4 +73,7 @@ def test_normalisation():
     assert quote_in("…silon particle is…", form)  # a cut may fall inside a word
     assert quote_in("well known", form) is False and quote_in("well-\nknown", form)
     assert not quote_in("… ,", form)  # no words: nothing to match
+    form = match_form("Check if package-anchored Rd cross-references are to files")
+    assert quote_in("-references are to files", form)  # a chunk's edge inside a hyphenated word
+    assert not quote_in("references are to files", form) and quote_in("Check if package-", form)
     assert similarity("the particle is famous", "The Upsilon particle is well-known.") == 0.75
