@@ -12,6 +12,8 @@
      quote there; and by blockId with a quote that is not there (best match from the index's FTS).
    Target: <= 2 ms per citation (p50 and p95 reported, wall and this process's CPU time: the machine
    is shared).
+   And the build-time half: the PDF provider's parse CPU time with and without the box check
+   (R-exts.pdf, R-intro.pdf when installed, and a committed manual), interleaved, best of 5.
 2. Share verified, on the citation-truth workspace (bench/real_workspace.py: Debian manual PDFs,
    python-docx files, the fixtures; 48 questions through the tests' offline lightrag-server): every
    citation's `quoteVerified`, its `diagnostics.quoteCheck`, and `verify_quote` asked independently
@@ -140,6 +142,39 @@ def cost(blocks: int, samples: int) -> dict:
     return out
 
 
+BUILD_PDFS = ["/usr/share/R/doc/manual/R-exts.pdf", "/usr/share/R/doc/manual/R-intro.pdf",
+              "tests/real_documents/manuals/shared-mime-info-spec.pdf"]
+
+
+def build_cost(rounds: int = 5) -> dict:
+    """The PDF provider's parse with and without the box check, interleaved, best of `rounds` (CPU time)."""
+    from mnote_evidence.build.ocr.settings import OcrSettings
+    from mnote_evidence.build.providers import pdf as provider
+    from mnote_evidence.build.providers.base import ParseInput
+
+    out = {}
+    real_check = provider.check_page
+    for name in BUILD_PDFS:
+        path = Path(name) if Path(name).is_absolute() else HERE.parent / name
+        if not path.exists():
+            continue
+        best = {"with": [], "without": []}
+        for _ in range(rounds):
+            for label, check in (("with", real_check), ("without", lambda blocks, textpage: None)):
+                provider.check_page = check
+                c = time.process_time()
+                artifact = provider.PdfProvider(OcrSettings(engine="none")).parse(
+                    ParseInput(path.parent, path.name, "sha256:bench"))
+                best[label].append(time.process_time() - c)
+        provider.check_page = real_check
+        pages, blocks = len(artifact.pages), len(artifact.blocks)
+        w, wo = min(best["with"]), min(best["without"])
+        out[path.name] = {"pages": pages, "blocks": blocks, "parseCpuSecondsWithout": round(wo, 3),
+                          "parseCpuSecondsWith": round(w, 3), "checkMsPerPage": round((w - wo) * 1000 / pages, 2),
+                          "overheadPct": round(100 * (w - wo) / wo, 1)}
+    return out
+
+
 def truth() -> dict:
     """quoteVerified over the citation-truth bench's citations, and verify_quote's independent answer."""
     from bench.citation_truth import QUESTIONS
@@ -200,7 +235,7 @@ def main() -> None:
     ap.add_argument("--skip-truth", action="store_true")
     ap.add_argument("--skip-cost", action="store_true")
     args = ap.parse_args()
-    result = {} if args.skip_cost else {"cost": cost(args.blocks, args.samples)}
+    result = {} if args.skip_cost else {"cost": cost(args.blocks, args.samples), "buildCost": build_cost()}
     if not args.skip_truth:
         result["citationTruth"] = truth()
     result["medianNote"] = "per call, in process, warm; wall and CPU time of this process (machine shared)"

@@ -29,7 +29,7 @@ from mnote_evidence.build.ocr.run import engine_version, pdf_page_lines, version
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
-from mnote_evidence.build.providers.pdf_boxes import check_boxes
+from mnote_evidence.build.providers.pdf_boxes import check_page
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines, normalise
 
@@ -206,7 +206,7 @@ class PdfProvider:
             pages.append(Page(number, round(page.rect.width, 2), round(page.rect.height, 2)))
             textpage = page.get_textpage(flags=_FLAGS)
             found = extract(page, textpage, number)
-            check_boxes(found, textpage.extractWORDS())
+            check_page(found, textpage)
             raw.extend(found)
             if self.ocr.enabled and not doc.is_encrypted and needs_ocr(page, sum(len(b.text) for b in found)):
                 to_ocr.append(number)

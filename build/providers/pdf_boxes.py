@@ -62,3 +62,9 @@ def check_boxes(blocks: Sequence[BoxedText], words: Sequence[tuple]) -> None:
             b.box_holds_text = True
         else:  # hyphenation, CJK line breaks, ligatures: compare normalised words
             b.box_holds_text = holds_words(box_text(inside, b.bbox), b.text)
+
+
+def check_page(blocks: Sequence[BoxedText], textpage) -> None:
+    """`check_boxes` with the words of the text page the blocks were read from (`pymupdf.TextPage`)."""
+    if blocks:
+        check_boxes(blocks, textpage.extractWORDS())
