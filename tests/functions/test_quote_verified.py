@@ -6,6 +6,7 @@ manual, its parse-time check catches it, and search, open and verify_quote never
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 
@@ -78,7 +79,7 @@ def wrong_box(tmp_path_factory):
         mp.undo()
     write_sidecars(root, artifact, None)
     (base / "out" / "evidence.sqlite").unlink()  # the index is rebuilt from the sidecars, without re-parsing
-    run_build(root, base / "out")
+    run_build(root, base / "out", site=True)
     assert len(swapped) == 2
     return base / "out", [b for b in artifact.blocks if b.text in swapped], artifact
 
@@ -154,3 +155,14 @@ def test_a_citation_of_the_wrong_box_is_at_page_precision_and_never_highlights_i
     validate("citation.schema.json", cited)
     assert cited["quoteVerified"] is True and len(cited.get("regions", [])) >= 2
     assert not wrong & {r["blockId"] for r in cited["regions"]}
+
+
+def test_the_site_anchors_a_wrong_box_on_its_whole_page(wrong_box):
+    out, blocks, _ = wrong_box
+    html = (out / (MIME_SPEC + ".html")).read_text("utf-8")
+    for b in blocks:
+        tag = re.search(rf'<a class="overlay block[^"]*" id="{b.id}"[^>]*>', html).group(0)
+        assert "unverified" in tag and "left:0%;top:0%;width:100%;height:100%" in tag, tag
+        assert ",".join(f"{v:g}" for v in b.bbox) not in tag
+    ok = re.findall(r'<a class="overlay block[^"]*" id="b-[^"]*"[^>]*>', html)
+    assert len(ok) > 100 and sum("unverified" in t for t in ok) == 2  # every other box is where its words are
