@@ -133,6 +133,13 @@ def test_every_citation_url_form(ctx, conn):
         status, out = ask(ctx, quote=quote, citationUrl=url)
         assert status == 200 and out["verdict"] == "found", (url, out)
         assert out["target"]["scope"] == scope and out["match"]["evidenceId"] == b["block_id"]
+    other = conn.execute("SELECT bbox_json FROM evidence_block WHERE resource_id = ? AND page = ? AND block_id != ? "
+                         "AND bbox_json IS NOT NULL AND length(text) > 40 LIMIT 1",
+                         [b["resource_id"], b["page"], b["block_id"]]).fetchone()[0]
+    wrong_box = f"{page_url}?page={b['page']}&bbox={','.join(str(v) for v in json.loads(other))}"
+    out = ask(ctx, quote=quote, citationUrl=wrong_box)[1]  # a box elsewhere on the same page
+    assert out["verdict"] == "found_elsewhere" and out["diagnostics"]["reason"] == "quote_not_in_box"
+    assert out["match"]["evidenceId"] == b["block_id"]
     other_page = 1 if b["page"] != 1 else 2
     out = ask(ctx, quote=quote, citationUrl=f"{page_url}#page-{other_page}")[1]
     assert out["verdict"] == "found_elsewhere" and out["diagnostics"]["reason"] == "quote_not_in_page"
