@@ -35,7 +35,7 @@ from mnote_evidence.functions.block_choice import Term, choose, meaning_terms, o
 from mnote_evidence.functions.chunk_span import Span, SpanBlock, SpanBlocks
 from mnote_evidence.functions.citation_model import Citation, citation_markdown
 from mnote_evidence.functions.cleaning import clean_text, is_image_placeholder, quote_window
-from mnote_evidence.functions.quote_check import quote_holds, verdict
+from mnote_evidence.functions.quote_check import downgraded, quote_holds, verdict
 
 MAX_REGIONS = 50
 REGION_MIN_OVERLAP = 0.5  # a block highlighted for a chunk has at least half of its text inside the chunk
@@ -228,10 +228,10 @@ class CitationMapper:
             out["page"] = block.page
         if block and precision != "file":  # also at page precision: the block the quote was read from
             out["blockId"] = block.block_id
-        if pinned:
-            if bbox is not None:
+            if pinned and bbox is not None:
                 out["bbox"] = bbox
-            out["source"] = {**loc, "openAction": {**loc["openAction"], "url": self.base + loc["openAction"]["url"]}}
+            at = downgraded(loc, reason)  # its locator at the citation's precision
+            out["source"] = {**at, "openAction": {**at["openAction"], "url": self.base + at["openAction"]["url"]}}
         if region_list:
             out["regions"] = region_list
         out["citationMarkdown"] = citation_markdown(out)

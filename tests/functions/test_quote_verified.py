@@ -146,6 +146,7 @@ def test_a_citation_of_the_wrong_box_is_at_page_precision_and_never_highlights_i
     assert citation["quoteVerified"] is False and citation["diagnostics"]["quoteCheck"] == "box_text_mismatch"
     assert citation["locatorPrecision"] == "page" and "bbox" not in citation and citation["page"] == 2
     assert citation["citationUrl"].endswith("#page-2") and "regions" not in citation
+    assert citation["source"]["precision"] == "page" and "bbox" not in citation["source"]  # what search returns too
     assert first.text[:20] in citation["displayQuote"] or words(first.text, 4) in citation["displayQuote"]
     # a chunk around a neighbour: the wrong boxes are never among its highlighted regions
     other = next(b for b in artifact.blocks if b.page == 2 and b.id not in wrong and len(b.text.split()) > 8)
