@@ -131,13 +131,13 @@ def _fts(conn: sqlite3.Connection, quote: str, limit: int, resource_id: str | No
     """Blocks the FTS index ranks best for the quote: holding all of its words (`every_word`), or
     else any of its rarer words. Inside one resource the search is a rowid range (a resource's
     blocks are written with consecutive ids), so its cost does not grow with the index."""
-    span, params = "", []
+    span, params, mine, owner = "", [], "", []
     if resource_id:
         lo, hi = conn.execute("SELECT min(id), max(id) FROM evidence_block WHERE resource_id = ?",
                               [resource_id]).fetchone()
         if lo is None:
             return []
-        span, params = "AND rowid BETWEEN ? AND ?", [lo, hi]
+        span, params, mine, owner = "AND rowid BETWEEN ? AND ?", [lo, hi], "AND b.resource_id = ?", [resource_id]
     try:
         match = fts_query(quote) if every_word else _rare_match(conn, quote, span, params)
     except QueryError:
@@ -149,8 +149,8 @@ def _fts(conn: sqlite3.Connection, quote: str, limit: int, resource_id: str | No
     return cur.execute(
         "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
         f"{span} ORDER BY rank LIMIT ?) SELECT {_COLUMNS} FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
-        "JOIN evidence_resource r USING (resource_id) WHERE r.status = 'ok' ORDER BY ranked.rank",
-        [match, *params, limit]).fetchall()
+        f"JOIN evidence_resource r USING (resource_id) WHERE r.status = 'ok' {mine} ORDER BY ranked.rank",
+        [match, *params, limit, *owner]).fetchall()
 
 
 def _rare_match(conn: sqlite3.Connection, quote: str, span: str, params: list) -> str | None:
