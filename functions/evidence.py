@@ -33,9 +33,9 @@ from mnote_evidence.functions.contracts import (
 from mnote_evidence.functions.errors import BadRequest, Gone, NotFound
 from mnote_evidence.functions.fts import Filters, Hit, search_blocks
 from mnote_evidence.functions.knowledge import ocr_results
+from mnote_evidence.functions.quote_check import mark_results
 from mnote_evidence.functions.search_results import MAX_DEPTH, fts_page, result, with_base
 from mnote_evidence.functions.snippet import snippet
-from mnote_evidence.functions.quote_check import mark_results
 from mnote_evidence.functions.validation import (
     check_fields,
     get_block_id,

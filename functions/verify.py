@@ -29,8 +29,9 @@ from mnote_evidence.functions import citation_url
 from mnote_evidence.functions.cleaning import clean_text, quote_window
 from mnote_evidence.functions.contracts import Context
 from mnote_evidence.functions.errors import BadRequest, NotFound
-from mnote_evidence.functions.evidence import _resolve, with_base
+from mnote_evidence.functions.evidence import _resolve
 from mnote_evidence.functions.quote_check import checked_locator
+from mnote_evidence.functions.search_results import with_base
 from mnote_evidence.functions.validation import check_fields, get_block_id, get_str
 
 FIELDS = {"quote", "blockId", "locator", "citationUrl"}
