@@ -406,7 +406,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
         if options.site:
             render_options = RenderOptions(jobs=options.jobs, images=options.page_images,
-                                           max_page_images=options.max_page_images)
+                                           max_page_images=options.max_page_images, ask=options.lightrag is not None)
             run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress)
             run.report.warnings += run.report.site.warnings
         run.report.seconds = round(time.perf_counter() - started, 3)

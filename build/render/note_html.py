@@ -16,7 +16,8 @@ not post-processed:
   ones as `<details>`, the title a `<summary>`), task checkboxes (disabled), footnotes
   (mdit-py-plugins' markup, each footnote paragraph its own block), `<mark>`, math as
   MathML (`render/math_html.py`), front matter as a `properties` list; wikilinks,
-  embeds and tags in `render/note_links.py`.
+  embeds and tags in `render/note_links.py`;
+- an image of the workspace (`![](x.png)`) links to its own page (the image with its OCR text).
 """
 
 from __future__ import annotations
@@ -66,11 +67,12 @@ def _alias_html(token: Token) -> str:
 
 
 def render_note(text: str, note_path: str, blocks: list[Block], aliases: dict[str, list[str]],
-                links: NoteLinks) -> str:
+                links: NoteLinks, page: str | None = None) -> str:
+    """The note's HTML; its links are relative to `page` (default: the note's own page)."""
     md = markdown_parser()
     tokens = md.parse(text)
     _attach_ids(tokens, blocks, aliases)
-    env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page_path(note_path)}
+    env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page or page_path(note_path)}
     return _Renderer(md).render(tokens, md.options, env)
 
 
@@ -83,6 +85,15 @@ def _link_target(env: dict, target: str, kind: str) -> tuple[str | None, bool]:
     if kind in ("image", "embed") and not hit.path.endswith(".md"):
         return relative_url(env["page"], copy_path(hit.path)), True  # the copied original file
     return relative_url(env["page"], page_path(hit.path)), True
+
+
+def _linked_image(env: dict, target: str, kind: str, img: str) -> str:
+    """An image of the workspace links to its own page: the picture with its recognised (OCR) text."""
+    hit = env["resolver"].resolve(env["note"], target, kind)
+    if hit.path is None or env["link_stack"]:  # not ours, or already inside a link (no nested <a>)
+        return img
+    href = relative_url(env["page"], page_path(hit.path))
+    return f'<a class="image-link" href="{html.escape(href)}" title="Open the image with its recognised text">{img}</a>'
 
 
 class _Renderer:
@@ -198,7 +209,8 @@ class _Renderer:
         alt = html.escape(self.base.renderInlineAsText(tok.children or [], options, env))
         if src is None:
             return f'<span class="broken-link">[{alt}]</span>'
-        return f'<img src="{html.escape(src)}" alt="{alt}" loading="lazy">'
+        return _linked_image(env, str(tok.attrGet("src") or ""), "image",
+                             f'<img src="{html.escape(src)}" alt="{alt}" loading="lazy">')
 
     @staticmethod
     def _wikilink(tokens, idx, options, env) -> str:

@@ -41,16 +41,27 @@ class _Site(Protocol):
 PageRule = Callable[[_Site, Resource, dict[str, Any], ParsedResourceArtifact, str], str]
 
 
-def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
-    """A Markdown note: its own HTML with a block anchor on every block."""
+def note_body(site: _Site, res: Resource, artifact: ParsedResourceArtifact, page: str,
+              aliases: dict[str, list[str]]) -> str | None:
+    """A note's HTML with its links relative to `page` (its own page, or the front page);
+    None when the note no longer matches its indexed blocks (recorded as `note_changed`)."""
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())
-        body = render_note(text, res.path, artifact.blocks, ctx["aliases"], site.note_links)
+        return render_note(text, res.path, artifact.blocks, aliases, site.note_links, page=page)
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
         site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
-        body = None
-    # front matter `title`, else the first heading (the provider's choice), else the file name
-    ctx["title"] = artifact.title or posixpath.splitext(posixpath.basename(res.path))[0]
+        return None
+
+
+def note_title(res: Resource, artifact: ParsedResourceArtifact) -> str:
+    """Front matter `title`, else the first heading (the provider's choice), else the file name."""
+    return artifact.title or posixpath.splitext(posixpath.basename(res.path))[0]
+
+
+def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
+    """A Markdown note: its own HTML with a block anchor on every block."""
+    body = note_body(site, res, artifact, page, ctx["aliases"])
+    ctx["title"] = note_title(res, artifact)
     ctx.update({"body": body, "blocks": artifact.blocks})
     return site.env.get_template("note.html").render(ctx)
 

@@ -39,9 +39,11 @@ from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.render import data, page_images, tag_pages
+from mnote_evidence.build.render.backlinks import Sentences
+from mnote_evidence.build.render.front import INDEX, FrontPage
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
-from mnote_evidence.build.render.pages import RULES
+from mnote_evidence.build.render.pages import RULES, note_body, note_title
 from mnote_evidence.build.scan import is_inside
 from mnote_evidence.build.sidecars import artifact_from_source_map
 from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
@@ -54,6 +56,7 @@ class RenderOptions:
     jobs: int = 1
     images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
     max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: no image, warning page_images_capped
+    ask: bool = False  # a knowledge server is configured (the build's LightRAG URL): link the Ask page
 
 
 @dataclass
@@ -64,6 +67,7 @@ class RenderReport:
     page_images: int = 0
     images_removed: int = 0  # page image files of other settings, deleted
     tombstones: int = 0
+    front_page_written: bool = False  # index.html: only when what it shows changed (`render/front.py`)
     seconds: float = 0.0
     problems: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)  # per resource, e.g. page_images_capped
@@ -105,6 +109,7 @@ class _Site:
         self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
+        self.sentences = Sentences(self.conn, root)
 
     def _collisions(self) -> None:
         """Report sources placed away from their usual URL, and sources whose pages or copies
@@ -129,11 +134,11 @@ class _Site:
 
     # -- common context ----------------------------------------------------------
     def _base(self, page: str, title: str, source_path: str | None) -> dict[str, Any]:
+        """Header and head of every page: the workspace's name links home, then the folders, then the file."""
         parts = (source_path or page).split("/")
-        crumbs = [{"name": "Workspace", "url": relative_url(page, "index.html")}]
-        crumbs += [{"name": p, "url": None} for p in parts[:-1]]
-        return {"title": title, "page": page, "crumbs": crumbs, "file_name": parts[-1],
-                "static": relative_url(page, STATIC_DIR), "home": relative_url(page, "index.html"),
+        return {"title": title, "page": page, "crumbs": [{"name": p, "url": None} for p in parts[:-1]],
+                "file_name": parts[-1], "static": relative_url(page, STATIC_DIR), "home": relative_url(page, INDEX),
+                "ask_url": relative_url(page, "ask.html") if self.options.ask else None,
                 "workspace": self.meta.get("workspace_name", "workspace"), "csp": PAGE_CSP}
 
     def _resource_context(self, res: data.Resource, page: str) -> dict[str, Any]:
@@ -145,7 +150,9 @@ class _Site:
             "source_url": relative_url(page, copy_path(res.path)) if self._copyable(res) else None,
             "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))} if owner else None,
             "outline": data.section_tree(self.conn, res.resource_id),
-            "backlinks": [{"path": b.from_path, "text": b.text,
+            "backlinks": [{"path": b.from_path, "name": posixpath.splitext(posixpath.basename(b.from_path))[0],
+                           "folder": posixpath.dirname(b.from_path), "text": b.text,
+                           "sentence": self.sentences.snippet(b, res.path),
                            "url": relative_url(page, page_path(b.from_path), b.block_id)}
                           for b in data.backlinks(self.conn, res.resource_id)],
             "removed_aliases": [a.old_id for a in aliases if a.successor is None],
@@ -193,18 +200,16 @@ class _Site:
         ctx = self._base(page, posixpath.basename(source), source)
         return self.env.get_template("tombstone.html").render(ctx)
 
-    def render_index(self) -> str:
-        ctx = self._base("index.html", self.meta.get("workspace_name", "Workspace"), None)
-        ctx["crumbs"] = []
-        ctx.update({
-            "tree": _tree(self.resources),
-            "errors": [{"res": r, "url": relative_url("index.html", page_path(r.path))}
-                       for r in self.resources if r.status == "error"],
-            "warnings": [(r, w) for r in self.resources for w in r.warnings],
-            "stale": [r for r in self.resources if r.status == STATUS_STALE],
-            "counts": _counts(self.resources),
-            "built_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(int(self.meta.get("built_at_ms", 0)) / 1000)),
-        })
+    def render_index(self, front: FrontPage) -> str:
+        """The front page: the home note (links relative to index.html) beside the tree, or the tree."""
+        ctx = self._base(INDEX, self.meta.get("workspace_name", "Workspace"), None) | front.context()
+        ctx.update({"file_name": None, "body": None})
+        if front.note is not None:
+            artifact = self._artifact(front.note)
+            if artifact is not None:
+                ctx["body"] = note_body(self, front.note, artifact, INDEX, _aliases_by_successor(
+                    data.aliases(self.conn, front.note.resource_id)))
+                ctx["title"] = note_title(front.note, artifact)
         return self.env.get_template("index.html").render(ctx)
 
 
@@ -214,25 +219,6 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
         if a.successor:
             out.setdefault(a.successor, []).append(a.old_id)
     return out
-
-
-def _counts(resources: list[data.Resource]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in resources:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    return counts
-
-
-def _tree(resources: list[data.Resource]) -> dict[str, Any]:
-    """Nested folders: {"dirs": {name: subtree}, "files": [resource]}."""
-    root: dict[str, Any] = {"dirs": {}, "files": []}
-    for res in resources:
-        node = root
-        for part in res.path.split("/")[:-1]:
-            node = node["dirs"].setdefault(part, {"dirs": {}, "files": []})
-        node["files"].append({"res": res, "name": res.path.rsplit("/", 1)[-1],
-                              "url": relative_url("index.html", page_path(res.path))})
-    return root
 
 
 def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
@@ -282,6 +268,15 @@ def _copy_source(root: Path, out: Path, rel: str) -> None:
         raise
 
 
+def _write_if_changed(path: Path, text: str) -> None:
+    try:
+        if path.read_text("utf-8") == text:
+            return
+    except (OSError, ValueError):
+        pass
+    atomic_write_text(path, text)
+
+
 def _copy_static(out: Path) -> None:
     src = _templates_dir() / STATIC_DIR
     for path in src.rglob("*"):
@@ -313,8 +308,9 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         site.templates_salt = salt[0]
         state = _load_state(out)
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
-        stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag, options.max_page_images]
-        if state.get("stamp") == stamp and (out / "index.html").exists():
+        stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag, options.max_page_images, options.ask]
+        salt.append(options.ask)  # the header's Ask link is on every page
+        if state.get("stamp") == stamp and (out / INDEX).exists():
             site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
             rendering.finish()
             StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
@@ -322,10 +318,11 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         pages: dict[str, Any] = state.get("pages", {})
         image_jobs = []
         current = set()
+        keys = {res.path: _page_key(site, res, salt) for res in site.resources}
         for res in site.resources:
             page = page_path(res.path)
             current.add(page)
-            key = _page_key(site, res, salt)
+            key = keys[res.path]
             if site._copyable(res):
                 _drop_active_copy(out, res.path, site.generated)
                 _copy_source(root, out, res.path)
@@ -354,13 +351,17 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         site.report.page_images = page_images.render_all(image_jobs, options.jobs, imaging.advance)
         imaging.finish()
         site.report.images_removed = page_images.remove_stale(out, options.images)
-        atomic_write_text(out / "index.html", site.render_index())
-        atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
-            site._base("ask.html", "Ask", None) | {"crumbs": [], "file_name": "Ask"}))
+        front = FrontPage.of(site.resources, lambda note: keys[note.path], options.ask)
+        front_key = front.key(salt)
+        if state.get("front") != front_key or not (out / INDEX).exists():
+            atomic_write_text(out / INDEX, site.render_index(front))
+            site.report.front_page_written = True
+        _write_if_changed(out / "ask.html", site.env.get_template("ask.html").render(
+            site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
         _copy_static(out)
         atomic_write_text(out / HEADERS_FILE, headers_file())
-        atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages}, ensure_ascii=False,
-                                                       indent=0))
+        atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key},
+                                                       ensure_ascii=False, indent=0))
     finally:
         site.conn.close()
         site.report.seconds = round(time.perf_counter() - started, 3)

@@ -1,0 +1,113 @@
+"""The front page `index.html` (SPEC §8): the workspace's own home note, its file tree, recent changes.
+
+Rules (README, "The static evidence site"):
+- the home note is a top-level `index.md` or, failing that, `README.md` (names compared
+  case-insensitively, `.markdown` too; `index` wins, as in MkDocs); it must have been indexed
+  (`ok`). It is rendered beside the tree, with its links relative to `index.html`. Without one,
+  the tree is the page's main column;
+- "recent changes" are the resources the index recorded as changed most recently
+  (`evidence_resource.updated_at_ms`, i.e. build order, newest first; ties: notes first, then by
+  path): the build's
+  own record, so the page never stats the workspace;
+- the page has a key like every other page (`FrontPage.key`) and is rewritten only when it
+  changes: when the home note's page changes, or the tree, recent changes, problems or the
+  Ask link do. It shows no build time, so an unchanged workspace leaves it untouched.
+
+Invariants: every URL is relative to `index.html`; nothing here writes files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from mnote_evidence.build.model import KIND_MARKDOWN, NOTE_SUFFIXES, STATUS_OK, STATUS_STALE
+from mnote_evidence.build.render import data
+from mnote_evidence.build.urls import page_path, relative_url
+
+INDEX = "index.html"
+HOME_NOTE_STEMS = ("index", "readme")  # in order of preference
+RECENT = 8  # entries in "recent changes"
+
+
+def home_note(resources: list[data.Resource]) -> data.Resource | None:
+    """The workspace's own front page note: top-level `index.md`, else `README.md` (ok only)."""
+    candidates = {}
+    for res in resources:
+        stem, suffix = posixpath.splitext(res.path)
+        if "/" not in res.path and res.kind == KIND_MARKDOWN and res.status == STATUS_OK \
+                and suffix.lower() in NOTE_SUFFIXES and stem.lower() in HOME_NOTE_STEMS:
+            candidates.setdefault(stem.lower(), res)  # resources are sorted by path: first spelling wins
+    return next((candidates[s] for s in HOME_NOTE_STEMS if s in candidates), None)
+
+
+def recent(resources: list[data.Resource], n: int = RECENT) -> list[data.Resource]:
+    """The `n` resources changed most recently by the index's record (newest first, ties by path)."""
+    live = [r for r in resources if r.status != STATUS_STALE]
+    return sorted(live, key=lambda r: (-r.updated_at_ms, r.kind != KIND_MARKDOWN, r.path))[:n]
+
+
+def tree(resources: list[data.Resource]) -> dict[str, Any]:
+    """Nested folders: {"dirs": {name: subtree}, "files": [{"res", "name", "url"}]}."""
+    root: dict[str, Any] = {"dirs": {}, "files": []}
+    for res in resources:
+        node = root
+        for part in res.path.split("/")[:-1]:
+            node = node["dirs"].setdefault(part, {"dirs": {}, "files": []})
+        node["files"].append({"res": res, "name": res.path.rsplit("/", 1)[-1],
+                              "url": relative_url(INDEX, page_path(res.path))})
+    return root
+
+
+def _counts(resources: list[data.Resource]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in resources:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    return counts
+
+
+def _day(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000)) if ms else ""
+
+
+@dataclass
+class FrontPage:
+    """What `index.html` shows, computed from the resource rows alone (cheap: no template, no file)."""
+
+    resources: list[data.Resource]
+    note: data.Resource | None
+    note_key: str | None  # the home note's page key: its body changes exactly when that does
+    ask: bool
+
+    @classmethod
+    def of(cls, resources: list[data.Resource], note_key: Any, ask: bool) -> "FrontPage":
+        note = home_note(resources)
+        return cls(resources, note, note_key(note) if note else None, ask)
+
+    def key(self, salt: list[Any]) -> str:
+        rows = [(r.path, r.kind, r.status, r.error_code, r.error_message, r.warnings) for r in self.resources]
+        payload = [rows, [(r.path, r.updated_at_ms) for r in recent(self.resources)],
+                   self.note.path if self.note else None, self.note_key, self.ask, salt]
+        return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()[:20]
+
+    def context(self) -> dict[str, Any]:
+        """The template context of `index.html` (without the base context and the note body)."""
+        changed = recent(self.resources)
+        return {
+            "tree": tree(self.resources),
+            "recent": [{"res": r, "name": posixpath.basename(r.path), "folder": posixpath.dirname(r.path),
+                        "when": _day(r.updated_at_ms), "url": relative_url(INDEX, page_path(r.path))}
+                       for r in changed],
+            "last_change": _day(changed[0].updated_at_ms) if changed else "",
+            "errors": [{"res": r, "url": relative_url(INDEX, page_path(r.path))}
+                       for r in self.resources if r.status == "error"],
+            "warnings": [(r, w) for r in self.resources for w in r.warnings],
+            "stale": [r for r in self.resources if r.status == STATUS_STALE],
+            "counts": _counts(self.resources),
+            "home_note": {"path": self.note.path, "url": relative_url(INDEX, page_path(self.note.path))}
+            if self.note else None,
+        }
