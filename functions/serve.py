@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from mnote_evidence.build.knowledge.lightrag import URL_ENV
+from mnote_evidence.build.render.site import links_ask
 from mnote_evidence.build.scan import skip_dir
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.errors import IndexIncompatible
@@ -226,6 +227,9 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
     url = f"http://{host}:{sock.getsockname()[1]}"
     print(f"Evidence site:  {url}{SITE_BASE}index.html\nData (SQL):     {url}/{db.stem}\n"
           f"Search API:     {url}/-/evidence/search?query=...", flush=True)
+    if lightrag_url and watcher is None and not links_ask(site_dir):
+        print(f"Ask page:       {url}{SITE_BASE}ask.html (the pages link it once the site is built with "
+              "--lightrag-url, as `serve --watch` does)", flush=True)
     if watcher is not None:
         watcher.on_rebuilt = lambda: refresh(ds)
         watcher.start()

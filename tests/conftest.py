@@ -31,7 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "content_fixtures"
 FACTS = json.loads((REPO / "tests" / "fixture_facts.json").read_text("utf-8"))
 
-SCREENSHOTS = Path(os.environ.get("MNOTE_SCREENSHOTS", REPO / "test-artifacts"))
+# screenshots for a reviewer: in the system's temporary folder, never in the repository
+SCREENSHOTS = Path(os.environ.get("MNOTE_SCREENSHOTS", Path(tempfile.gettempdir()) / "mnote-evidence-screenshots"))
 CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright drives it (never `playwright install`)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -197,7 +197,10 @@ def test_workspace_files_never_overwrite_our_output(hostile):
     assert "X-Evil" not in headers and "X-Content-Type-Options: nosniff" in headers
     assert (out / "_file" / "_headers").read_text("utf-8") == (root / "_headers").read_text("utf-8")
     index, ask = (out / "index.html").read_text("utf-8"), (out / "ask.html").read_text("utf-8")
-    assert "Its own text." not in index and "Ask note" not in ask
+    assert "Ask note" not in ask
+    # index.html is still the page we generate: the front page, which shows the workspace's index.md as
+    # its home note (issue 16) beside our tree, with a link to the note's own page
+    assert 'class="tree"' in index and 'class="note front-note"' in index and 'href="_page/index.md.html"' in index
     note_page = out / page_path("index.md")
     assert page_path("index.md") == "_page/index.md.html" and "Its own text." in note_page.read_text("utf-8")
     # links and citation URLs into the relocated note open it, not the generated index

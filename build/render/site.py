@@ -238,6 +238,11 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     return data.page_key(res, extra + salt)
 
 
+def links_ask(out: Path) -> bool:
+    """Whether the site in `out` links the Ask page (it was rendered with a knowledge server configured)."""
+    return bool(_load_state(out).get("ask"))
+
+
 def _load_state(out: Path) -> dict[str, Any]:
     try:
         return json.loads((out / STATE_FILE).read_text("utf-8"))
@@ -360,7 +365,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
         _copy_static(out)
         atomic_write_text(out / HEADERS_FILE, headers_file())
-        atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key},
+        atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
+                                                        "ask": options.ask},
                                                        ensure_ascii=False, indent=0))
     finally:
         site.conn.close()

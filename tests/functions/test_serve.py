@@ -206,3 +206,19 @@ def test_bound_socket_is_tcp_so_responses_are_not_delayed():
             bind("127.0.0.1", sock.getsockname()[1])
     finally:
         sock.close()
+
+
+def test_serve_with_a_lightrag_url_names_the_ask_page_a_static_build_does_not_link(stale_site):
+    """The pages link Ask only when the build had a LightRAG URL; `serve --lightrag-url` on a site built
+    without one says where the Ask page is instead (the served files are not rewritten)."""
+    _, out = stale_site
+    assert "ask-link" not in (out / "index.html").read_text("utf-8")
+    proc, base = start_serve(out, "--lightrag-url", "http://127.0.0.1:9")
+    try:
+        assert httpx.get(base + "/-/evidence/site/ask.html", timeout=30).status_code == 200
+    finally:
+        output = stop(proc)
+    assert f"Ask page:       {base}/-/evidence/site/ask.html" in output
+    proc, base = start_serve(out)  # no knowledge server: no Ask line
+    output = stop(proc)
+    assert "Ask page" not in output and "Evidence site:" in output

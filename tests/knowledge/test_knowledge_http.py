@@ -66,3 +66,16 @@ def test_ask_cli_prints_clickable_citations(knowledge_site, lightrag, monkeypatc
     monkeypatch.setenv("LIGHTRAG_URL", "http://127.0.0.1:9")  # nothing listens there
     down = runner.invoke(main, ["ask", "吡咯烷", "--site", str(out)])
     assert down.exit_code == 1 and "knowledge_rag_unavailable" in down.output
+
+
+def test_a_site_built_with_lightrag_links_ask_at_the_end_of_the_header(served, page):
+    page.goto(served + "/-/evidence/site/Projects/Evidence%20Kernel.html")
+    header = page.eval_on_selector("header.top", "el => el.getBoundingClientRect().toJSON()")
+    ask = page.eval_on_selector("header .ask-link", "el => el.getBoundingClientRect().toJSON()")
+    search = page.eval_on_selector("header form.search", "el => el.getBoundingClientRect().toJSON()")
+    assert ask["left"] >= search["right"] and header["right"] - ask["right"] < 24  # last, at the right edge
+    assert abs((ask["top"] + ask["bottom"]) / 2 - (search["top"] + search["bottom"]) / 2) < 4  # on the bar's line
+    page.click("header .ask-link")
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/-/evidence/site/ask.html") and page.is_visible("#ask")
+    assert page.console_errors == []
