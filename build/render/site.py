@@ -207,8 +207,11 @@ class _Site:
         if front.note is not None:
             artifact = self._artifact(front.note)
             if artifact is not None:
+                known = len(self.report.problems)
                 ctx["body"] = note_body(self, front.note, artifact, INDEX, _aliases_by_successor(
                     data.aliases(self.conn, front.note.resource_id)))
+                if any(p in self.report.problems[:known] for p in self.report.problems[known:]):
+                    del self.report.problems[known:]  # already reported by the note's own page
                 ctx["title"] = note_title(front.note, artifact)
         return self.env.get_template("index.html").render(ctx)
 

@@ -111,3 +111,23 @@ def test_keyboard_focus_is_always_visible(site, page, name):
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     assert page.evaluate("location.hash") == "#main"
+
+
+def test_without_javascript_anchors_highlight_and_every_part_shows(site, browser):
+    """The site's promise: anchors, highlights, the front page and the side panels need no JavaScript."""
+    _, out = site
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 375, "height": 800})
+    try:
+        pg = context.new_page()
+        bid = block_id(out, "The retention period for audit evidence is seven%")
+        pg.goto((out / PAGES["pdf"]).as_uri() + f"#{bid}")
+        assert pg.eval_on_selector(f'[id="{bid}"]', "el => getComputedStyle(el).outlineColor") == HIGHLIGHT
+        box = pg.eval_on_selector(f'[id="{bid}"]', "el => el.getBoundingClientRect().toJSON()")
+        assert 0 <= box["top"] < 800  # scrolled to it
+        pg.goto((out / PAGES["front"]).as_uri())
+        assert pg.is_visible("article.front-note h1") and pg.is_visible(".recent-list")
+        assert pg.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+        pg.goto((out / PAGES["note"]).as_uri())
+        assert pg.is_visible(".backlinks mark") and pg.is_visible('nav[aria-label="Outline"]')
+    finally:
+        context.close()
