@@ -6,6 +6,9 @@ image settings); only pages whose key changed are written. PDF page images are
 cached by content hash and settings (`page_images.py`); images of other
 settings are removed. A resource that disappeared leaves a tombstone page, so
 old citation URLs still land somewhere that says what happened.
+The front page `index.html` (`render/front.py`: the home note, tree, recent changes) has a key
+of its own and is rewritten only when what it shows changed (`RenderReport.front_page_written`).
+The header links the Ask page only with `RenderOptions.ask` (a knowledge server configured).
 
 Every URL is relative (`build.urls.relative_url`): the site works from any
 base path and from `file://`. Pages are written atomically, one by one.
