@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import SPEC_PDF, shoot
+from tests.conftest import CHEM_DOCX, SPEC_PDF, shoot
 from tests.render.conftest import block_id
 from tests.render.test_site_browser import HIGHLIGHT, open_page, outline_color
 
 PAGES = {"front": "index.html", "note": "Projects/Evidence Kernel.html", "pdf": SPEC_PDF + ".html"}
+OTHERS = {"docx": CHEM_DOCX + ".html", "image": "研究/Rust 并发.assets/thread-scope.png.html", "ask": "ask.html",
+          "error": "Inbox/Broken Files.assets/encrypted.pdf.html"}
 
 # Elements that stick out of the window, except inside a box that scrolls or clips them.
 OVERFLOWING = """() => {
@@ -38,11 +40,11 @@ def luminance(css_rgb: str) -> float:
 
 
 @pytest.mark.parametrize("width", [375, 1280])
-@pytest.mark.parametrize("name", list(PAGES))
+@pytest.mark.parametrize("name", list(PAGES) + list(OTHERS))
 def test_nothing_overflows_sideways(site, page, name, width):
     _, out = site
     page.set_viewport_size({"width": width, "height": 800})
-    open_page(page, out, PAGES[name])
+    open_page(page, out, {**PAGES, **OTHERS}[name])
     page.wait_for_function("[...document.images].filter(i => i.loading !== 'lazy').every(i => i.complete)")
     scroll_width, inner = page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
     assert scroll_width <= inner, (scroll_width, inner)
