@@ -206,7 +206,7 @@ class _Site:
     def render_index(self, front: FrontPage) -> str:
         """The front page: the home note (links relative to index.html) beside the tree, or the tree."""
         ctx = self._base(INDEX, self.meta.get("workspace_name", "Workspace"), None) | front.context()
-        ctx.update({"file_name": None, "body": None})
+        ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX)})
         if front.note is not None:
             artifact = self._artifact(front.note)
             if artifact is not None:
@@ -279,15 +279,6 @@ def _copy_source(root: Path, out: Path, rel: str) -> None:
         raise
 
 
-def _write_if_changed(path: Path, text: str) -> None:
-    try:
-        if path.read_text("utf-8") == text:
-            return
-    except (OSError, ValueError):
-        pass
-    atomic_write_text(path, text)
-
-
 def _copy_static(out: Path) -> None:
     src = _templates_dir() / STATIC_DIR
     for path in src.rglob("*"):
@@ -316,7 +307,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     rendering = StageProgress(on_progress, Stage.RENDER, len(site.resources))
     try:
         salt = [_templates_hash()]
-        site.templates_salt = salt[0]
+        site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
         state = _load_state(out)
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag, options.max_page_images, options.ask]
@@ -367,7 +358,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
             site.report.front_page_written = True
-        _write_if_changed(out / "ask.html", site.env.get_template("ask.html").render(
+        atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
             site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
         _copy_static(out)
         atomic_write_text(out / HEADERS_FILE, headers_file())

@@ -36,6 +36,16 @@ def crumbs_of(html: str) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", nav).split())
 
 
+def linking_notes(out: Path, target: str) -> set[str]:
+    conn = sqlite3.connect(out / "evidence.sqlite")
+    try:
+        return {p for (p,) in conn.execute(
+            "SELECT r.source_root_relative_path FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+            "WHERE l.target_path = ?", [target])}
+    finally:
+        conn.close()
+
+
 def test_readme_is_the_front_page_beside_the_tree_and_recent_changes(site):
     root, out = site
     html = read(out, "index.html")
@@ -154,7 +164,10 @@ def test_one_edited_note_rewrites_its_page_its_backlink_pages_and_the_front_page
     report = run_build(workspace, out, site=True).site
     changed = {p.relative_to(out).as_posix() for p, m in before.items() if p.stat().st_mtime_ns != m}
     assert changed == {"Daily/2026-11-02.html", NOTE, "index.html"}  # index: recent changes list the note
-    assert report.pages_written == 2 and report.front_page_written
+    # rendered: the note, the page quoting it, and the notes linking to it (their link targets' content
+    # changed, so they are re-rendered, and come out the same: atomic_write_text leaves them untouched)
+    assert linking_notes(out, "Daily/2026-11-02.md") == {"README.md", "Daily/2026-11-03.md"}
+    assert report.pages_written == 2 + 2 and report.front_page_written
     assert "spans two pages" in side_of(read(out, NOTE))
 
     # the home note itself: its page, the pages whose backlinks quote the edited block, the front page
@@ -164,4 +177,5 @@ def test_one_edited_note_rewrites_its_page_its_backlink_pages_and_the_front_page
     report = run_build(workspace, out, site=True).site
     changed = {p.relative_to(out).as_posix() for p, m in before.items() if p.stat().st_mtime_ns != m}
     assert changed == {"README.html", "Archive/Old Ideas.html", "index.html"}
-    assert report.pages_written == 2 and "Older material lives" in main_of(read(out, "index.html"))
+    assert linking_notes(out, "README.md") == {"Projects/Evidence Kernel.md"}
+    assert report.pages_written == 2 + 1 and "Older material lives" in main_of(read(out, "index.html"))
