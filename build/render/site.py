@@ -153,7 +153,7 @@ class _Site:
             "source_url": relative_url(page, copy_path(res.path)) if self._copyable(res) else None,
             "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))} if owner else None,
             "outline": data.section_tree(self.conn, res.resource_id),
-            "backlinks": [{"path": b.from_path, "name": posixpath.splitext(posixpath.basename(b.from_path))[0],
+            "backlinks": [{"path": b.from_path, "name": self._title_of(b.from_path),
                            "folder": posixpath.dirname(b.from_path), "text": b.text,
                            "sentence": self.sentences.snippet(b, res.path),
                            "url": relative_url(page, page_path(b.from_path), b.block_id)}
@@ -171,6 +171,11 @@ class _Site:
             return None
         settings = self.options.images
         return f"{page_images.image_folder(res.source_hash, settings)}/{page_images.image_name(page, settings)}"
+
+    def _title_of(self, path: str) -> str:
+        """A resource's title as the provider chose it (front matter, first heading), else its file name."""
+        res = self.by_path.get(path)
+        return (res.title if res is not None and res.title else None) or posixpath.basename(path)
 
     def _copyable(self, res: data.Resource) -> bool:
         return bool(res.source_hash) and res.status != STATUS_STALE and copy_path(res.path) not in self.generated
@@ -229,6 +234,7 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
 
 def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     extra = data.dependency_fingerprint(site.conn, res.resource_id)
+    extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
     if res.kind == KIND_MARKDOWN:  # its links' resolutions, and the content of what they point into
         extra.append(site.conn.execute(
             "SELECT group_concat(coalesce(l.target_path, '') || '|' || coalesce(l.problem, '') || '|' "

@@ -118,6 +118,9 @@ def test_backlinks_show_the_linking_sentence_with_the_link_marked(site):
     assert "Attendees agreed" not in side
     assert "<q>Read the <mark>Evidence Kernel</mark> spec; the provider matrix table spans a page break.</q>" in side
     # a Markdown link's label, found as a word of its own ("spec", not the start of "specification")
+    # each backlink is named by the linking note's title (its first heading here), its folder beside it
+    assert re.search(r'<a href="Meeting%20Notes/Kickoff.html#b-[a-z0-9-]+">Kickoff meeting</a> '
+                     r'<small class="muted">Projects/Meeting Notes</small>', side)
     pdf_side = side_of(read(out, PDF_PAGE))
     assert "<q>The kernel specification is attached: <mark>spec</mark>.</q>" in pdf_side
 
@@ -179,3 +182,13 @@ def test_one_edited_note_rewrites_its_page_its_backlink_pages_and_the_front_page
     assert changed == {"README.html", "Archive/Old Ideas.html", "index.html"}
     assert linking_notes(out, "README.md") == {"Projects/Evidence Kernel.md"}
     assert report.pages_written == 2 + 1 and "Older material lives" in main_of(read(out, "index.html"))
+
+    # a linking note's new title renames its backlink on the pages it links to
+    kickoff = workspace / "Projects/Meeting Notes/Kickoff.md"
+    text = kickoff.read_text("utf-8")
+    kickoff.write_text("---\ntitle: Kickoff A\n---\n" + text, "utf-8")
+    run_build(workspace, out, site=True)
+    assert ">Kickoff A</a>" in side_of(read(out, NOTE))
+    kickoff.write_text("---\ntitle: Kickoff B\n---\n" + text, "utf-8")  # the linking block itself is unchanged
+    run_build(workspace, out, site=True)
+    assert ">Kickoff B</a>" in side_of(read(out, NOTE)) and ">Kickoff A</a>" not in side_of(read(out, NOTE))

@@ -17,7 +17,7 @@ from tests.render.test_site_browser import HIGHLIGHT, open_page, outline_color
 
 PAGES = {"front": "index.html", "note": "Projects/Evidence Kernel.html", "pdf": SPEC_PDF + ".html"}
 OTHERS = {"docx": CHEM_DOCX + ".html", "image": "研究/Rust 并发.assets/thread-scope.png.html", "ask": "ask.html",
-          "error": "Inbox/Broken Files.assets/encrypted.pdf.html"}
+          "error": "Inbox/Broken Files.assets/encrypted.pdf.html", "obsidian": "Obsidian/Project Plan.html"}
 
 # Elements that stick out of the window, except inside a box that scrolls or clips them.
 OVERFLOWING = """() => {
@@ -89,6 +89,11 @@ def test_dark_mode_follows_the_system_and_keeps_the_highlight(site, page):
         open_page(page, out, PAGES[name])
         assert luminance(page.evaluate(colours)[0]) < 0.15
         shoot(page, f"layout-{name}-dark")
+    open_page(page, out, OTHERS["obsidian"])  # Obsidian's ==highlights== stay readable: light text, dark mark
+    mark_bg, mark_ink = page.eval_on_selector(".note mark", "el => [getComputedStyle(el).backgroundColor, "
+                                                           "getComputedStyle(el).color]")
+    assert luminance(mark_ink) - luminance(mark_bg) > 0.45, (mark_bg, mark_ink)
+    shoot(page, "layout-obsidian-dark")
 
 
 @pytest.mark.parametrize("name", ["note", "pdf"])
