@@ -3,8 +3,9 @@
 Registered by entry point (`datasette plugins` lists it). On a Datasette that holds an
 evidence database (one with an `evidence_block` table) it adds, all under `/-/` as
 Datasette's conventions ask, so no database or table URL is ever taken over:
-- `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open`, `/-/evidence/verify` and `/-/knowledge/*`:
-  GET with query parameters or POST with a JSON body, answered by the pure handlers;
+- `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open`, `/-/evidence/verify` and
+  `/-/knowledge/*` (the route table `functions/routes.py`, shared with the ASGI app): GET with query
+  parameters or POST with a JSON body, answered by the pure handlers;
 - `/-/evidence/search-page`: the search page for readers (`functions/search_page.py`), linked from
   Datasette's menu and the evidence database's actions;
 - `/-/evidence/site/...`: the static site next to the database (when one is there), and
@@ -44,19 +45,17 @@ from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.text import QueryError, fts_query
 from mnote_evidence.build.urls import page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.functions import evidence, knowledge, search_page, verify
+from mnote_evidence.functions import search_page
+from mnote_evidence.functions.contracts import Context
 from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.guard import Guard, datasette_columns
 from mnote_evidence.functions.live_database import make_live
 from mnote_evidence.functions.metadata import CANNED_QUERIES, TABLES
+from mnote_evidence.functions.routes import ROUTES, Route, answer
 
 PLUGIN = "mnote-evidence"
 SITE_BASE = "/-/evidence/site/"
 LEGACY_SITE = "/site/"  # where the site used to be mounted; redirected while no database is routed there
-LIST_PARAMS = {"resourceKinds"}
-INT_PARAMS = {"topK", "window", "offset", "perDocument"}
-BOOL_PARAMS = {"includeOcr", "includeFurniture"}
 NO_MATCH = '"\u2063"'  # an FTS phrase nothing is indexed under: "no results", not an SQL error
 
 
@@ -120,9 +119,9 @@ class _State:
         if hasattr(database, "live"):
             database.live.check()
 
-    def context(self) -> evidence.Context:
+    def context(self) -> Context:
         base = self.site_base if self.site_dir else ""
-        return evidence.Context(self.db, base, self._settings()[2])
+        return Context(self.db, base, self._settings()[2])
 
 
 _STATES: dict[int, _State] = {}
@@ -136,45 +135,11 @@ def _state(datasette) -> _State:
 
 
 # -- HTTP adapter ----------------------------------------------------------------------
-def request_from_query(args) -> dict:
-    """Query-string parameters -> the handler's typed request (lists comma-separated)."""
-    out: dict = {}
-    for key in args.keys():
-        value = args.get(key)
-        if key in LIST_PARAMS:
-            out[key] = [v for v in value.split(",") if v]
-        elif key in INT_PARAMS:
-            try:
-                out[key] = int(value)
-            except ValueError:
-                out[key] = value  # the handler rejects it with a message
-        elif key in BOOL_PARAMS:
-            out[key] = value.lower() in ("1", "true", "yes")
-        else:
-            out[key] = value
-    if "q" in out and "query" not in out:
-        out["query"] = out.pop("q")
-    return out
-
-
-def _endpoint(handler):
+def _endpoint(route: Route):
     async def view(request, datasette):
         state = _state(datasette)
-        if request.method == "POST":
-            try:
-                body = json.loads((await request.post_body()) or b"{}")
-            except (ValueError, UnicodeDecodeError):
-                return Response.json({"ok": False, "error": {"code": "bad_request",
-                                      "message": "body is not valid JSON"}}, status=400)
-        else:
-            body = request_from_query(request.args)
-        ctx = state.context()
-
-        def in_session(req: dict) -> dict:
-            with state.db.session():  # one connection, one build, for the whole request
-                return handler(req, ctx)
-
-        status, payload = await asyncio.to_thread(call, in_session, body)
+        body = (await request.post_body()) if request.method == "POST" else None
+        status, payload = await asyncio.to_thread(answer, route, state.context(), request.method, request.args, body)
         return Response.json(payload, status=status, headers={"Cache-Control": "no-store"})
 
     return view
@@ -229,14 +194,8 @@ def register_routes(datasette):
         return []  # not an evidence Datasette: leave every URL to Datasette and other plugins
     base = state.site_base
     routes = [
-        (r"^/-/evidence/search$", _endpoint(evidence.search)),
-        (r"^/-/evidence/read$", _endpoint(evidence.read)),
-        (r"^/-/evidence/open$", _endpoint(evidence.open_)),
-        (r"^/-/evidence/verify$", _endpoint(verify.verify_quote)),
+        *(("^" + re.escape(route.path) + "$", _endpoint(route)) for route in ROUTES),
         (r"^/-/evidence/search-page$", _search_page),
-        (r"^/-/knowledge/query$", _endpoint(knowledge.query)),
-        (r"^/-/knowledge/status$", _endpoint(knowledge.status)),
-        (r"^/-/knowledge/ask$", _endpoint(knowledge.ask)),
         ("^" + re.escape(base) + "(?P<path>.*)$", _site_file),
         ("^" + re.escape(base.rstrip("/")) + "$", _home),
     ]

@@ -1,9 +1,10 @@
 """`evidence.search`, `evidence.read`, `evidence.open` (SPEC §9): pure handlers.
 
 Each takes a request dict and a `Context` and returns a response dict (typed in
-`functions.contracts`); requests are checked by `functions.validation`, and
-bad input raises a `functions.errors.HandlerError` (answered as 4xx by
-`errors.call`). They read `evidence.sqlite` only through `EvidenceDB` and
+`functions.contracts`); each request is declared once as a `RequestSpec`
+(`SEARCH_REQUEST`, `READ_REQUEST`, `OPEN_REQUEST`: `functions.validation`), which
+checks it here and is the MCP tools' input schema; bad input raises a
+`functions.errors.HandlerError` (answered as 4xx by `errors.call`). They read `evidence.sqlite` only through `EvidenceDB` and
 never interpolate input into SQL. Every answer is bounded (topK <= 50, quotes <= 280 chars, window <= 10).
 Locators' `openAction.url` is prefixed with the site's base URL so a client
 can open it as is.
@@ -37,13 +38,16 @@ from mnote_evidence.functions.quote_check import mark_results
 from mnote_evidence.functions.search_results import MAX_DEPTH, fts_page, result, with_base
 from mnote_evidence.functions.snippet import snippet
 from mnote_evidence.functions.validation import (
-    check_fields,
+    BLOCK_ID,
+    CHOICE,
+    CHOICES,
+    FLAG,
+    INTEGER,
+    LOCATOR,
+    TEXT,
+    Field,
+    RequestSpec,
     get_block_id,
-    get_bool,
-    get_choice,
-    get_choices,
-    get_int,
-    get_str,
 )
 
 KINDS = tuple(k.value for k in indexed_kinds())  # what a search may filter on: the registry's kinds (plain str)
@@ -106,26 +110,36 @@ def _best_block_of(conn: sqlite3.Connection, resource_id: str, query: str) -> Hi
 
 
 # -- evidence.search -------------------------------------------------------------------
-SEARCH_FIELDS = {"query", "mode", "topK", "resourceKinds", "pathPrefix", "includeOcr", "includeFurniture",
-                 "offset", "groupBy", "perDocument", "folder", "resourcePath"}
 GROUP_BY = ("none", "document")
 MAX_PER_DOCUMENT, DEFAULT_PER_DOCUMENT = 5, 3
+SEARCH_REQUEST = RequestSpec(
+    Field("query", TEXT, "Words or a phrase to find (Chinese substrings and English words).", required=True),
+    Field("mode", CHOICE, "fts: full-text; graph: follow links from the hits; hybrid: both.",
+          default="fts", choices=MODES),
+    Field("topK", INTEGER, "How many results (with groupBy=document: files) per page.", default=DEFAULT_TOP_K,
+          lo=1, hi=MAX_TOP_K),
+    Field("offset", INTEGER, "Results (or files) to skip: the previous answer's nextOffset (fts mode).",
+          default=0, lo=0, hi=MAX_DEPTH - 1),
+    Field("groupBy", CHOICE, "document: one entry per file, its best passages first (fts mode).",
+          default="none", choices=GROUP_BY),
+    Field("perDocument", INTEGER, "With groupBy=document: passages shown per file.", default=DEFAULT_PER_DOCUMENT,
+          lo=1, hi=MAX_PER_DOCUMENT),
+    Field("resourceKinds", CHOICES, "Only these kinds of files.", choices=KINDS),
+    Field("pathPrefix", TEXT, "Only files whose workspace path starts with this string.", max_len=500),
+    Field("folder", TEXT, "Only files in this folder and below (研究 matches 研究/…, never 研究2/…).", max_len=500),
+    Field("resourcePath", TEXT, "Only this file (its workspace path), e.g. a group's expand.", max_len=1000),
+    Field("includeFurniture", FLAG, "Also rank PDF page furniture (running headers, footers, page numbers)."),
+    Field("includeOcr", FLAG, "Add LightRAG hits on OCR'd sources when local results are fewer than topK."),
+)
 
 
 def search(request: dict, ctx: Context) -> SearchResponse:
-    check_fields(request, SEARCH_FIELDS)
-    query = get_str(request, "query", required=True)
-    mode = get_choice(request, "mode", "fts", MODES)
-    top_k = get_int(request, "topK", DEFAULT_TOP_K, 1, MAX_TOP_K)
-    offset = get_int(request, "offset", 0, 0, MAX_DEPTH - 1)
-    group_by = get_choice(request, "groupBy", "none", GROUP_BY)
-    per_document = get_int(request, "perDocument", DEFAULT_PER_DOCUMENT, 1, MAX_PER_DOCUMENT)
-    filters = Filters(kinds=get_choices(request, "resourceKinds", KINDS),
-                      path_prefix=get_str(request, "pathPrefix", max_len=500),
-                      folder=get_str(request, "folder", max_len=500),
-                      resource_path=get_str(request, "resourcePath", max_len=1000),
-                      include_furniture=get_bool(request, "includeFurniture"))  # headers, footers, page numbers
-    include_ocr = get_bool(request, "includeOcr")
+    args = SEARCH_REQUEST.parse(request)
+    query, mode, top_k, offset = args["query"], args["mode"], args["topK"], args["offset"]
+    group_by, per_document, include_ocr = args["groupBy"], args["perDocument"], args["includeOcr"]
+    filters = Filters(kinds=args["resourceKinds"], path_prefix=args["pathPrefix"], folder=args["folder"],
+                      resource_path=args["resourcePath"],
+                      include_furniture=args["includeFurniture"])  # headers, footers, page numbers
     if mode != "fts" and (offset or group_by != "none"):
         raise BadRequest(f"'offset' and 'groupBy' page and group full-text results: use mode fts, not {mode}")
     if group_by == "none" and offset + top_k > MAX_DEPTH:
@@ -167,7 +181,12 @@ def search(request: dict, ctx: Context) -> SearchResponse:
 
 
 # -- evidence.read ----------------------------------------------------------------------
-READ_FIELDS = {"blockId", "locator", "window"}
+READ_REQUEST = RequestSpec(
+    Field("blockId", BLOCK_ID, "The block to read: an evidenceId from a search result."),
+    Field("locator", LOCATOR, "Or a locator as returned in a result's source (its blockId is used)."),
+    Field("window", INTEGER, "Neighbouring blocks to include on each side (same page or section).",
+          default=DEFAULT_WINDOW, lo=0, hi=MAX_WINDOW),
+    one_of=("blockId", "locator"))
 
 
 def _resolve(conn: sqlite3.Connection, block_id: str) -> tuple[sqlite3.Row, str | None]:
@@ -199,8 +218,7 @@ def _brief(row: sqlite3.Row, ctx: Context) -> dict[str, Any]:
 
 
 def read(request: dict, ctx: Context) -> dict:
-    check_fields(request, READ_FIELDS)
-    window = get_int(request, "window", DEFAULT_WINDOW, 0, MAX_WINDOW)
+    window = READ_REQUEST.parse(request)["window"]
     conn = ctx.db.connect()
     row, redirected = _resolve(conn, get_block_id(request))
     scope, params = "", []
@@ -244,11 +262,14 @@ def _references(conn: sqlite3.Connection, path: str, ctx: Context) -> list[dict[
 
 
 # -- evidence.open ----------------------------------------------------------------------
-OPEN_FIELDS = {"blockId", "locator"}
+OPEN_REQUEST = RequestSpec(
+    Field("blockId", BLOCK_ID, "The block to open: an evidenceId from a search result."),
+    Field("locator", LOCATOR, "Or a locator: one with a blockId, or {resourcePath, page, bbox} for any box of a page."),
+    one_of=("blockId", "locator"))
 
 
 def open_(request: dict, ctx: Context) -> dict:
-    check_fields(request, OPEN_FIELDS)
+    OPEN_REQUEST.parse(request)
     locator = request.get("locator")
     if request.get("blockId") is None and isinstance(locator, dict) and not locator.get("blockId"):
         return _open_box(locator, ctx)

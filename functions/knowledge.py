@@ -17,7 +17,7 @@ from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagError
 from mnote_evidence.functions.citations import CitationMapper
 from mnote_evidence.functions.contracts import Context, SearchResult
 from mnote_evidence.functions.errors import BadRequest
-from mnote_evidence.functions.validation import check_fields, get_choice, get_int, get_str
+from mnote_evidence.functions.validation import CHOICE, INTEGER, TEXT, Field, RequestSpec
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 MAX_TOP_K = 50
@@ -44,13 +44,18 @@ def _retrieve(ctx: Context, query: str, mode: str, top_k: int) -> tuple[dict, di
                                                "relationships": len(data.get("relationships") or [])}}}
 
 
-QUERY_FIELDS = {"query", "mode", "topK"}
+QUERY_REQUEST = RequestSpec(
+    Field("query", TEXT, "The question or words to retrieve passages for.", required=True),
+    Field("mode", CHOICE, "LightRAG retrieval mode.", default="mix", choices=MODES),
+    Field("topK", INTEGER, "How many LightRAG chunks to retrieve and cite at most.", default=10, lo=1, hi=MAX_TOP_K),
+)
+STATUS_REQUEST = RequestSpec()
+ASK_REQUEST = QUERY_REQUEST  # the same fields: the answer comes with the citations of the same retrieval
 
 
 def _query_args(request: dict) -> tuple[str, str, int]:
-    check_fields(request, QUERY_FIELDS)
-    text = get_str(request, "query", required=True)
-    return text, get_choice(request, "mode", "mix", MODES), get_int(request, "topK", 10, 1, MAX_TOP_K)
+    args = QUERY_REQUEST.parse(request)
+    return args["query"], args["mode"], args["topK"]
 
 
 def query(request: dict, ctx: Context) -> dict:
@@ -71,7 +76,7 @@ def _query(ctx: Context, text: str, mode: str, top_k: int) -> dict:
 
 
 def status(request: dict, ctx: Context) -> dict:
-    check_fields(request, set())
+    STATUS_REQUEST.parse(request)
     if ctx.lightrag is None:
         return {"ok": True, "healthy": False, "reason": "knowledge_rag_unconfigured"}
     try:
@@ -89,9 +94,6 @@ def status(request: dict, ctx: Context) -> dict:
             "rerankAvailable": bool(rerank_binding and rerank_binding != "null"
                                     and (health.get("rerank_queue_status") or {}).get("available", True)),
             "rerankModel": conf.get("rerank_model"), "pipelineBusy": bool(health.get("pipeline_busy"))}
-
-
-ASK_FIELDS = {"query", "mode", "topK"}
 
 
 def _answer(ctx: Context, text: str, mode: str, top_k: int) -> dict | LightRagError:

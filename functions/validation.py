@@ -1,17 +1,34 @@
-"""Request validation for the query handlers (SPEC §9, §11): one place, no handler state.
+"""Request validation for the query handlers (SPEC §9, §11): one definition per request.
 
-Every handler takes a JSON-like dict from an untrusted client. These helpers
-read one field each and raise `BadRequest` (answered as 400 with the message)
-for anything unexpected: unknown fields, wrong types, NUL characters, values
-out of range. They never coerce silently and never touch SQL.
+Every handler takes a JSON-like dict from an untrusted client and declares what it
+accepts as a `RequestSpec`: a tuple of `Field`s (name, type, range, default, required,
+description). That one declaration
+- validates (`RequestSpec.parse`): `BadRequest` (answered as 400 with the message) for
+  unknown fields, wrong types, NUL characters, values out of range; it never coerces
+  silently and never touches SQL;
+- describes (`RequestSpec.json_schema`): the JSON Schema an MCP client is given as the
+  tool's input schema (`functions/mcp_server.py`), so the schema cannot drift from the checks;
+- reads a query string (`RequestSpec.from_query`): the HTTP adapters' GET form (lists
+  comma-separated, integers and flags from text), typed by the same fields.
+Invariant: a request the schema accepts passes `parse` except for checks that need the
+data (an FTS query with nothing to search for, a page beyond the document, an unknown
+block): `tests/functions/test_request_specs.py` checks the two agree field by field.
+The `get_*` helpers are the per-kind readers `Field.read` uses (and the messages clients see).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from mnote_evidence.functions.errors import BadRequest
 
 MAX_QUERY_CHARS = 1000
 MAX_BLOCK_ID_CHARS = 64
+
+# Field kinds: what `Field.read` checks and what `Field.schema` says
+TEXT, INTEGER, CHOICE, CHOICES, FLAG, BLOCK_ID, LOCATOR = "text", "integer", "choice", "choices", "flag", "blockId", "locator"
+TRUE_WORDS = ("1", "true", "yes")
 
 
 def check_fields(request: dict, allowed: set[str]) -> None:
@@ -84,3 +101,110 @@ def get_block_id(request: dict) -> str:
     if len(block_id) > MAX_BLOCK_ID_CHARS or "\x00" in block_id:
         raise BadRequest("'blockId' is not a block id")
     return block_id
+
+
+@dataclass(frozen=True)
+class Field:
+    """One request field: its check (`read`), its JSON Schema (`schema`), its query-string form (`from_text`)."""
+
+    name: str
+    kind: str
+    description: str
+    required: bool = False
+    default: Any = None
+    lo: int = 0
+    hi: int = 0
+    max_len: int = MAX_QUERY_CHARS
+    choices: tuple[str, ...] = ()
+
+    def read(self, request: dict) -> Any:
+        if self.kind == TEXT:
+            return get_str(request, self.name, required=self.required, max_len=self.max_len)
+        if self.kind == INTEGER:
+            return get_int(request, self.name, self.default, self.lo, self.hi)
+        if self.kind == CHOICE:
+            return get_choice(request, self.name, self.default, self.choices)
+        if self.kind == CHOICES:
+            return get_choices(request, self.name, self.choices)
+        if self.kind == FLAG:
+            return get_bool(request, self.name)
+        return request.get(self.name)  # BLOCK_ID / LOCATOR: checked together by `get_block_id`
+
+    def schema(self) -> dict[str, Any]:
+        out: dict[str, Any]
+        if self.kind == TEXT:
+            out = {"type": "string", "maxLength": self.max_len}
+            if self.required:
+                out.update(minLength=1, pattern=r"\S")  # something besides spaces
+        elif self.kind == INTEGER:
+            out = {"type": "integer", "minimum": self.lo, "maximum": self.hi, "default": self.default}
+        elif self.kind == CHOICE:
+            out = {"type": "string", "enum": list(self.choices), "default": self.default}
+        elif self.kind == CHOICES:
+            out = {"type": "array", "items": {"type": "string", "enum": list(self.choices)}, "uniqueItems": True}
+        elif self.kind == FLAG:
+            out = {"type": "boolean", "default": False}
+        elif self.kind == BLOCK_ID:
+            out = {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS}
+        else:  # LOCATOR: an EvidenceLocator as returned (`source`), or {resourcePath, page, bbox}
+            out = {"type": "object", "properties": {
+                "blockId": {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS},
+                "resourcePath": {"type": "string"}, "page": {"type": "integer", "minimum": 1},
+                "bbox": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}}}
+        return {**out, "description": self.description}
+
+    def from_text(self, value: str) -> Any:
+        """A query-string value as this field's type (left as text when it is not one: `read` says why)."""
+        if self.kind == CHOICES:
+            return [v for v in value.split(",") if v]
+        if self.kind == INTEGER:
+            try:
+                return int(value)
+            except ValueError:
+                return value
+        if self.kind == FLAG:
+            return value.lower() in TRUE_WORDS
+        return value
+
+
+class RequestSpec:
+    """What one handler accepts: its fields, in the order clients see them."""
+
+    def __init__(self, *fields: Field, one_of: tuple[str, ...] = ()):
+        self.fields = {f.name: f for f in fields}
+        self.one_of = one_of  # give at least one of these (said in the schema's description; checked by the handler)
+
+    def parse(self, request: dict) -> dict[str, Any]:
+        """Every field's checked value (defaults filled in); `BadRequest` for anything else."""
+        check_fields(request, set(self.fields))
+        return {name: f.read(request) for name, f in self.fields.items()}
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {
+            "type": "object", "properties": {n: f.schema() for n, f in self.fields.items()},
+            "additionalProperties": False}
+        required = [n for n, f in self.fields.items() if f.required]
+        if required:
+            schema["required"] = required
+        if self.one_of:
+            schema["description"] = f"Give {' or '.join(repr(n) for n in self.one_of)}."
+        return schema
+
+    def from_query(self, args: Any) -> dict[str, Any]:
+        """Query-string parameters (`keys()` + `get()`, first value wins) -> a typed request; `q` is `query`.
+        Unknown parameters are kept as text, so `parse` names them."""
+        out: dict[str, Any] = {}
+        for key in _keys(args):
+            value = args.get(key)
+            field = self.fields.get(key)
+            out[key] = field.from_text(value) if field else value
+        if "q" in out and "query" not in out:
+            out["query"] = out.pop("q")
+        return out
+
+
+def _keys(args: Any) -> Iterable[str]:
+    seen: dict[str, None] = {}
+    for key in args.keys():
+        seen.setdefault(key)
+    return seen

@@ -32,11 +32,26 @@ from mnote_evidence.functions.errors import BadRequest, NotFound
 from mnote_evidence.functions.evidence import _resolve
 from mnote_evidence.functions.quote_check import checked_locator
 from mnote_evidence.functions.search_results import with_base
-from mnote_evidence.functions.validation import check_fields, get_block_id, get_str
+from mnote_evidence.functions.validation import (
+    BLOCK_ID,
+    LOCATOR,
+    TEXT,
+    Field,
+    RequestSpec,
+    get_block_id,
+    get_str,
+)
 
-FIELDS = {"quote", "blockId", "locator", "citationUrl"}
 MAX_QUOTE_CHARS = 2000
 MAX_URL_CHARS = 2000
+VERIFY_REQUEST = RequestSpec(
+    Field("quote", TEXT, "The sentence or words to check, as they will be shown.", required=True,
+          max_len=MAX_QUOTE_CHARS),
+    Field("blockId", BLOCK_ID, "The cited block (an evidenceId or a citation's blockId)."),
+    Field("locator", LOCATOR, "Or the cited locator (its blockId is used)."),
+    Field("citationUrl", TEXT, "Or the citation's URL (citationUrl / openAction.url): its block, page, box or file.",
+          max_len=MAX_URL_CHARS),
+)
 MAX_CANDIDATES = 40  # blocks of the index compared when the cited place does not hold the quote
 MAX_OR_TERMS = 24
 CJK_PIECE = 4
@@ -184,8 +199,7 @@ def _match(row: sqlite3.Row, quote: str, score: float, ctx: Context) -> dict:
 
 
 def verify_quote(request: dict, ctx: Context) -> dict:
-    check_fields(request, FIELDS)
-    quote = get_str(request, "quote", required=True, max_len=MAX_QUOTE_CHARS)
+    quote = VERIFY_REQUEST.parse(request)["quote"]
     if not match_form(quote.replace("…", " ")):
         raise BadRequest("'quote' has no words to check")
     conn = ctx.db.connect()
