@@ -24,6 +24,7 @@ COMMANDS = {
     "search": "mnote_evidence.build.cli_search:search_command",
     "ask": "mnote_evidence.build.cli_ask:ask_command",
     "verify": "mnote_evidence.build.cli_verify:verify_command",
+    "mcp": "mnote_evidence.build.cli_mcp:mcp_command",
 }
 
 

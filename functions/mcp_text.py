@@ -1,0 +1,116 @@
+"""Short text renderings of the handlers' answers for MCP tool results (SPEC §9, §10).
+
+An MCP tool result carries the handler's JSON as structured content and, for
+clients and models that read text, one of these renderings: a few lines per
+result, each with a Markdown link that opens the exact place (citations use
+their own `citationMarkdown`; search results get a link in the same style).
+Invariants: every URL shown is one the handler returned (never built here); a
+degraded or failed answer says why in words; nothing here reads the database.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any, Callable
+
+MAX_QUOTE = 280
+BLOCK_URI = "evidence://block/{}"
+
+
+def place(loc: dict[str, Any]) -> str:
+    """Where in the file: `p.3`, `lines 4-9`, `¶12` (empty for a whole file)."""
+    if "page" in loc:
+        return f"p.{loc['page']}"
+    if loc.get("lineRange"):
+        first, last = loc["lineRange"]
+        return f"line {first}" if first == last else f"lines {first}–{last}"
+    if "paragraphIndex" in loc:
+        return f"¶{loc['paragraphIndex']}"
+    return ""
+
+
+def locator_link(loc: dict[str, Any], label: str | None = None) -> str:
+    """`[spec.pdf · p.3 · Revenue > Recognition](url)`, the locator's openAction as a Markdown link."""
+    parts = [label or posixpath.basename(loc["resourcePath"]), place(loc), " > ".join(loc.get("sectionPath") or [])]
+    text = " · ".join(p for p in parts if p).replace("[", "\\[").replace("]", "\\]")
+    return f"[{text}]({loc['openAction']['url']})"
+
+
+def _quote(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= MAX_QUOTE else text[: MAX_QUOTE - 1] + "…"
+
+
+def search_text(body: dict) -> str:
+    results = body["results"]
+    lines = [f"{len(results)} result{'s' if len(results) != 1 else ''} for {body['query']!r} ({body['mode']})"]
+    if body.get("degraded"):
+        lines.append(f"(LightRAG OCR hits unavailable: {body.get('degradedReason')})")
+    for n, r in enumerate(results, 1):
+        lines += [f"{n}. {locator_link(r['source'], r['source']['resourcePath'])} ({r['source']['precision']})",
+                  f"   “{_quote(r['quote'])}”", f"   {BLOCK_URI.format(r['evidenceId'])}"]
+    return "\n".join(lines)
+
+
+def read_text(body: dict) -> str:
+    anchor = body["anchor"]
+    lines = [f"{locator_link(anchor['source'], anchor['source']['resourcePath'])} ({anchor['kind']})",
+             f"“{_quote(anchor['text'])}”"]
+    if body.get("redirectedFrom"):
+        lines.append(f"(block {body['redirectedFrom']} was renamed: this is its successor)")
+    if body.get("section"):
+        lines.append(f"Section: {' > '.join(body['section']['path'])}")
+    lines.append(f"{len(body['neighbours'])} neighbour(s) on the same {body['neighbourScope']}:")
+    lines += [f"- {locator_link(n['source'])}: {_quote(n['text'])}" for n in body["neighbours"]]
+    if body["ownerReferences"]:
+        lines.append("Referenced from:")
+        lines += [f"- {locator_link(r['source'], r['source']['resourcePath'])}: {_quote(r['text'])}"
+                  for r in body["ownerReferences"]]
+    return "\n".join(lines)
+
+
+def open_text(body: dict) -> str:
+    where = " · ".join(p for p in (body["resourcePath"], place(body)) if p).replace("[", "\\[").replace("]", "\\]")
+    return f"[{where}]({body['openAction']['url']}) ({body['precision']} precision)"
+
+
+def query_text(body: dict) -> str:
+    if not body.get("ok"):
+        return (f"LightRAG unavailable ({body.get('degradedReason')}): {body.get('message')}. "
+                "No citations; evidence_search still works.")
+    cites = body["citations"]
+    lines = [f"{len(cites)} citation{'s' if len(cites) != 1 else ''} for {body['query']!r} ({body['mode']})"]
+    for c in cites:
+        verified = "" if c.get("quoteVerified", True) else " (quote not verified)"
+        lines += [f"- {c['citationMarkdown']}{verified}", f"  “{_quote(c['displayQuote'])}”"]
+        if "blockId" in c:
+            lines.append(f"  {BLOCK_URI.format(c['blockId'])}")
+    return "\n".join(lines)
+
+
+def status_text(body: dict) -> str:
+    if not body.get("healthy"):
+        return f"LightRAG not available: {body.get('reason')}" + (f" ({body['message']})" if body.get("message") else "")
+    return (f"LightRAG healthy (core {body.get('coreVersion')}): embeddings {body.get('embeddingModel')}, "
+            f"LLM {body.get('llmModel')}, rerank {'on' if body.get('rerankEnabled') else 'off'}"
+            f"{' (available)' if body.get('rerankAvailable') else ''}")
+
+
+def any_text(body: dict) -> str:
+    """A tool without its own rendering: the JSON, compact."""
+    return json.dumps(body, ensure_ascii=False)[:4000]
+
+
+def error_text(body: dict) -> str:
+    return f"{body['error']['message']} [{body['error']['code']}]"
+
+
+RENDER: dict[str, Callable[[dict], str]] = {
+    "evidence_search": search_text, "evidence_read": read_text, "evidence_open": open_text,
+    "knowledge_query": query_text, "knowledge_status": status_text,
+}
+
+
+def render(tool: str, body: dict) -> str:
+    return RENDER.get(tool, any_text)(body)
