@@ -24,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import anyio
 import mcp_types as types
@@ -38,7 +38,7 @@ from mnote_evidence.functions import evidence
 from mnote_evidence.functions.contracts import Context
 from mnote_evidence.functions.db import EvidenceDB
 from mnote_evidence.functions.mcp_text import BLOCK_URI, error_text, render
-from mnote_evidence.functions.routes import BY_TOOL, Route, run
+from mnote_evidence.functions.routes import BY_TOOL, Route, run, site_base
 
 NAME = "mnote-evidence"
 BLOCK_TEMPLATE = BLOCK_URI.format("{blockId}")
@@ -55,24 +55,17 @@ class McpSetupError(Exception):
     """Why the server cannot start, in words for the user (the CLI prints it)."""
 
 
-def site_base(site_url: str | None) -> str:
-    """The prefix of every URL the tools return: "" (site-relative) or the public site URL ending in '/'."""
-    if not site_url:
-        return ""
-    parts = urlsplit(site_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise McpSetupError(f"--site-url must be the site's public http(s) URL, like https://example.org/notes/ "
-                            f"(got {site_url!r})")
-    return site_url.rstrip("/") + "/"
-
-
 def context(site_dir: Path, site_url: str | None = None, lightrag_url: str | None = None,
             lightrag_timeout: float = 30.0) -> Context:
     db = site_dir / "evidence.sqlite"
     if not db.is_file():
         raise McpSetupError(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE --out "
                             f"{site_dir}` first, or pass the folder a build wrote")
-    return Context(EvidenceDB(db), site_base(site_url), LightRagConfig.from_env(lightrag_url, lightrag_timeout))
+    try:
+        base = site_base(site_url)
+    except ValueError as exc:
+        raise McpSetupError(f"--site-url: {exc}") from None
+    return Context(EvidenceDB(db), base, LightRagConfig.from_env(lightrag_url, lightrag_timeout))
 
 
 def tools() -> list[types.Tool]:

@@ -7,7 +7,8 @@ tool is for. `answer` turns an HTTP request (method, query args, body) into
 `(status, payload)` the same way for every HTTP adapter: POST takes a JSON object,
 GET the spec's query-string form, the handler runs inside one database session
 (one build for the whole request) and every error goes through `errors.call`
-(4xx with a message, a generic 500; never a path or a traceback).
+(4xx with a message, a generic 500; never a path or a traceback). `site_base` checks
+the public site URL every adapter may prefix links with.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from mnote_evidence.functions import evidence, knowledge, verify
 from mnote_evidence.functions.contracts import Context
@@ -76,3 +78,15 @@ def answer(route: Route, ctx: Context, method: str, args: Any, body: bytes | Non
     else:
         request = route.spec.from_query(args)
     return run(route, ctx, request)
+
+
+def site_base(site_url: str | None) -> str:
+    """The prefix of every URL the handlers return: "" (site-relative) or the site's public URL ending in '/'.
+    Raises ValueError (a message for the user) for anything but an http(s) URL without query or fragment."""
+    if not site_url:
+        return ""
+    parts = urlsplit(site_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"the site URL must be the site's public http(s) address, like https://example.org/notes/ "
+                         f"(got {site_url!r})")
+    return site_url.rstrip("/") + "/"

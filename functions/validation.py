@@ -90,17 +90,24 @@ def get_bool(request: dict, key: str) -> bool:
     return value
 
 
+NO_BLOCK = "give 'blockId' (a string) or a 'locator' with a blockId"
+
+
+def _checked_block_id(block_id: Any) -> str:
+    if not isinstance(block_id, str) or not block_id:
+        raise BadRequest(NO_BLOCK)
+    if len(block_id) > MAX_BLOCK_ID_CHARS or "\x00" in block_id:
+        raise BadRequest("'blockId' is not a block id")
+    return block_id
+
+
 def get_block_id(request: dict) -> str:
     """`blockId`, or the `blockId` of a given `locator`."""
     block_id = request.get("blockId")
     locator = request.get("locator")
     if block_id is None and isinstance(locator, dict):
         block_id = locator.get("blockId")
-    if not isinstance(block_id, str) or not block_id:
-        raise BadRequest("give 'blockId' (a string) or a 'locator' with a blockId")
-    if len(block_id) > MAX_BLOCK_ID_CHARS or "\x00" in block_id:
-        raise BadRequest("'blockId' is not a block id")
-    return block_id
+    return _checked_block_id(block_id)
 
 
 @dataclass(frozen=True)
@@ -128,14 +135,18 @@ class Field:
             return get_choices(request, self.name, self.choices)
         if self.kind == FLAG:
             return get_bool(request, self.name)
-        return request.get(self.name)  # BLOCK_ID / LOCATOR: checked together by `get_block_id`
+        value = request.get(self.name)  # BLOCK_ID / LOCATOR: either may be given (`get_block_id` picks)
+        if value is not None and self.kind == BLOCK_ID:
+            _checked_block_id(value)
+        elif value is not None and not isinstance(value, dict):
+            raise BadRequest(NO_BLOCK)
+        return value
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any]
-        if self.kind == TEXT:
-            out = {"type": "string", "maxLength": self.max_len}
-            if self.required:
-                out.update(minLength=1, pattern=r"\S")  # something besides spaces
+        if self.kind == TEXT:  # no NUL; when required, something besides spaces
+            out = {"type": "string", "maxLength": self.max_len,
+                   "pattern": r"^[^\u0000]*[^\u0000\s][^\u0000]*$" if self.required else r"^[^\u0000]*$"}
         elif self.kind == INTEGER:
             out = {"type": "integer", "minimum": self.lo, "maximum": self.hi, "default": self.default}
         elif self.kind == CHOICE:
@@ -145,7 +156,7 @@ class Field:
         elif self.kind == FLAG:
             out = {"type": "boolean", "default": False}
         elif self.kind == BLOCK_ID:
-            out = {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS}
+            out = {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS, "pattern": r"^[^\u0000]*$"}
         else:  # LOCATOR: an EvidenceLocator as returned (`source`), or {resourcePath, page, bbox}
             out = {"type": "object", "properties": {
                 "blockId": {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS},
