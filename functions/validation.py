@@ -10,9 +10,10 @@ description). That one declaration
   tool's input schema (`functions/mcp_server.py`), so the schema cannot drift from the checks;
 - reads a query string (`RequestSpec.from_query`): the HTTP adapters' GET form (lists
   comma-separated, integers and flags from text), typed by the same fields.
-Invariant: a request the schema accepts passes `parse` except for checks that need the
-data (an FTS query with nothing to search for, a page beyond the document, an unknown
-block): `tests/functions/test_request_specs.py` checks the two agree field by field.
+Invariant: the schema and `parse` accept the same requests, except that `parse` also
+takes null for "absent" and refuses what only the data can tell (an FTS query with
+nothing to search for, a page beyond the document, an unknown block):
+`tests/functions/test_request_specs.py` checks the two agree value by value.
 The `get_*` helpers are the per-kind readers `Field.read` uses (and the messages clients see).
 """
 
@@ -56,6 +57,8 @@ def get_str(request: dict, key: str, *, required: bool = False, max_len: int = M
 
 def get_int(request: dict, key: str, default: int, lo: int, hi: int) -> int:
     value = request.get(key, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 3.0 is the integer 3 (as JSON Schema says)
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"'{key}' must be an integer from {lo} to {hi}")
     if not lo <= value <= hi:
@@ -186,9 +189,11 @@ class RequestSpec:
         self.one_of = one_of  # give at least one of these (said in the schema's description; checked by the handler)
 
     def parse(self, request: dict) -> dict[str, Any]:
-        """Every field's checked value (defaults filled in); `BadRequest` for anything else."""
+        """Every field's checked value (defaults filled in); `BadRequest` for anything else.
+        A field given as null is absent (agents often send null for what they leave out)."""
         check_fields(request, set(self.fields))
-        return {name: f.read(request) for name, f in self.fields.items()}
+        given = {k: v for k, v in request.items() if v is not None}
+        return {name: f.read(given) for name, f in self.fields.items()}
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {
