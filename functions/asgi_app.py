@@ -89,7 +89,7 @@ def create_app(db: Path | str | None, site_url: str = "", lightrag: LightRagConf
     ValueError for a `site_url` that is not an http(s) URL: a deployment fails at start, not per request."""
     ctx = None
     if db is not None and Path(db).is_file():
-        ctx = Context(EvidenceDB(db), site_base(site_url), lightrag)
+        ctx = Context(EvidenceDB(Path(db).resolve()), site_base(site_url), lightrag)
     elif db is not None:
         log.error("evidence database %s not found: the query routes answer 503", db)
     return Guard(FunctionsApp(ctx), site_bases=(), allowed_hosts=allowed_hosts)

@@ -1,0 +1,97 @@
+"""The Lambda handler (Mangum over the ASGI app) on API Gateway HTTP API events (payload format 2.0).
+
+The events under `apigw_v2/` have the shape API Gateway sends a Lambda proxy integration
+(AWS's documented 2.0 format: rawPath, rawQueryString, lower-case headers, requestContext.http,
+base64 bodies); no cloud is reachable from here, so they are committed files, replayed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from mnote_evidence.functions import asgi_app
+from mnote_evidence.functions.lambda_handler import handler
+from tests.conftest import CHEM_DOCX, SPEC_PDF
+
+EVENTS = Path(__file__).parent / "apigw_v2"
+SITE_URL = "https://d111111abcdef8.cloudfront.net/"
+CONTEXT = SimpleNamespace(function_name="mnote-evidence", aws_request_id="c6af9ac6-7b61-11e6-9a41-93e812345678",
+                          memory_limit_in_mb=512, invoked_function_arn="arn:aws:lambda:eu-central-1:123456789012:"
+                          "function:mnote-evidence", get_remaining_time_in_millis=lambda: 29000)
+
+
+def event(name: str) -> dict:
+    return json.loads((EVENTS / f"{name}.json").read_text("utf-8"))
+
+
+@pytest.fixture
+def bundled(stale_site, tmp_path, monkeypatch):
+    """A Lambda task folder: evidence.sqlite beside the code, found from the working directory."""
+    task = tmp_path / "task"
+    task.mkdir()
+    shutil.copy(stale_site[1] / "evidence.sqlite", task / "evidence.sqlite")
+    monkeypatch.chdir(task)
+    monkeypatch.delenv(asgi_app.DB_ENV, raising=False)
+    monkeypatch.setenv(asgi_app.SITE_URL_ENV, SITE_URL)
+    monkeypatch.setenv("LIGHTRAG_URL", "http://127.0.0.1:9")
+    monkeypatch.setattr(asgi_app.app, "_app", None)  # a fresh container: configured on the first event
+    return task
+
+
+def invoke(name: str) -> tuple[int, dict, dict]:
+    response = handler(event(name), CONTEXT)
+    body = response["body"]
+    if response.get("isBase64Encoded"):
+        body = base64.b64decode(body).decode("utf-8")
+    return response["statusCode"], response["headers"], json.loads(body)
+
+
+def test_search_by_get_opens_the_page_box_on_the_public_site(bundled):
+    status, headers, body = invoke("search_get")
+    assert status == 200 and headers["content-type"].startswith("application/json")
+    top = body["results"][0]
+    assert top["source"]["resourcePath"] == SPEC_PDF and top["source"]["page"] == 2 and "seven years" in top["quote"]
+    assert top["source"]["openAction"]["url"].startswith(SITE_URL + "Projects/Evidence%20Kernel.assets/")
+
+
+def test_search_by_base64_post_body(bundled):
+    status, _, body = invoke("search_post_base64")
+    assert status == 200 and body["query"] == "吡咯烷" and len(body["results"]) <= 2
+    assert {r["source"]["resourcePath"] for r in body["results"]} == {CHEM_DOCX}
+
+
+def test_open_a_box_by_locator(bundled):
+    status, _, body = invoke("open_box_post")
+    assert status == 200 and body["precision"] == "bbox"
+    assert body["openAction"]["url"].startswith(SITE_URL) and body["openAction"]["url"].endswith(
+        "?page=2&bbox=72,100,300,120")
+
+
+def test_lightrag_down_is_a_degraded_status(bundled):
+    status, _, body = invoke("knowledge_status")
+    assert status == 200 and body["healthy"] is False and body["reason"] == "knowledge_rag_unavailable"
+
+
+@pytest.mark.parametrize("name, status, fragment", [
+    ("read_unknown_block", 404, "no block b-doesnotexist"),
+    ("search_bad_topk", 400, "'topK' must be an integer"),
+    ("search_bad_json", 400, "body is not valid JSON"),
+    ("unknown_route", 404, "no such route"),
+    ("cross_origin_post", 403, "another origin"),
+])
+def test_bad_events_get_4xx_with_a_message_and_no_path(bundled, name, status, fragment):
+    got, headers, body = invoke(name)
+    assert got == status and body["ok"] is False and fragment in body["error"]["message"]
+    assert str(bundled) not in json.dumps(body) and headers["x-content-type-options"] == "nosniff"
+
+
+def test_without_a_bundled_database_every_query_is_503(bundled, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no evidence.sqlite here
+    monkeypatch.setattr(asgi_app.app, "_app", None)
+    status, _, body = invoke("search_get")
+    assert status == 503 and body["error"]["code"] == "index_missing" and str(tmp_path) not in json.dumps(body)
