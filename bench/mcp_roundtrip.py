@@ -1,0 +1,129 @@
+"""MCP `evidence_search` round trip over stdio vs the same handler called in-process, same queries, same run.
+
+    python bench/mcp_roundtrip.py [--site SITE_DIR] [--rounds R] [--http]
+
+Target (issue 15): protocol overhead <= 5 ms p50 on stdio. The site is the sample workspace
+(content_fixtures) built into bench/_work/mcp-site unless --site names a built site.
+In-process = `routes.run(evidence_search route, ctx, request)` in this process: validation,
+one DB session, the handler, `errors.call` (what every adapter runs). MCP = the SDK's stdio client
+calling `evidence_search` on a real `mnote-evidence mcp SITE` process (one session, warmed up):
+JSON-RPC framing, pydantic models both ends, a worker-thread hop, the same handler, the text
+rendering. The two are interleaved query by query, so machine load hits both alike;
+overhead = MCP p50 - in-process p50 (and per query, the median of the paired differences).
+--http adds the streamable HTTP transport (a `mnote-evidence mcp --http` process) for comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.conftest import copy_workspace, run_build  # noqa: E402
+from tests.servers import free_port, wait_until_up  # noqa: E402
+from mnote_evidence.functions.contracts import Context  # noqa: E402
+from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
+from mnote_evidence.functions.routes import BY_TOOL, run  # noqa: E402
+
+WORK = Path(__file__).resolve().parent / "_work"
+QUERIES = ["retention period seven years", "吡咯烷", "线程作用域", "thread", "evidence", "吗啉", "borrow checker",
+           "archive tier capacity", "溶剂", "citation"]
+
+
+def pct(samples: list[float], p: int) -> float:
+    return round(statistics.quantiles(samples, n=100)[p - 1] * 1000, 2)
+
+
+def site_dir(given: str | None) -> Path:
+    if given:
+        return Path(given)
+    site = WORK / "mcp-site"
+    if not (site / "evidence.sqlite").is_file():
+        run_build(copy_workspace(WORK / "mcp-ws"), site, site=True)
+    return site
+
+
+async def measure(session, ctx: Context, rounds: int) -> tuple[list[float], list[float], list[float]]:
+    route = BY_TOOL["evidence_search"]
+    for q in QUERIES:  # warm-up: page cache, connections, imports on both sides
+        await session.call_tool("evidence_search", {"query": q})
+        run(route, ctx, {"query": q})
+    mcp, local, paired = [], [], []
+    for _ in range(rounds):
+        for q in QUERIES:
+            t = time.perf_counter()
+            result = await session.call_tool("evidence_search", {"query": q, "topK": 10})
+            a = time.perf_counter() - t
+            assert not result.is_error, result.content
+            t = time.perf_counter()
+            status, _ = run(route, ctx, {"query": q, "topK": 10})
+            b = time.perf_counter() - t
+            assert status == 200
+            mcp.append(a)
+            local.append(b)
+            paired.append(a - b)
+    return mcp, local, paired
+
+
+def summary(mcp: list[float], local: list[float], paired: list[float]) -> dict:
+    return {"mcp_ms": {"p50": pct(mcp, 50), "p95": pct(mcp, 95)},
+            "in_process_ms": {"p50": pct(local, 50), "p95": pct(local, 95)},
+            "overhead_p50_ms": round(pct(mcp, 50) - pct(local, 50), 2),
+            "paired_overhead_ms": {"p50": pct(paired, 50), "p95": pct(paired, 95)}}
+
+
+def main() -> None:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--site")
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--http", action="store_true")
+    args = ap.parse_args()
+    site = site_dir(args.site)
+    ctx = Context(EvidenceDB(site / "evidence.sqlite"))
+    env = {"PYTHONPATH": os.environ.get("PYTHONPATH", str(Path(__file__).resolve().parent.parent))}
+    out: dict = {"site": str(site) if args.site else "content_fixtures (sample workspace)", "queries": len(QUERIES),
+                 "rounds": args.rounds, "calls": len(QUERIES) * args.rounds}
+
+    async def stdio() -> tuple:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "mnote_evidence", "mcp", str(site)],
+                                       env=env)
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
+            await session.initialize()
+            return await measure(session, ctx, args.rounds)
+
+    out["stdio"] = summary(*anyio.run(stdio))
+    if args.http:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "mnote_evidence", "mcp", str(site), "--http", "--port",
+                                 str(port)], env={**os.environ, **env}, stderr=subprocess.DEVNULL)
+        try:
+            wait_until_up(f"http://127.0.0.1:{port}/mcp", proc)
+
+            async def http() -> tuple:
+                async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (r, w), \
+                        ClientSession(r, w) as session:
+                    await session.initialize()
+                    return await measure(session, ctx, args.rounds)
+
+            out["streamable_http"] = summary(*anyio.run(http))
+        finally:
+            proc.terminate()
+            proc.wait()
+    out["target_met"] = out["stdio"]["overhead_p50_ms"] <= 5
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
