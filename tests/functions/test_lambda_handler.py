@@ -95,3 +95,36 @@ def test_without_a_bundled_database_every_query_is_503(bundled, monkeypatch, tmp
     monkeypatch.setattr(asgi_app.app, "_app", None)
     status, _, body = invoke("search_get")
     assert status == 503 and body["error"]["code"] == "index_missing" and str(tmp_path) not in json.dumps(body)
+
+
+def test_a_slim_bundle_needs_only_the_standard_library_and_mangum(stale_site, tmp_path):
+    """What the README's Lambda recipe ships: our package (`pip install --no-deps`, laid out as
+    pyproject's package-dir says), mangum and typing_extensions, evidence.sqlite; no site-packages."""
+    import importlib.util
+    import subprocess
+    import sys
+    import tomllib
+
+    from tests.conftest import REPO
+
+    bundle = tmp_path / "bundle"
+    layout = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-dir"]
+    for package, folder in layout.items():
+        shutil.copytree(REPO / folder, bundle / package.replace(".", "/"), dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(importlib.util.find_spec("mangum").submodule_search_locations[0], bundle / "mangum",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(importlib.util.find_spec("typing_extensions").origin, bundle)
+    shutil.copy(stale_site[1] / "evidence.sqlite", bundle / "evidence.sqlite")
+    code = ("import json, sys\n"
+            "from mnote_evidence.functions.lambda_handler import handler\n"
+            "out = [handler(json.load(open(p)), None)['statusCode'] for p in sys.argv[1:]]\n"
+            "print(json.dumps({'status': out, 'site': [m for m in sys.modules if 'site-packages' in "
+            "(getattr(sys.modules[m], '__file__', '') or '')]}))\n")
+    events = [str(EVENTS / f"{n}.json") for n in ("search_get", "search_post_base64", "knowledge_status")]
+    proc = subprocess.run([sys.executable, "-S", "-c", code, *events], cwd=bundle, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(bundle), "LIGHTRAG_URL": "http://127.0.0.1:9", "PATH": "/usr/bin"},
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answer = json.loads(proc.stdout)
+    assert answer == {"status": [200, 200, 200], "site": []}
