@@ -10,6 +10,8 @@ calling `evidence_search` on a real `mnote-evidence mcp SITE` process (one sessi
 JSON-RPC framing, pydantic models both ends, a worker-thread hop, the same handler, the text
 rendering. The two are interleaved query by query, so machine load hits both alike;
 overhead = MCP p50 - in-process p50 (and per query, the median of the paired differences).
+On a loaded machine wall time is mostly waiting for a core, so CPU time is reported too (it does
+not depend on load): client + server process CPU per MCP call vs the handler's CPU in-process.
 --http adds the streamable HTTP transport (a `mnote-evidence mcp --http` process) for comparison.
 """
 
@@ -51,33 +53,48 @@ def site_dir(given: str | None) -> Path:
     return site
 
 
-async def measure(session, ctx: Context, rounds: int) -> tuple[list[float], list[float], list[float]]:
+def server_cpu() -> float:
+    """CPU seconds used so far by this process's children (the MCP server)."""
+    import psutil
+
+    return sum(sum(c.cpu_times()[:2]) for c in psutil.Process().children(recursive=True))
+
+
+async def measure(session, ctx: Context, rounds: int) -> tuple:
     route = BY_TOOL["evidence_search"]
     for q in QUERIES:  # warm-up: page cache, connections, imports on both sides
         await session.call_tool("evidence_search", {"query": q})
         run(route, ctx, {"query": q})
     mcp, local, paired = [], [], []
+    mcp_cpu = local_cpu = 0.0
+    server_before = server_cpu()
     for _ in range(rounds):
         for q in QUERIES:
-            t = time.perf_counter()
+            c, t = time.process_time(), time.perf_counter()
             result = await session.call_tool("evidence_search", {"query": q, "topK": 10})
-            a = time.perf_counter() - t
+            a, mcp_cpu = time.perf_counter() - t, mcp_cpu + time.process_time() - c
             assert not result.is_error, result.content
-            t = time.perf_counter()
+            c, t = time.process_time(), time.perf_counter()
             status, _ = run(route, ctx, {"query": q, "topK": 10})
-            b = time.perf_counter() - t
+            b, local_cpu = time.perf_counter() - t, local_cpu + time.process_time() - c
             assert status == 200
             mcp.append(a)
             local.append(b)
             paired.append(a - b)
-    return mcp, local, paired
+    calls = len(mcp)
+    cpu = {"client_per_call_ms": round(mcp_cpu / calls * 1000, 2),
+           "server_per_call_ms": round((server_cpu() - server_before) / calls * 1000, 2),
+           "handler_in_process_per_call_ms": round(local_cpu / calls * 1000, 2)}
+    return mcp, local, paired, cpu
 
 
-def summary(mcp: list[float], local: list[float], paired: list[float]) -> dict:
+def summary(mcp: list[float], local: list[float], paired: list[float], cpu: dict) -> dict:
+    cpu["overhead_per_call_ms"] = round(cpu["client_per_call_ms"] + cpu["server_per_call_ms"]
+                                        - cpu["handler_in_process_per_call_ms"], 2)
     return {"mcp_ms": {"p50": pct(mcp, 50), "p95": pct(mcp, 95)},
             "in_process_ms": {"p50": pct(local, 50), "p95": pct(local, 95)},
             "overhead_p50_ms": round(pct(mcp, 50) - pct(local, 50), 2),
-            "paired_overhead_ms": {"p50": pct(paired, 50), "p95": pct(paired, 95)}}
+            "paired_overhead_ms": {"p50": pct(paired, 50), "p95": pct(paired, 95)}, "cpu": cpu}
 
 
 def main() -> None:
@@ -121,6 +138,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait()
+    out["load_average"] = [round(x, 1) for x in os.getloadavg()]
     out["target_met"] = out["stdio"]["overhead_p50_ms"] <= 5
     print(json.dumps(out, indent=2, ensure_ascii=False))
 

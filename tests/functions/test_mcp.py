@@ -231,11 +231,12 @@ def test_no_token_in_any_output(talk):
     assert transport == "stdio" or "Traceback" not in errlog
 
 
-def test_http_refuses_another_host_name(http_server):
+def test_http_refuses_another_host_name_or_origin(http_server):
     url, _ = http_server
-    r = httpx.post(url, headers={"Host": "evil.example", "Content-Type": "application/json",
-                                 "Accept": "application/json, text/event-stream"}, content=b"{}", timeout=10)
-    assert r.status_code == 421
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    host = httpx.post(url, headers={**headers, "Host": "evil.example"}, content=b"{}", timeout=10)
+    origin = httpx.post(url, headers={**headers, "Origin": "https://evil.example"}, content=b"{}", timeout=10)
+    assert host.status_code == 421 and origin.status_code == 403
 
 
 def test_http_server_log_has_no_token_or_traceback(http_server, talk):
