@@ -6,9 +6,11 @@ base64 bodies); no cloud is reachable from here, so they are committed files, re
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -43,8 +45,21 @@ def bundled(stale_site, tmp_path, monkeypatch):
     return task
 
 
+def as_lambda_runs_it(payload: dict) -> dict:
+    """The handler on a thread with an event loop of its own, as the Lambda runtime's main thread has:
+    in the test process another test may leave a loop running on the main thread."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return handler(payload, CONTEXT)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 def invoke(name: str) -> tuple[int, dict, dict]:
-    response = handler(event(name), CONTEXT)
+    with ThreadPoolExecutor(1) as pool:
+        response = pool.submit(as_lambda_runs_it, event(name)).result()
     body = response["body"]
     if response.get("isBase64Encoded"):
         body = base64.b64decode(body).decode("utf-8")

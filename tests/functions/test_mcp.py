@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -43,6 +44,12 @@ BAD = [
     ("knowledge_query", {"query": "x", "topK": "ten"}, "'topK' must be an integer"),
     ("knowledge_status", {"verbose": True}, "unknown field(s) verbose"),
 ]
+
+
+def own_thread(fn, *args):
+    """Run `fn` in a thread of its own: another test may leave an event loop running in this one."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(fn, *args).result()
 
 
 def server_env() -> dict[str, str]:
@@ -123,7 +130,7 @@ def talk(request, site, http_server, tmp_path_factory):
             async with session_over(request.param, site, url, errlog) as session:
                 return await conversation(session)
 
-        recorded = anyio.run(go)
+        recorded = own_thread(anyio.run, go)
     assert old == {k: os.environ.get(k) for k in old}
     return request.param, recorded, errlog_path.read_text("utf-8", "replace")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
 from mcp import ClientSession, StdioServerParameters
@@ -34,7 +35,8 @@ def test_cited_retrieval_over_mcp(knowledge_site, lightrag, tmp_path):
                 return (await session.call_tool("knowledge_status", {}),
                         await session.call_tool("knowledge_query", QUESTION))
 
-    status, answer = anyio.run(go)
+    with ThreadPoolExecutor(1) as pool:  # a thread of its own: another test may leave an event loop running here
+        status, answer = pool.submit(anyio.run, go).result()
     assert status.is_error is False and status.structured_content["healthy"] is True
     assert answer.is_error is False
     body = answer.structured_content
