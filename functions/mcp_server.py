@@ -19,7 +19,6 @@ declaration the handler validates with, and a call runs the same pure handler th
 from __future__ import annotations
 
 import json
-import logging
 import re
 import sys
 from pathlib import Path
@@ -37,6 +36,7 @@ from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.functions import evidence
 from mnote_evidence.functions.contracts import Context
 from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.errors import call
 from mnote_evidence.functions.mcp_text import BLOCK_URI, error_text, render
 from mnote_evidence.functions.routes import BY_TOOL, Route, run, site_base
 
@@ -48,7 +48,6 @@ INSTRUCTIONS = (
     "cited LightRAG retrieval), read around a hit with evidence_read, and give the user the Markdown links from "
     "the answers: each opens the exact page box, paragraph or lines. Read evidence://block/<id> for a block's "
     "full text.")
-log = logging.getLogger("mnote_evidence.mcp")
 
 
 class McpSetupError(Exception):
@@ -88,15 +87,17 @@ async def call_tool(ctx: Context, name: str, arguments: dict[str, Any] | None) -
 
 
 def block_contents(ctx: Context, uri: str) -> list[types.TextResourceContents]:
-    """`evidence://block/<id>`: the block's full text (text/plain) and its locator (application/json)."""
+    """`evidence://block/<id>`: the block's full text (text/plain) and its locator (application/json),
+    both read in one database session (one build): `evidence.read` resolves the id (retired ids
+    follow the anchor map; deleted files are refused), then the block's whole text."""
     match = _BLOCK_URI.match(uri)
     if not match:
         raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}; blocks are {BLOCK_TEMPLATE}")
-    status, body = run(_BLOCK_READ, ctx, {"blockId": unquote(match.group(1)), "window": 0})
-    if status != 200:
-        raise MCPError(INVALID_PARAMS, f"{body['error']['message']} [{body['error']['code']}]")
-    anchor = body["anchor"]
     with ctx.db.session() as conn:
+        status, body = call(lambda r: evidence.read(r, ctx), {"blockId": unquote(match.group(1)), "window": 0})
+        if status != 200:
+            raise MCPError(INVALID_PARAMS, error_text(body))
+        anchor = body["anchor"]
         (text,) = conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [anchor["evidenceId"]]).fetchone()
     about = {"evidenceId": anchor["evidenceId"], "kind": anchor["kind"], "source": anchor["source"]}
     if body.get("redirectedFrom"):
@@ -104,9 +105,6 @@ def block_contents(ctx: Context, uri: str) -> list[types.TextResourceContents]:
     return [types.TextResourceContents(uri=uri, mime_type="text/plain", text=text),
             types.TextResourceContents(uri=uri, mime_type="application/json",
                                        text=json.dumps(about, ensure_ascii=False))]
-
-
-_BLOCK_READ = next(r for r in BY_TOOL.values() if r.handler is evidence.read)
 
 
 def build_server(ctx: Context) -> Server:

@@ -62,7 +62,7 @@ def test_same_answers_as_the_datasette_plugin_with_absolute_links(asgi, datasett
         assert ours.status_code == theirs.status_code == 200
         a, b = ours.json(), theirs.json()
         assert a["results"] and len(a["results"]) == len(b["results"])
-        for x, y in zip(a["results"], b["results"]):
+        for x, y in zip(a["results"], b["results"], strict=True):
             assert x["evidenceId"] == y["evidenceId"] and x["quote"] == y["quote"]
             url = x["source"]["openAction"]["url"]
             served = y["source"]["openAction"]["url"]  # Datasette mounts the site at /-/evidence/site/

@@ -202,7 +202,7 @@ def test_lightrag_down_gives_the_degraded_answer_not_an_error(talk):
 
 def test_bad_arguments_are_tool_errors_with_the_http_message_and_the_session_survives(talk, in_process):
     _, got, _ = talk
-    for (tool, args, fragment), result in zip(BAD, got["bad"]):
+    for (tool, args, fragment), result in zip(BAD, got["bad"], strict=True):
         assert result.is_error is True, (tool, args)
         assert fragment in text_of(result), (tool, text_of(result))
         status, expected = in_process(tool, args)

@@ -9,7 +9,7 @@ import pytest
 from mnote_evidence.functions.errors import BadRequest
 from mnote_evidence.functions.routes import ROUTES
 from mnote_evidence.functions.validation import (
-    BLOCK_ID, CHOICE, CHOICES, FLAG, INTEGER, LOCATOR, TEXT, Field, RequestSpec,
+    BLOCK_ID, CHOICE, CHOICES, INTEGER, LOCATOR, TEXT, Field, RequestSpec,
 )
 
 ODD_VALUES = [None, 0, -1, 3, 2.5, True, False, "", " ", "x", "3", "a\x00b", "线程", [], ["x"], {}, {"a": 1}]
