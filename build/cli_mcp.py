@@ -25,8 +25,8 @@ INSTALL_HINT = "the MCP server needs the `mcp` package: pip install 'mnote-evide
 def mcp_command(site_dir: Path, http: bool, port: int, site_url: str | None, lightrag_url: str | None,
                 lightrag_timeout: float) -> None:
     """Serve SITE_DIR's evidence to an MCP client (an agent): tools evidence_search,
-    evidence_read, evidence_open, knowledge_query, knowledge_status, and resources
-    evidence://block/<id>. Every answer links to the exact place in the site.
+    evidence_read, evidence_open, verify_quote, knowledge_query, knowledge_status, and
+    resources evidence://block/<id>. Every answer links to the exact place in the site.
 
     \b
       mnote-evidence mcp _site                                  # stdio (an MCP client starts it)

@@ -45,9 +45,9 @@ BLOCK_TEMPLATE = BLOCK_URI.format("{blockId}")
 _BLOCK_URI = re.compile(r"^evidence://block/([^/?#]+)$")
 INSTRUCTIONS = (
     "Evidence from the user's notes and their attachments. Search with evidence_search (or knowledge_query for "
-    "cited LightRAG retrieval), read around a hit with evidence_read, and give the user the Markdown links from "
-    "the answers: each opens the exact page box, paragraph or lines. Read evidence://block/<id> for a block's "
-    "full text.")
+    "cited LightRAG retrieval), read around a hit with evidence_read, check a sentence with verify_quote before "
+    "quoting it, and give the user the Markdown links from the answers: each opens the exact page box, "
+    "paragraph or lines. Read evidence://block/<id> for a block's full text.")
 
 
 class McpSetupError(Exception):

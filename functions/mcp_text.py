@@ -97,6 +97,22 @@ def status_text(body: dict) -> str:
             f"{' (available)' if body.get('rerankAvailable') else ''}")
 
 
+def verify_text(body: dict) -> str:
+    verdict = {"found": "Found at the cited place", "found_elsewhere": "Not at the cited place, but found elsewhere",
+               "not_found": "Not found"}[body["verdict"]]
+    if body["target"]["scope"] == "index":  # no place was cited: the whole index was searched
+        verdict = "Found in the notes" if body["found"] else verdict
+    lines = [f"{verdict}: “{_quote(body['quote'])}”"]
+    if body["diagnostics"].get("reason"):
+        lines.append(f"(reason: {body['diagnostics']['reason']})")
+    match = body.get("match")
+    if match:
+        what = "Held by" if body["verdict"] != "not_found" else f"Most similar ({match['similarity']:.0%} of the words)"
+        lines += [f"{what}: {locator_link(match['source'], match['source']['resourcePath'])} ({match['precision']})",
+                  f"“{_quote(match['quote'])}”", BLOCK_URI.format(match["evidenceId"])]
+    return "\n".join(lines)
+
+
 def any_text(body: dict) -> str:
     """A tool without its own rendering: the JSON, compact."""
     return json.dumps(body, ensure_ascii=False)[:4000]
@@ -108,7 +124,7 @@ def error_text(body: dict) -> str:
 
 RENDER: dict[str, Callable[[dict], str]] = {
     "evidence_search": search_text, "evidence_read": read_text, "evidence_open": open_text,
-    "knowledge_query": query_text, "knowledge_status": status_text,
+    "knowledge_query": query_text, "knowledge_status": status_text, "verify_quote": verify_text,
 }
 
 

@@ -46,7 +46,10 @@ ROUTES: tuple[Route, ...] = (
           "notes that reference its file."),
     Route("/-/evidence/open", evidence.open_, evidence.OPEN_REQUEST, "evidence_open", "Link to a place",
           "The normalised openAction (URL) for a block id or a locator: give the user this link."),
-    Route("/-/evidence/verify", verify.verify_quote, verify.VERIFY_REQUEST),
+    Route("/-/evidence/verify", verify.verify_quote, verify.VERIFY_REQUEST, "verify_quote", "Check a quote",
+          "Is this sentence at the place a citation opens? Give the quote and the cited blockId, locator or "
+          "citationUrl (or nothing: anywhere in the notes). Answers found / found_elsewhere / not_found and the "
+          "block that holds the words (or the most similar one) with its locator: check before you quote."),
     Route("/-/knowledge/query", knowledge.query, knowledge.QUERY_REQUEST, "knowledge_query", "Cited retrieval",
           "Retrieve passages with LightRAG and map each to a citation of the exact block it came from "
           "(citationUrl, citationMarkdown). If LightRAG is down the answer says so (degraded) instead of failing."),

@@ -71,6 +71,11 @@ def test_same_answers_as_the_datasette_plugin_with_absolute_links(asgi, datasett
     block = top["results"][0]["evidenceId"]
     read = httpx.post(asgi + "/-/evidence/read", json={"blockId": block, "window": 1}, timeout=30).json()
     assert read["ok"] and read["anchor"]["evidenceId"] == block and read["anchor"]["source"]["resourcePath"] == SPEC_PDF
+    verified = httpx.post(asgi + "/-/evidence/verify", json={"quote": "seven years", "blockId": block}, timeout=30)
+    assert verified.status_code == 200 and verified.json()["verdict"] == "found"
+    theirs = httpx.post(datasette_server + "/-/evidence/verify", json={"quote": "seven years", "blockId": block},
+                        timeout=30).json()
+    assert verified.json()["match"]["evidenceId"] == theirs["match"]["evidenceId"] == block
     opened = httpx.get(asgi + "/-/evidence/open", params={"blockId": block}, timeout=30).json()
     assert opened["openAction"]["url"].startswith(SITE_URL) and opened["openAction"]["url"].endswith("#" + block)
 

@@ -30,7 +30,8 @@ from tests.servers import free_port, wait_until_up
 SITE_URL = "https://notes.example.org/kb/"
 SECRET = "lrk-mcp-secret-5b1e0c"  # the LightRAG key in the server's environment: must never come out
 DOWN = "http://127.0.0.1:9"  # nothing listens there: LightRAG is down
-TOOLS = {"evidence_search", "evidence_read", "evidence_open", "knowledge_query", "knowledge_status"}
+TOOLS = {"evidence_search", "evidence_read", "evidence_open", "knowledge_query", "knowledge_status", "verify_quote"}
+QUOTE = "retention period for audit evidence is seven years"
 SEARCH = {"query": "retention period seven years", "topK": 3}
 BAD = [
     ("evidence_search", {"query": "x", "topK": 500}, "'topK' must be from 1 to 50"),
@@ -43,6 +44,8 @@ BAD = [
     ("evidence_open", {"locator": {"resourcePath": SPEC_PDF, "page": 99}}, "'page' must be from 1 to 3"),
     ("knowledge_query", {"query": "x", "topK": "ten"}, "'topK' must be an integer"),
     ("knowledge_status", {"verbose": True}, "unknown field(s) verbose"),
+    ("verify_quote", {"blockId": "b-doesnotexist"}, "'quote' is required"),
+    ("verify_quote", {"quote": "x", "blockId": "b-x", "citationUrl": "a.html#b-x"}, "not several"),
 ]
 
 
@@ -82,6 +85,9 @@ async def conversation(session: ClientSession) -> dict:
     out["open"] = await session.call_tool("evidence_open", {"blockId": block})
     out["open_box"] = await session.call_tool(
         "evidence_open", {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}})
+    out["verified"] = await session.call_tool("verify_quote", {"quote": QUOTE, "blockId": block})
+    out["not_there"] = await session.call_tool("verify_quote", {"quote": QUOTE.replace("seven", "nine"),
+                                                                "blockId": block})
     out["status"] = await session.call_tool("knowledge_status", {})
     out["query"] = await session.call_tool("knowledge_query", {"query": "retention period", "mode": "naive"})
     out["bad"] = [await session.call_tool(name, args) for name, args, _ in BAD]
@@ -186,6 +192,19 @@ def test_read_and_open_answer_like_the_handlers(talk, in_process):
     assert opened.startswith(SITE_URL) and f"]({opened})" in text_of(got["open"])
     box = got["open_box"].structured_content["openAction"]["url"]
     assert box.startswith(SITE_URL) and box.endswith("?page=2&bbox=72,100,300,120") and box in text_of(got["open_box"])
+
+
+def test_verify_quote_answers_like_the_handler(talk, in_process):
+    _, got, _ = talk
+    block = got["block"]
+    for key, quote, verdict in (("verified", QUOTE, "found"), ("not_there", QUOTE.replace("seven", "nine"), "not_found")):
+        status, expected = in_process("verify_quote", {"quote": quote, "blockId": block})
+        assert status == 200 and got[key].is_error is False and got[key].structured_content == expected
+        assert expected["verdict"] == verdict and expected["match"]["evidenceId"] == block
+        url = expected["match"]["source"]["openAction"]["url"]
+        assert url.startswith(SITE_URL) and f"]({url})" in text_of(got[key])
+    assert text_of(got["verified"]).startswith("Found at the cited place")
+    assert "Most similar" in text_of(got["not_there"]) and "quote_not_in_block" in text_of(got["not_there"])
 
 
 def test_lightrag_down_gives_the_degraded_answer_not_an_error(talk):
