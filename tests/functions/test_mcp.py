@@ -86,6 +86,8 @@ async def conversation(session: ClientSession) -> dict:
     out["open_box"] = await session.call_tool(
         "evidence_open", {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}})
     out["verified"] = await session.call_tool("verify_quote", {"quote": QUOTE, "blockId": block})
+    url = out["search"].structured_content["results"][0]["source"]["openAction"]["url"]
+    out["verified_url"] = await session.call_tool("verify_quote", {"quote": QUOTE, "citationUrl": url})
     out["not_there"] = await session.call_tool("verify_quote", {"quote": QUOTE.replace("seven", "nine"),
                                                                 "blockId": block})
     out["status"] = await session.call_tool("knowledge_status", {})
@@ -204,6 +206,9 @@ def test_verify_quote_answers_like_the_handler(talk, in_process):
         url = expected["match"]["source"]["openAction"]["url"]
         assert url.startswith(SITE_URL) and f"]({url})" in text_of(got[key])
     assert text_of(got["verified"]).startswith("Found at the cited place")
+    by_url = got["verified_url"].structured_content  # the absolute link an answer gave, handed back
+    assert by_url["verdict"] == "found" and by_url["target"] == {**by_url["target"], "scope": "block",
+                                                                 "blockId": block}
     assert "Most similar" in text_of(got["not_there"]) and "quote_not_in_block" in text_of(got["not_there"])
 
 
