@@ -44,14 +44,6 @@ from mnote_evidence.functions.validation import (
 
 MAX_QUOTE_CHARS = 2000
 MAX_URL_CHARS = 2000
-VERIFY_REQUEST = RequestSpec(
-    Field("quote", TEXT, "The sentence or words to check, as they will be shown.", required=True,
-          max_len=MAX_QUOTE_CHARS),
-    Field("blockId", BLOCK_ID, "The cited block (an evidenceId or a citation's blockId)."),
-    Field("locator", LOCATOR, "Or the cited locator (its blockId is used)."),
-    Field("citationUrl", TEXT, "Or the citation's URL (citationUrl / openAction.url): its block, page, box or file.",
-          max_len=MAX_URL_CHARS),
-)
 MAX_CANDIDATES = 40  # blocks of the index compared when the cited place does not hold the quote
 MAX_OR_TERMS = 24
 CJK_PIECE = 4
@@ -196,6 +188,16 @@ def _match(row: sqlite3.Row, quote: str, score: float, ctx: Context) -> dict:
     if reason:
         out["reason"] = reason
     return out
+
+
+VERIFY_REQUEST = RequestSpec(
+    Field("quote", TEXT, "The sentence or words to check, as they will be shown.", required=True,
+          max_len=MAX_QUOTE_CHARS),
+    Field("blockId", BLOCK_ID, "The cited block (an evidenceId or a citation's blockId)."),
+    Field("locator", LOCATOR, "Or the cited locator (its blockId is used)."),
+    Field("citationUrl", TEXT, "Or the citation's URL (citationUrl / openAction.url): its block, page, box or file.",
+          max_len=MAX_URL_CHARS),
+)
 
 
 def verify_quote(request: dict, ctx: Context) -> dict:
