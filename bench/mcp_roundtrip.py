@@ -47,9 +47,10 @@ def pct(samples: list[float], p: int) -> float:
 def site_dir(given: str | None) -> Path:
     if given:
         return Path(given)
-    site = WORK / "mcp-site"
-    if not (site / "evidence.sqlite").is_file():
-        run_build(copy_workspace(WORK / "mcp-ws"), site, site=True)
+    site, workspace = WORK / "mcp-site", WORK / "mcp-ws"
+    if not workspace.is_dir():
+        copy_workspace(workspace)
+    run_build(workspace, site, site=True)  # incremental: a no-op when current, a rebuild after a schema change
     return site
 
 
