@@ -44,7 +44,15 @@ def _quote(text: str) -> str:
 
 def search_text(body: dict) -> str:
     results = body["results"]
-    lines = [f"{len(results)} result{'s' if len(results) != 1 else ''} for {body['query']!r} ({body['mode']})"]
+    head = f"{len(results)} result{'s' if len(results) != 1 else ''}"
+    if body.get("total") is not None:
+        head += f" of {body['total']}{'+' if body.get('totalIsLowerBound') else ''}"
+    head += f" for {body['query']!r} ({body['mode']})"
+    if "groups" in body:
+        head += f", from {len(body['groups'])} file{'s' if len(body['groups']) != 1 else ''}"
+    lines = [head]
+    if body.get("nextOffset") is not None:
+        lines.append(f"(more: the same call with offset {body['nextOffset']})")
     if body.get("degraded"):
         lines.append(f"(LightRAG OCR hits unavailable: {body.get('degradedReason')})")
     for n, r in enumerate(results, 1):

@@ -33,6 +33,7 @@ DOWN = "http://127.0.0.1:9"  # nothing listens there: LightRAG is down
 TOOLS = {"evidence_search", "evidence_read", "evidence_open", "knowledge_query", "knowledge_status", "verify_quote"}
 QUOTE = "retention period for audit evidence is seven years"
 SEARCH = {"query": "retention period seven years", "topK": 3}
+PAGED = {"query": "thread", "topK": 2, "groupBy": "document"}
 BAD = [
     ("evidence_search", {"query": "x", "topK": 500}, "'topK' must be from 1 to 50"),
     ("evidence_search", {"query": "x", "topk": 3}, "unknown field(s) topk"),
@@ -79,6 +80,7 @@ async def conversation(session: ClientSession) -> dict:
     out: dict = {"tools": (await session.list_tools()).tools,
                  "templates": (await session.list_resource_templates()).resource_templates}
     out["search"] = await session.call_tool("evidence_search", SEARCH)
+    out["paged"] = await session.call_tool("evidence_search", PAGED)
     block = out["search"].structured_content["results"][0]["evidenceId"]
     out["block"] = block
     out["read"] = await session.call_tool("evidence_read", {"blockId": block, "window": 1})
@@ -177,6 +179,16 @@ def test_search_is_the_handlers_answer_plus_text_with_absolute_links(talk, in_pr
     assert url.startswith(SITE_URL) and url.endswith("#" + top["evidenceId"])
     text = text_of(result)
     assert f"]({url})" in text and f"evidence://block/{top['evidenceId']}" in text and "p.2" in text
+
+
+def test_pages_and_groups_are_said_in_the_text(talk, in_process):
+    _, got, _ = talk
+    status, expected = in_process("evidence_search", PAGED)
+    assert status == 200 and got["paged"].structured_content == expected
+    assert expected["groups"] and expected["nextOffset"] == 2  # the fixtures have more than two files on 'thread'
+    text = text_of(got["paged"])
+    assert f"of {expected['total']}" in text and f"from {len(expected['groups'])} files" in text
+    assert "offset 2" in text
 
 
 def test_read_and_open_answer_like_the_handlers(talk, in_process):
