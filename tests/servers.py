@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -56,3 +57,13 @@ def start_serve(site_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
     proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(site_dir), "--port", str(port), *args],
                  base + "/-/versions.json")
     return proc, base
+
+
+DATASETTE = shutil.which("datasette") or str(Path(sys.executable).with_name("datasette"))
+
+
+def start_datasette(db: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    """A real `datasette -i DB ARGS…` (our plugin found by its entry point) on a free port; (process, base URL)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    return start([DATASETTE, "-i", str(db), *args, "--port", str(port)], base + "/-/versions.json"), base

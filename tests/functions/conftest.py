@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, copy_workspace, run_build
-from tests.servers import free_port, start, stop
+from tests.servers import start_datasette, stop
 
 STALE_PDF = "Unfiled/orphan-report.pdf"
 REAL = REPO / "tests" / "real_documents"
@@ -31,11 +29,8 @@ def stale_site(tmp_path_factory):
 def datasette_server(stale_site):
     """A real `datasette` process (plugin found by entry point) on the stale-site database."""
     _, out = stale_site
-    port = free_port()
-    datasette = shutil.which("datasette") or str(Path(sys.executable).with_name("datasette"))
-    proc = start([datasette, "-i", str(out / "evidence.sqlite"), "--port", str(port)],
-                 f"http://127.0.0.1:{port}/-/versions.json")
-    yield f"http://127.0.0.1:{port}"
+    proc, url = start_datasette(out / "evidence.sqlite")
+    yield url
     stop(proc)
 
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.conftest import SPEC_PDF
 from tests.functions.conftest import STALE_PDF
+from tests.servers import DATASETTE
 
 FUZZ = ['"', '"unbalanced', "AND", "OR OR", "NOT x", "NEAR(", "NEAR(a b", "*", "a*b*", "text:foo", "block_id:b-1",
         "{text}: x", "(((", ")", "^x", "-x", "+", "'; DROP TABLE evidence_block; --", "\x00", "a\x00b",
@@ -23,8 +21,7 @@ def get(base: str, route: str, **params) -> httpx.Response:
 
 
 def test_plugin_is_listed_by_datasette():
-    datasette = shutil.which("datasette") or str(Path(sys.executable).with_name("datasette"))
-    out = subprocess.run([datasette, "plugins"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([DATASETTE, "plugins"], capture_output=True, text=True, check=True).stdout
     assert '"name": "mnote-evidence"' in out and "register_routes" in out
 
 

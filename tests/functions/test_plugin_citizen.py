@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.servers import free_port, start, stop
+from tests.servers import DATASETTE, free_port, start, stop
 
-DATASETTE = shutil.which("datasette") or str(Path(sys.executable).with_name("datasette"))
 
 
 @pytest.fixture(scope="module")

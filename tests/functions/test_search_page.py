@@ -4,19 +4,15 @@ escaped snippets with marked terms, locators linking into the mounted site, page
 
 from __future__ import annotations
 
-import shutil
-import sys
-from pathlib import Path
-from urllib.parse import parse_qs, urljoin, urlsplit
-
 import re
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
 import lxml.html
 import pytest
 
 from tests.conftest import run_build
-from tests.servers import free_port, start, stop
+from tests.servers import start_datasette, stop
 
 PAGE = "/-/evidence/search-page"
 HOSTILE = 'Escape `<script>alert("x")</script>` & <b>tags</b> in harbour notes.'
@@ -34,11 +30,8 @@ def server(tmp_path_factory):
     (root / "研究2" / "别处.md").write_text("# 别处\n\nAnother harbour, elsewhere.\n", "utf-8")
     out = base / "out"
     run_build(root, out, site=True)
-    port = free_port()
-    datasette = shutil.which("datasette") or str(Path(sys.executable).with_name("datasette"))
-    proc = start([datasette, "-i", str(out / "evidence.sqlite"), "--port", str(port)],
-                 f"http://127.0.0.1:{port}/-/versions.json")
-    yield f"http://127.0.0.1:{port}"
+    proc, url = start_datasette(out / "evidence.sqlite")
+    yield url
     stop(proc)
 
 
