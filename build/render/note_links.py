@@ -17,7 +17,9 @@ Every URL is relative (`build.urls.relative_url`); nothing here needs JavaScript
 
 from __future__ import annotations
 
+import hashlib
 import html
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,9 +30,23 @@ from mnote_evidence.build.model import Kind
 from mnote_evidence.build.urls import TAGS_DIR, copy_path, page_path, relative_url
 
 
+_UNSAFE_IN_NAME = re.compile(r"[^\w-]+")  # \w is Unicode: 中文 and café stay as they are
+
+
 def tag_page(tag: str) -> str:
-    """Site file of a tag's page: `_tags/<tag, lower case>.html` (nested tags nest folders)."""
-    return f"{TAGS_DIR}/{tag.lower()}.html"
+    """Site file of a tag's page: `_tags/<tag, lower case>.html` (nested tags nest folders).
+
+    A tag comes from the author (front matter takes any string), so each `/`-part becomes a safe
+    file name: letters, digits, `_` and `-` stay; a part holding anything else (`..`, `<`, `"`, a
+    space, nothing) is cleaned and given a short hash of the original, so distinct tags keep distinct
+    pages and no page lands outside `_tags/` or has a name a file system or static host refuses."""
+    parts = []
+    for part in tag.lower().split("/"):
+        safe = _UNSAFE_IN_NAME.sub("-", part).strip("-")
+        if safe != part or not safe:
+            safe = f"{safe or 'tag'}-{hashlib.sha1(part.encode('utf-8')).hexdigest()[:8]}"
+        parts.append(safe)
+    return f"{TAGS_DIR}/{'/'.join(parts)}.html"
 
 
 @dataclass

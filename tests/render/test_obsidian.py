@@ -249,3 +249,22 @@ def test_cli_reports_broken_links_and_strict_does_not_count_them(tmp_path):
 def test_what_is_a_tag(text, tags):
     art = MarkdownProvider().parse_text("x.md", "sha256:" + "0" * 64, text)
     assert [link["target"] for b in art.blocks for link in b.links if link["kind"] == "tag"] == tags
+
+
+def test_hostile_tags_get_safe_pages_inside_the_tags_folder(tmp_path):
+    """Front matter takes any string as a tag: `..` parts, markup and spaces must neither write a page
+    outside `_tags/` (or the site) nor give a file name a file system or static host refuses."""
+    root, out = tmp_path / "ws", tmp_path / "site" / "out"
+    root.mkdir()
+    hostile = ["../../escaped", "<img src=x onerror=alert(1)>", "two words", "a//b"]
+    (root / "Tagged.md").write_text("---\ntags:\n" + "".join(f"  - {json.dumps(t)}\n" for t in hostile)
+                                    + "---\n\n# Tagged\n\nBody #plain text.\n", "utf-8")
+    run_build(root, out, site=True)
+    outside = [p for p in (tmp_path / "site").rglob("*") if out not in p.parents and p != out]
+    assert outside == []
+    pages = sorted(p.relative_to(out / "_tags").as_posix() for p in (out / "_tags").rglob("*.html"))
+    assert "plain.html" in pages and len(pages) == len(hostile) + 2  # + the tags index
+    assert all(re.fullmatch(r"[\w\-/.]+", p) and ".." not in p.split("/") for p in pages)
+    note = (out / "Tagged.html").read_text("utf-8")
+    for href in re.findall(r'<a class="tag" href="([^"]+)"', note):
+        assert (out / href).resolve().is_file()  # every tag link opens its page
