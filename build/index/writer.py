@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import sqlite_utils
 
 from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.index import anchors, layout
@@ -141,35 +140,58 @@ def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: st
             "created_by": CREATED_BY, "resource_id": resource_id}
 
 
-def _insert_update(db: sqlite_utils.Database, update: ResourceUpdate, next_id: int) -> int:
+def _insert(conn: sqlite3.Connection, table: str, rows: Iterable[dict], ignore: bool = False) -> None:
+    """INSERT dict rows into one of our tables (its schema is `index/schema.py`'s); a list or dict value
+    is stored as JSON. Plain sqlite3: sqlite-utils would import pandas and numpy when they are installed,
+    a quarter of a second on every build's start-up (issue 17)."""
+    verb = "INSERT OR IGNORE" if ignore else "INSERT"
+    batch: list[dict] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == 500:
+            _insert_batch(conn, f"{verb} INTO {table}", batch)
+            batch = []
+    if batch:
+        _insert_batch(conn, f"{verb} INTO {table}", batch)
+
+
+def _insert_batch(conn: sqlite3.Connection, into: str, batch: list[dict]) -> None:
+    columns = list(dict.fromkeys(c for row in batch for c in row))
+    values = [tuple(_sql_value(row.get(c)) for c in columns) for row in batch]
+    conn.executemany(f"{into} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)
+
+
+def _sql_value(value: object) -> object:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list, tuple)) else value
+
+
+def _insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: int) -> int:
     row = update.row
-    db["evidence_resource"].insert(row.to_sql())
+    _insert(conn, "evidence_resource", [row.to_sql()])
     artifact = update.artifact
     if artifact is None:
         return next_id
     blocks = list(_block_rows(artifact, row, next_id))
-    db["evidence_block"].insert_all(blocks, batch_size=500)
-    db.conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
+    _insert(conn, "evidence_block", blocks)
+    conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
                         ((b["id"], text.segment_for_index(b["text"]), b["block_id"]) for b in blocks))
-    db["evidence_section"].insert_all(({
+    _insert(conn, "evidence_section", ({
         "section_id": s.id, "resource_id": row.resource_id, "title": s.title, "level": s.level,
         "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
         "parent_section_id": s.parent_id, "block_count": len(s.block_ids),
-    } for s in artifact.sections), batch_size=500)
-    db["evidence_edge"].insert_all(structural_edges(artifact, row.resource_id), batch_size=500,
-                                   ignore=True)
+    } for s in artifact.sections))
+    _insert(conn, "evidence_edge", structural_edges(artifact, row.resource_id), ignore=True)
     return next_id + len(blocks)
 
 
-def _replace_links(conn: sqlite3.Connection, db: sqlite_utils.Database, changes: IndexChanges) -> None:
+def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:
     conn.execute("DELETE FROM evidence_link")
-    db["evidence_link"].insert_all(changes.links, batch_size=500)
+    _insert(conn, "evidence_link", changes.links)
     marks = ",".join("?" * len(LINK_EDGE_TYPES))
     conn.execute(f"DELETE FROM evidence_edge WHERE edge_type IN ({marks})", LINK_EDGE_TYPES)
     known = {r[0] for r in conn.execute("SELECT block_id FROM evidence_block")}
     # An edge without a locatable source block is rejected (SPEC §6).
-    db["evidence_edge"].insert_all((e for e in changes.link_edges if e["source_block_id"] in known),
-                                   batch_size=500, ignore=True)
+    _insert(conn, "evidence_edge", (e for e in changes.link_edges if e["source_block_id"] in known), ignore=True)
 
 
 def _resegment(conn: sqlite3.Connection) -> int:
@@ -187,7 +209,6 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
     tmp, conn = _open_working_copy(db_path, fresh=changes.rebuild)
     resegmented = 0
     try:
-        db = sqlite_utils.Database(conn)
         conn.execute("BEGIN")
         stamp = now_ms()
         previous = {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
@@ -200,16 +221,18 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
             resegmented = _resegment(conn)
         next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
         for update in changes.updates:
-            next_id = _insert_update(db, update, next_id)
+            next_id = _insert_update(conn, update, next_id)
             rid = update.row.resource_id
             if previous[rid]:
                 anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
-        _replace_links(conn, db, changes)
+        _replace_links(conn, changes)
         if changes.knowledge is not None:
             conn.execute("DELETE FROM knowledge_source")
-            db["knowledge_source"].insert_all(changes.knowledge, batch_size=500)
+            _insert(conn, "knowledge_source", changes.knowledge)
         _write_knowledge_texts(conn, changes)
-        db["build_meta"].upsert_all(({"key": k, "value": v} for k, v in changes.meta.items()), pk="key")
+        conn.executemany("INSERT INTO build_meta (key, value) VALUES (?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         [(k, _sql_value(v)) for k, v in changes.meta.items()])
         conn.execute("COMMIT")
         layout.lay_out(conn)  # for range-request readers (the static site's search box)
         conn.execute("PRAGMA journal_mode=DELETE")
