@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 
 from mnote_evidence.functions.contracts import Context
 from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import DEFAULT_TOP_K, KINDS, search
+from mnote_evidence.functions.evidence import DEFAULT_TOP_K, KINDS, SEARCH_REQUEST, search
 from mnote_evidence.functions.search_results import where
 from mnote_evidence.functions.snippet import marked
 
@@ -84,8 +84,8 @@ def request_from_params(args) -> tuple[dict, dict]:
                 "resourcePath": form["file"], "groupBy": "document" if form["group"] else None}
     request.update({k: v for k, v in optional.items() if v})
     for key in ("offset", "topK"):
-        if form[key]:
-            request[key] = int(form[key]) if form[key].isdigit() else form[key]  # the handler says why not
+        if form[key]:  # typed as the API's query strings are; the handler says why a value is refused
+            request[key] = SEARCH_REQUEST.fields[key].from_text(form[key])
     return request, form
 
 
