@@ -29,7 +29,10 @@ import subprocess
 import sys
 import time
 import unicodedata
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.real_workspace import WORK, assemble  # noqa: E402
@@ -131,22 +134,46 @@ def time_cli(client: Client, url: str, out: Path, questions: list[dict]) -> dict
             "askOverQueryData": round(med[1] / med[0], 2)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--baseline", action="store_true")
-    args = parser.parse_args()
+@dataclass
+class Answered:
+    """The real workspace, built and ingested, with LightRAG's answers to the bench questions."""
+
+    ws: Path
+    out: Path
+    files: dict
+    questions: list[dict]
+    answers: list[tuple[dict, dict]]
+    client: Client
+    url: str
+
+
+@contextmanager
+def answered_workspace(site: bool) -> Iterator[Answered]:
+    """Assemble the real workspace, build it into a real lightrag-server (the tests' offline harness) and
+    ask it every question (naive, top 10); the server runs until the block ends. Shared with
+    bench/verify_quote.py, which checks the same citations."""
     ws, out = WORK / "ws", WORK / "out"
     files = assemble(ws)
     questions = json.loads(QUESTIONS.read_text("utf-8"))["questions"]
     server = LightRag(WORK / "lightrag")
     server.start()
     try:
-        build(ws, BuildOptions(out=out, jobs=2, site=True, lightrag=LightRagConfig(server.url, timeout=120)))
-        with Client(LightRagConfig(server.url, timeout=120)) as client:
+        config = LightRagConfig(server.url, timeout=120)
+        build(ws, BuildOptions(out=out, jobs=2, site=site, lightrag=config))
+        with Client(config) as client:
             answers = [(q, client.query_data(q["q"], "naive", 10)) for q in questions]
-            cli = time_cli(client, server.url, out, questions[::6])
+            yield Answered(ws, out, files, questions, answers, client, server.url)
     finally:
         server.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--baseline", action="store_true")
+    args = parser.parse_args()
+    with answered_workspace(site=True) as run_:
+        ws, out, files, questions, answers = run_.ws, run_.out, run_.files, run_.questions, run_.answers
+        cli = time_cli(run_.client, run_.url, out, questions[::6])
     (WORK / "answers.json").write_text(json.dumps(answers, ensure_ascii=False), "utf-8")  # for profiling
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     counts = dict(conn.execute("SELECT kind, count(*) FROM evidence_resource WHERE status = 'ok' GROUP BY kind"))

@@ -177,24 +177,11 @@ def build_cost(rounds: int = 5) -> dict:
 
 def truth() -> dict:
     """quoteVerified over the citation-truth bench's citations, and verify_quote's independent answer."""
-    from bench.citation_truth import QUESTIONS
-    from bench.real_workspace import WORK as REAL, assemble
-    from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig
-    from mnote_evidence.build.pipeline import BuildOptions, build
+    from bench.citation_truth import answered_workspace
     from mnote_evidence.functions.citations import CitationMapper
-    from tests.knowledge.harness import LightRag
 
-    ws, out = REAL / "ws", REAL / "out"
-    assemble(ws)
-    questions = json.loads(QUESTIONS.read_text("utf-8"))["questions"]
-    server = LightRag(REAL / "lightrag")
-    server.start()
-    try:
-        build(ws, BuildOptions(out=out, jobs=2, site=False, lightrag=LightRagConfig(server.url, timeout=120)))
-        with Client(LightRagConfig(server.url, timeout=120)) as client:
-            answers = [(q, client.query_data(q["q"], "naive", 10)) for q in questions]
-    finally:
-        server.close()
+    with answered_workspace(site=False) as run_:
+        out, answers = run_.out, run_.answers
     ctx = Context(EvidenceDB(out / "evidence.sqlite"))
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     tally: Counter[str] = Counter()
