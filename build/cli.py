@@ -1,5 +1,7 @@
 """`mnote-evidence`: the command group. Each command lives in its own module (`build/cli_<name>.py`),
-imported only when that command runs or `--help` lists it, so start-up pays for click alone.
+imported only when that command runs (or its own `--help` is asked for): `mnote-evidence --help`
+lists the commands from the registry's one-line summaries and imports none of them, so start-up
+pays for click alone (bench/startup.py; tests/test_cli.py checks each summary against its command).
 
 The command modules are thin shells over the library (flags in, library call, report out): they take
 every default from the library, turn its typed errors (`build/errors.py`) into messages that say what
@@ -11,20 +13,39 @@ build's parsers nor Datasette (tests/test_cli.py checks what `ask` imports).
 from __future__ import annotations
 
 import importlib
-import sqlite3
+from typing import NamedTuple
 
 import click
 
 from mnote_evidence import __version__
 
-# name -> "module:attribute" of the click command (one registry for the commands; add a line to add one)
+class Entry(NamedTuple):
+    target: str  # "module:attribute" of the click command, imported when the command runs
+    summary: str  # its help's first sentence (what click would list), so `--help` imports no command
+
+
+# One registry for the commands; add a line to add one.
 COMMANDS = {
-    "build": "mnote_evidence.build.cli_build:build_command",
-    "serve": "mnote_evidence.build.cli_serve:serve_command",
-    "search": "mnote_evidence.build.cli_search:search_command",
-    "ask": "mnote_evidence.build.cli_ask:ask_command",
-    "verify": "mnote_evidence.build.cli_verify:verify_command",
-    "mcp": "mnote_evidence.build.cli_mcp:mcp_command",
+    "build": Entry("mnote_evidence.build.cli_build:build_command",
+                   "Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and a static site in OUT "
+                   "(open OUT/index.html, or serve OUT from any static host)."),
+    "serve": Entry("mnote_evidence.build.cli_serve:serve_command",
+                   "Serve SITE_DIR (the output of `build`): the static site, Datasette over its evidence.sqlite, "
+                   "and the /-/evidence/search|read|open endpoints, on one URL."),
+    "search": Entry("mnote_evidence.build.cli_search:search_command",
+                    "Search the evidence index for QUERY (Chinese substrings and English words) and print each hit "
+                    "with a link that opens its exact place in the site: the same function as the HTTP route "
+                    "/-/evidence/search."),
+    "ask": Entry("mnote_evidence.build.cli_ask:ask_command",
+                 "Ask LightRAG QUESTION and print the answer with citations you can click: each opens the exact "
+                 "page, box or paragraph in the built site."),
+    "verify": Entry("mnote_evidence.build.cli_verify:verify_command",
+                    "Check that QUOTE is at the place a citation opens (--block or --url), or anywhere in the "
+                    "index; when it is not, print the block most like it, with a link."),
+    "mcp": Entry("mnote_evidence.build.cli_mcp:mcp_command",
+                 "Serve SITE_DIR's evidence to an MCP client (an agent): tools evidence_search, evidence_read, "
+                 "evidence_open, verify_quote, knowledge_query, knowledge_status, and resources "
+                 "evidence://block/<id>."),
 }
 
 
@@ -37,13 +58,20 @@ class _Commands(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, attribute = COMMANDS[name].split(":")
+        module, attribute = COMMANDS[name].target.split(":")
         return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `--help`, as click writes it, from the summaries (no command imported)."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [(name, click.utils.make_default_short_help(entry.summary, limit)) for name, entry in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (OSError, sqlite3.OperationalError) as exc:
+        except Exception as exc:  # OSError, sqlite3.OperationalError (sqlite3 is not imported for `--help`)
             from mnote_evidence.build.fsutil import storage_error_message
 
             message = storage_error_message(exc)

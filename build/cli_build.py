@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mnote_evidence.build.cli_common import output_options, run_library
+from mnote_evidence.build.cli_common import run_library
+from mnote_evidence.build.cli_options import output_options
 from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_OUT
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.progress import ProgressEvent, Stage

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from mnote_evidence.build.cli_common import build_args, output_options
+from mnote_evidence.build.cli_options import build_args, output_options
 from mnote_evidence.build.defaults import DEFAULT_JOBS, DEFAULT_OUT
 
 

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
@@ -56,12 +56,14 @@ from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.redact import redact
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
-from mnote_evidence.build.render.site import RenderOptions, RenderReport, render_site
 from mnote_evidence.build.scan import SourceFile, scan
 from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at, remove_sidecars, reusable,
                                            source_map_path, write_sidecars)
 from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.urls import DB_NAME
+
+if TYPE_CHECKING:  # the renderer (jinja2, the note HTML renderer) loads only when the site is rendered
+    from mnote_evidence.build.render.site import RenderReport
 
 
 @dataclass
@@ -405,6 +407,8 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
         if options.site:
+            from mnote_evidence.build.render.site import RenderOptions, render_site  # see TYPE_CHECKING above
+
             render_options = RenderOptions(jobs=options.jobs, images=options.page_images,
                                            max_page_images=options.max_page_images, ask=options.lightrag is not None)
             run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress)

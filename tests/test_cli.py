@@ -9,7 +9,7 @@ import click
 from click.testing import CliRunner
 
 from mnote_evidence.build.cli import main
-from mnote_evidence.build.cli_common import build_args, output_options as _output_options
+from mnote_evidence.build.cli_options import build_args, output_options as _output_options
 
 
 def test_help_explains_the_build():

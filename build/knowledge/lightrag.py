@@ -13,11 +13,12 @@ millisecond there). `httpx` is not imported: it cost `ask` ~45-190 ms of
 start-up (bench/ask_startup.py). `timeout` bounds each socket operation
 (connect, send, every read), as httpx's single timeout did; no proxy variables
 are read (httpx ran with `trust_env=False`); TLS is set up only for https URLs.
+`http.client` itself is imported by the first request (`_send`), not with this module: every query
+command imports `LightRagConfig` (`functions/contracts.py`) and only `ask` talks HTTP.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import time
@@ -83,25 +84,27 @@ class LightRag:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _connection(self) -> http.client.HTTPConnection:
-        if not self.tls:
-            return http.client.HTTPConnection(self.host, self.port, timeout=self.config.timeout)
-        import ssl  # only for https: loading the CA bundle costs start-up
-
-        return http.client.HTTPSConnection(self.host, self.port, timeout=self.config.timeout,
-                                           context=ssl.create_default_context())
-
     def _send(self, method: str, path: str, payload: Any = None) -> _Response:
+        import http.client  # the transport boundary: loaded by the first request (module docstring)
+
         headers = {**self.headers, "Accept": "application/json"}
         body = None
         if payload is not None:
             body = json.dumps(payload).encode("utf-8")
             headers["Content-Type"] = "application/json"
-        conn = self._connection()
+        if self.tls:
+            import ssl  # only for https: loading the CA bundle costs start-up
+
+            conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.config.timeout,
+                                               context=ssl.create_default_context())
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.config.timeout)
         try:
             conn.request(method, self.prefix + path, body=body, headers=headers)
             resp = conn.getresponse()
             return _Response(resp.status, resp.read())
+        except http.client.HTTPException as exc:  # a malformed reply: as unreachable as a refused connect
+            raise LightRagError("knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})") from None
         finally:
             conn.close()
 
@@ -111,7 +114,7 @@ class LightRag:
         except TimeoutError:
             raise LightRagError("knowledge_rag_timeout", f"LightRAG did not answer {path} within "
                                 f"{self.config.timeout:g} s") from None
-        except (OSError, http.client.HTTPException) as exc:
+        except OSError as exc:
             raise LightRagError("knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})") from None
         if resp.status_code in (400, 422):
             raise LightRagError("knowledge_rag_rejected", f"LightRAG rejected the request: {_message(resp)}")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from mnote_evidence.build.ocr.normalize import REVISION as NORMALIZE_REVISION
 from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line, respaced
+from mnote_evidence.build.versions import library_version
 
 
 class OcrUnavailable(RuntimeError):
@@ -31,7 +32,7 @@ class RapidOcrEngine:
     def version(self) -> str:
         """From package metadata: importing rapidocr pulls in OpenCV and onnxruntime."""
         try:
-            return f"rapidocr-{_dist_version('rapidocr')}-det+rec-nocls+n{NORMALIZE_REVISION}"
+            return f"rapidocr-{library_version('rapidocr')}-det+rec-nocls+n{NORMALIZE_REVISION}"
         except Exception as exc:  # PackageNotFoundError
             raise OcrUnavailable("RapidOCR is not installed: pip install rapidocr onnxruntime") from exc
 
@@ -101,12 +102,6 @@ class TesseractEngine:
             if text:
                 lines.append(OcrLine(text, [float(x0), float(y0), float(x1), float(y1)], round(conf, 4)))
         return lines
-
-
-def _dist_version(name: str) -> str:
-    from importlib.metadata import version
-
-    return version(name)
 
 
 ENGINES = {"rapidocr": RapidOcrEngine, "tesseract": TesseractEngine}

@@ -25,12 +25,14 @@ import os
 import time
 import zipfile
 from pathlib import Path
-
-import httpx
+from typing import TYPE_CHECKING
 
 from mnote_evidence.build.model import ProviderError
 from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line
 from mnote_evidence.build.ocr.settings import OcrSettings
+
+if TYPE_CHECKING:
+    import httpx
 
 TOKEN_ENV = "MINERU_TOKEN"
 URL_ENV = "MINERU_URL"
@@ -70,6 +72,8 @@ def _check(resp: httpx.Response, step: str) -> dict:
 def extract(path: Path, settings: OcrSettings, page_sizes: dict[int, tuple[float, float]]) -> dict[int, list[OcrLine]]:
     """OCR lines per 1-based page, boxes in each page's own units."""
     url, token = _config(settings)
+    import httpx  # only when MinerU is configured and used: every build imports this module (ocr/run.py)
+
     try:
         with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as api, \
                 httpx.Client(timeout=120) as plain:

@@ -12,16 +12,18 @@ import tempfile
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pymupdf
-from PIL import Image, ImageOps
-
+from mnote_evidence.build.libraries import image_ops, mupdf, pillow
 from mnote_evidence.build.model import ProviderError
 from mnote_evidence.build.ocr import mineru
 from mnote_evidence.build.ocr.engines import ENGINE_NAMES, ENGINES, OcrUnavailable
 from mnote_evidence.build.ocr.normalize import OcrLine
 from mnote_evidence.build.ocr.settings import OcrSettings, cached_lines, store_lines
 from mnote_evidence.build.pixels import capped_scale
+
+if TYPE_CHECKING:  # loaded with the first PDF or image read (build/libraries.py)
+    import pymupdf
 
 _SETUP_CODES = {"mineru_token_missing", "mineru_url_missing", "mineru_upload_not_allowed"}
 
@@ -79,9 +81,9 @@ def image_lines(root: Path, settings: OcrSettings, path: Path, source_hash: str,
         return cached
 
     def local(s: OcrSettings) -> list[OcrLine]:
-        with tempfile.TemporaryDirectory() as tmp, Image.open(path) as im:
+        with tempfile.TemporaryDirectory() as tmp, pillow().open(path) as im:
             png = Path(tmp) / "image.png"
-            ImageOps.exif_transpose(im).convert("RGB").save(png)
+            image_ops().exif_transpose(im).convert("RGB").save(png)
             return _local(s, png)
 
     lines = _with_fallback(settings, lambda: mineru.extract(path, settings, {1: size}).get(1, []), local)
@@ -113,7 +115,8 @@ def _render_and_read(settings: OcrSettings, page: pymupdf.Page) -> list[OcrLine]
     scale = 1.0 / zoom
     with tempfile.TemporaryDirectory() as tmp:
         png = Path(tmp) / "page.png"
-        page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csGRAY).save(png)
+        fitz = mupdf()
+        page.get_pixmap(matrix=fitz.Matrix(zoom, zoom), colorspace=fitz.csGRAY).save(png)
         lines = _local(settings, png)
     rect = page.rect
     return [OcrLine(line.text, [round(min(max(v * scale, 0), lim), 2) for v, lim in

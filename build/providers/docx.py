@@ -32,15 +32,15 @@ import re
 import zipfile
 from pathlib import Path
 
-import docx
-
 from mnote_evidence.build.ids import BlockIdAllocator
+from mnote_evidence.build.libraries import python_docx
 from mnote_evidence.build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.docx_parts import (W, notes, paragraph_text, raw_document, references,
                                                        text_box_paragraphs)
 from mnote_evidence.build.sections import SectionTree
+from mnote_evidence.build.versions import library_version
 from mnote_evidence.build.zipbudget import OverBudget, check_inflated_size
 
 REVISION = "2"  # 2: notes, comments, text boxes; repaired packages
@@ -132,12 +132,12 @@ class DocxProvider:
         pass  # text comes from the file itself: no OCR
 
     def version(self) -> str:
-        return f"{docx.__version__}+m{REVISION}"
+        return f"{library_version('python-docx')}+m{REVISION}"
 
     def _open(self, path: Path) -> tuple[object, object, list[Warning_]]:
         """(body element, styles root, warnings): python-docx first, the raw XML when it refuses."""
         try:
-            document = docx.Document(str(path))
+            document = python_docx().Document(str(path))  # loaded with the first Word file (build/libraries.py)
             return document.element.body, document.styles.element, []
         except Exception as exc:  # PackageNotFoundError, KeyError (missing part), malformed XML...
             refusal = f"{type(exc).__name__}: {exc}"

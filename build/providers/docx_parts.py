@@ -16,9 +16,10 @@ from __future__ import annotations
 import posixpath
 import zipfile
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-from lxml import etree
+from mnote_evidence.build.libraries import lxml_etree
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
@@ -28,7 +29,6 @@ _DEFAULT_PART = {"footnotes": "word/footnotes.xml", "endnotes": "word/endnotes.x
 _REFERENCE = {f"{W}footnoteReference": "footnote", f"{W}endnoteReference": "endnote",
               f"{W}commentReference": "comment"}
 _SKIPPED = (f"{W}txbxContent", f"{MC}Fallback")
-_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, recover=True, huge_tree=False)
 
 _TEXT_TAGS = (f"{W}t", f"{W}tab", f"{W}br", f"{W}cr", f"{W}noBreakHyphen")
 _TEXT_OF = {f"{W}tab": "\t", f"{W}br": "\n", f"{W}cr": "\n", f"{W}noBreakHyphen": "-"}
@@ -75,9 +75,16 @@ class Note:
     author: str | None = None
 
 
+@cache
+def _parser():
+    """A safe lxml parser (lxml loads with the first Word file read: build/libraries.py)."""
+    return lxml_etree().XMLParser(resolve_entities=False, no_network=True, recover=True, huge_tree=False)
+
+
 def _xml(zf: zipfile.ZipFile, name: str):
+    etree = lxml_etree()
     try:
-        root = etree.fromstring(zf.read(name), _PARSER)
+        root = etree.fromstring(zf.read(name), _parser())
     except (KeyError, etree.XMLSyntaxError, ValueError, zipfile.BadZipFile, OSError):
         return None
     return root

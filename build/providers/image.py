@@ -11,23 +11,22 @@ from __future__ import annotations
 
 import warnings
 
-import PIL
-from PIL import Image, ImageOps, UnidentifiedImageError
-
 from mnote_evidence.build.ids import BlockIdAllocator
+from mnote_evidence.build.libraries import image_ops, pillow
 from mnote_evidence.build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.run import engine_version, image_lines, versioned
 from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.pixels import MAX_PIXELS, too_many_pixels
+from mnote_evidence.build.pixels import too_many_pixels
 from mnote_evidence.build.providers.base import ParseInput
+from mnote_evidence.build.versions import library_version
 
 REVISION = "3"  # 3: images past 200 MP are refused from the header (image_too_large)
-Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # Pillow's own guard (it raises only past twice this)
 
 
 def image_size(item: ParseInput) -> tuple[int, int]:
     """(width, height) as displayed; raises `image_too_large` from the header alone (before any
     decode) past `pixels.MAX_PIXELS`, `image_corrupt` for anything Pillow cannot decode."""
+    Image = pillow()  # with Pillow's own guard set (build/libraries.py)
     try:
         with warnings.catch_warnings():  # Pillow warns past its limit; we refuse with a clear error
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -39,8 +38,8 @@ def image_size(item: ParseInput) -> tuple[int, int]:
             im.verify()
         with Image.open(item.full_path) as im:
             im.load()
-            return ImageOps.exif_transpose(im).size
-    except (UnidentifiedImageError, Image.DecompressionBombError) as exc:
+            return image_ops().exif_transpose(im).size
+    except (Image.UnidentifiedImageError, Image.DecompressionBombError) as exc:
         raise ProviderError("image_corrupt", f"not a readable image: {exc}") from exc
     except (OSError, SyntaxError, ValueError) as exc:
         raise ProviderError("image_corrupt", f"image data is damaged: {exc}") from exc
@@ -54,7 +53,7 @@ class ImageProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return versioned(f"{PIL.__version__}+m{REVISION}", self.ocr)
+        return versioned(f"{library_version('pillow')}+m{REVISION}", self.ocr)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         width, height = image_size(item)

@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-
-import pymupdf
+from functools import cache
+from typing import TYPE_CHECKING
 
 from mnote_evidence.build.ids import BlockIdAllocator
+from mnote_evidence.build.libraries import mupdf
 from mnote_evidence.build.model import (
     KIND_PDF, ROLE_BODY, ROLE_FURNITURE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_,
 )
@@ -32,14 +33,20 @@ from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
 from mnote_evidence.build.providers.pdf_boxes import check_page
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines, normalise
+from mnote_evidence.build.versions import library_version
+
+if TYPE_CHECKING:  # PyMuPDF itself loads with the first PDF opened (build/libraries.py)
+    import pymupdf
 
 REVISION = "7"  # 6: page furniture gets role "furniture"; 7: boxHoldsText (build/providers/pdf_boxes.py)
-# No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi").
-_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES & ~pymupdf.TEXT_PRESERVE_LIGATURES
 _MAX_HEADING_CHARS = 200
 
-pymupdf.TOOLS.mupdf_display_errors(False)
-pymupdf.TOOLS.mupdf_display_warnings(False)
+
+@cache
+def text_flags() -> int:
+    """No images (we only need text), no ligature glyphs ("ﬁ" is stored as "fi")."""
+    fitz = mupdf()
+    return fitz.TEXTFLAGS_DICT & ~fitz.TEXT_PRESERVE_IMAGES & ~fitz.TEXT_PRESERVE_LIGATURES
 
 
 @dataclass
@@ -69,7 +76,7 @@ def needs_ocr(page: pymupdf.Page, native_chars: int) -> bool:
         return False
     covered = 0.0
     for info in page.get_image_info():
-        box = pymupdf.Rect(info["bbox"]) & page.rect
+        box = mupdf().Rect(info["bbox"]) & page.rect
         covered += box.width * box.height if box.is_valid else 0
     return covered / area >= MIN_IMAGE_COVERAGE
 
@@ -80,7 +87,7 @@ def open_pdf(data: bytes) -> pymupdf.Document:
         raise ProviderError("not_a_pdf", "file has a .pdf name but is not a PDF (no %PDF- header); "
                             "check what it really is and rename it")
     try:
-        doc = pymupdf.open(stream=data, filetype="pdf")
+        doc = mupdf().open(stream=data, filetype="pdf")
     except Exception as exc:  # MuPDF raises several types for broken files
         raise ProviderError("pdf_corrupt", f"PyMuPDF cannot open it: {exc}") from exc
     if doc.needs_pass:
@@ -188,7 +195,7 @@ class PdfProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return versioned(f"{pymupdf.VersionBind}+m{REVISION}", self.ocr)
+        return versioned(f"{library_version('pymupdf')}+m{REVISION}", self.ocr)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         data = item.full_path.read_bytes()
@@ -204,7 +211,7 @@ class PdfProvider:
         pages, raw, to_ocr = [], [], []
         for number, page in enumerate(doc, start=1):
             pages.append(Page(number, round(page.rect.width, 2), round(page.rect.height, 2)))
-            textpage = page.get_textpage(flags=_FLAGS)
+            textpage = page.get_textpage(flags=text_flags())
             found = extract(page, textpage, number)
             check_page(found, textpage)
             raw.extend(found)

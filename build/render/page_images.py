@@ -19,14 +19,16 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-
-import pymupdf
-from PIL import Image
+from typing import TYPE_CHECKING
 
 from mnote_evidence.build.fsutil import atomic_write_bytes
+from mnote_evidence.build.libraries import mupdf, pillow
 from mnote_evidence.build.pixels import capped_scale
 from mnote_evidence.build.urls import PAGES_DIR
 from mnote_evidence.build.workers import worker_pool
+
+if TYPE_CHECKING:  # both load when there is a page to render (build/libraries.py), not with this module
+    import pymupdf
 
 JPEG_QUALITY = 80
 DEFAULT_FORMAT = "jpeg"
@@ -76,8 +78,8 @@ def image_name(page: int, settings: PageImageSettings) -> str:
 
 def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
     zoom = capped_scale(page.rect.width, page.rect.height, settings.zoom)  # a huge page: smaller image
-    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-    img = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    pix = page.get_pixmap(matrix=mupdf().Matrix(zoom, zoom), alpha=False)
+    img = pillow().frombytes("RGB", (pix.width, pix.height), pix.samples)
     buf = io.BytesIO()
     encoder = FORMATS[settings.format][0]
     if encoder == "PNG":
@@ -90,7 +92,7 @@ def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
 def render_job(job: PageImageJob) -> int:
     folder = Path(job.folder)
     folder.mkdir(parents=True, exist_ok=True)
-    with pymupdf.open(job.pdf) as doc:
+    with mupdf().open(job.pdf) as doc:
         for n in job.pages:
             atomic_write_bytes(folder / image_name(n, job.settings), encode_page(doc[n - 1], job.settings))
     return len(job.pages)

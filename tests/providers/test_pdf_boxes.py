@@ -20,7 +20,7 @@ REAL = REPO / "tests" / "real_documents"
 def page_blocks(path, number: int):
     doc = pymupdf.open(path)
     page = doc[number - 1]
-    textpage = page.get_textpage(flags=provider._FLAGS)
+    textpage = page.get_textpage(flags=provider.text_flags())
     return provider._page_blocks_fast(page, textpage, number), textpage.extractWORDS()
 
 
