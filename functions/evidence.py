@@ -33,7 +33,6 @@ from mnote_evidence.functions.contracts import (
 )
 from mnote_evidence.functions.errors import BadRequest, Gone, NotFound
 from mnote_evidence.functions.fts import Filters, Hit, search_blocks
-from mnote_evidence.functions.knowledge import ocr_results
 from mnote_evidence.functions.quote_check import mark_results
 from mnote_evidence.functions.search_results import MAX_DEPTH, fts_page, result, with_base
 from mnote_evidence.functions.snippet import snippet
@@ -171,6 +170,9 @@ def search(request: dict, ctx: Context) -> SearchResponse:
     if include_ocr:
         out["boundary"] = {"kind": BOUNDARY_LOCAL_WITH_OCR}
         if len(out["results"]) < top_k and group_by == "none":  # SPEC §11: OCR hits only when local ones are fewer
+            # the knowledge side (LightRAG client, citation mapping) loads only for includeOcr: `search` starts without it
+            from mnote_evidence.functions.knowledge import ocr_results
+
             extra, reason = ocr_results(ctx, query, top_k, {r["evidenceId"] for r in results})
             for r in extra[: top_k - len(out["results"])]:
                 out["results"].append({**r, "snippet": snippet(r["quote"], terms)})
