@@ -10,12 +10,13 @@ changed, so nothing to parse or render) and on a markdown-only workspace; `build
 markdown-only); `search`; `ask --json` against a real lightrag-server (the tests' offline harness,
 over the fixtures' index; `--no-lightrag` leaves it out); `serve --help`; `verify`; `mcp --help`.
 
-Per command, in one run so the machine's load hits all alike (rounds interleaved):
-- `wallMs`: the minimum of `--rounds` runs, and `bareMs`, `python -c pass`, the interpreter alone;
-- from one more run under `python -X importtime`: `importMs` (the sum of the top-level imports'
-  cumulative times: everything imported, the interpreter's own start-up included), the top
-  modules by cumulative time (those imported directly by the entry script or the command),
-  and `loaded`: which of the heavy libraries (PyMuPDF, httpx, jinja2, ...) were imported at all.
+Per command, in one run so the machine's load hits all alike (rounds interleaved), each the
+minimum over `--rounds` runs: `wallMs`, `cpuMs` (the process's user + system time: the machine is
+shared, CPU time leaves out waiting for a core) and, from runs under `python -X importtime`,
+`importMs` (the sum of the top-level imports' cumulative times: everything imported, the
+interpreter's own start-up included), the `top` modules by cumulative time (first-level imports:
+the entry script's, the command's, and those made inside functions), and `loaded`: which heavy
+libraries (PyMuPDF, httpx, jinja2, ...) were imported at all. `bare` is `python -c pass`.
 With `--baseline-ref`, the same commands on that git ref's code (extracted with `git archive`,
 `baseline` in the output): the before of a change, measured beside it.
 Results: bench/results/startup.json.
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -71,18 +73,21 @@ def entry(tree: Path) -> list[str]:
     return [sys.executable, str(script)] if script.is_file() else [sys.executable, "-m", "mnote_evidence"]
 
 
-def run(argv: list[str], tree: Path, importtime: bool = False) -> tuple[float, str]:
-    """Run one command on `tree`'s code; (wall ms, stderr). A failure stops the bench."""
+def run(argv: list[str], tree: Path, importtime: bool = False) -> tuple[float, float, str]:
+    """Run one command on `tree`'s code; (wall ms, CPU ms, stderr). A failure stops the bench."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = entry(tree)
     if importtime:
         cmd = [cmd[0], "-X", "importtime", *cmd[1:]]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     done = subprocess.run([*cmd, *argv], env=env, capture_output=True, text=True, cwd=WORK)
     wall = (time.perf_counter() - t) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return wall, done.stderr
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
+    return wall, cpu, done.stderr
 
 
 def import_profile(stderr: str, top: int = 8) -> dict:
@@ -148,22 +153,35 @@ def prepare(tree: Path, name: str, lightrag_url: str | None) -> dict:
 
 
 def measure(trees: dict[str, tuple[Path, dict]], rounds: int) -> dict:
-    bare: list[float] = []
-    walls: dict[str, dict[str, list[float]]] = {t: {} for t in trees}
-    for _ in range(rounds):  # interleaved: each round runs every command of every tree once
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        bare.append((time.perf_counter() - t) * 1000)
+    """Each round runs every command of every tree once plainly and once under -X importtime
+    (interleaved, so load hits all alike); per command the minimum wall and CPU time, and the
+    import profile of the run with the least import time."""
+    bare: list[tuple[float, float, str]] = []
+    runs: dict[tuple[str, str], list[tuple[float, float, dict]]] = {}
+    for _ in range(rounds):
+        bare.append(_bare())
         for name, (tree, cmds) in trees.items():
             for cmd, argv in cmds.items():
-                walls[name].setdefault(cmd, []).append(run(argv, tree)[0])
-    out: dict = {"bareMs": round(min(bare), 1),
-                 "bareImportMs": import_profile(subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"],
-                                                               capture_output=True, text=True).stderr)["importMs"]}
-    for name, (tree, cmds) in trees.items():
-        out[name] = {cmd: {"wallMs": round(min(walls[name][cmd]), 1), **import_profile(run(argv, tree, True)[1])}
-                     for cmd, argv in cmds.items()}
+                wall, cpu, _ = run(argv, tree)
+                runs.setdefault((name, cmd), []).append((wall, cpu, import_profile(run(argv, tree, True)[2])))
+    out: dict = {"bare": {"wallMs": round(min(b[0] for b in bare), 1), "cpuMs": round(min(b[1] for b in bare), 1),
+                          "importMs": min(import_profile(b[2])["importMs"] for b in bare)}}
+    for (name, cmd), samples in runs.items():
+        out.setdefault(name, {})[cmd] = {"wallMs": round(min(s[0] for s in samples), 1),
+                                         "cpuMs": round(min(s[1] for s in samples), 1),
+                                         **min((s[2] for s in samples), key=lambda p: p["importMs"])}
     return out
+
+
+def _bare() -> tuple[float, float, str]:
+    """`python -c pass` (the interpreter alone): wall ms, CPU ms, and its -X importtime output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    wall = (time.perf_counter() - t) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    profile = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True).stderr
+    return wall, (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000, profile
 
 
 def main() -> None:

@@ -9,7 +9,10 @@ one provider module under `build/providers/` plus one `Format(...)` line in `FOR
 Invariants: a suffix belongs to at most one format (checked at import); a file whose suffix
 is not registered is kind `other` and is recorded `unsupported`, never sent to a provider
 of another format; providers are imported lazily (the query side reads kinds and suffixes
-without loading PyMuPDF); a provider is built as `Provider(ocr)`.
+without loading PyMuPDF); a provider is built as `Provider(ocr)`. Every build imports every
+provider (`provider_versions`, the unchanged-file check), so a provider module stays light: its
+`version()` reads its library's version from package metadata (`versions.library_version`) and
+the library itself loads with the first file parsed (`build/libraries.py`; tests/test_startup.py).
 """
 
 from __future__ import annotations
