@@ -11,7 +11,7 @@ is not registered is kind `other` and is recorded `unsupported`, never sent to a
 of another format; providers are imported lazily (the query side reads kinds and suffixes
 without loading PyMuPDF); a provider is built as `Provider(ocr)`. Every build imports every
 provider (`provider_versions`, the unchanged-file check), so a provider module stays light: its
-`version()` reads its library's version from package metadata (`versions.library_version`) and
+`version()` reads its library's version from package metadata (`libraries.library_version`) and
 the library itself loads with the first file parsed (`build/libraries.py`; tests/test_startup.py).
 """
 

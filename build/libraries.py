@@ -11,6 +11,9 @@ and applies the settings every use relies on:
 - MuPDF's own error and warning lines off (a damaged file is a recorded error, not console noise);
 - Pillow's decompression-bomb guard at `pixels.MAX_PIXELS` (Pillow raises only past twice it).
 
+A provider's or OCR engine's version names its library's version, and a build reads every
+provider's version (`versions.current`, the unchanged-file check) whether or not it parses a file
+of that kind: `library_version` reads it from the package metadata, without importing the library.
 `tests/test_startup.py` checks which commands load them.
 """
 
@@ -20,6 +23,14 @@ from functools import cache
 from types import ModuleType
 
 from mnote_evidence.build.pixels import MAX_PIXELS
+
+
+@cache
+def library_version(distribution: str) -> str:
+    """An installed library's version, from its package metadata (e.g. "pymupdf" -> "1.28.2")."""
+    from importlib.metadata import version  # ~20 ms: builds only
+
+    return version(distribution)
 
 
 @cache

@@ -23,7 +23,6 @@ import json
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from mnote_evidence.build import text
@@ -71,17 +70,6 @@ def _mismatch(what: str, found: str | None, wanted: str) -> str:
 
 
 # -- the build --------------------------------------------------------------------------
-@cache
-def library_version(distribution: str) -> str:
-    """An installed library's version, from its package metadata: without importing it. Providers and
-    OCR engines name their library's version in theirs, and a build reads every provider's version
-    (`current`, the unchanged-file check) whether or not it parses a file of that kind; importing
-    PyMuPDF, python-docx, Pillow or RapidOCR just to read `__version__` cost 50-150 ms each."""
-    from importlib.metadata import version  # builds only: readers import this module too
-
-    return version(distribution)
-
-
 def current(ocr: OcrSettings, images: PageImageSettings | None) -> dict[str, str]:
     """The `build_meta` version keys this code writes (`images` None: no site rendered)."""
     from mnote_evidence.build.formats import provider_versions

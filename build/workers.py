@@ -15,22 +15,31 @@ Invariants:
 from __future__ import annotations
 
 import ctypes
-import multiprocessing
 import os
 import resource
 import signal
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator
+from functools import cache
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 PARSE_SECONDS = float(os.environ.get("MNOTE_PARSE_SECONDS", 1800))
 PARSE_MEMORY_MB = float(os.environ.get("MNOTE_PARSE_MEMORY_MB", 4096))
 _PR_SET_PDEATHSIG = 1
-# Workers start from a clean process: forking a parent that already loaded an OCR model
-# (onnxruntime threads) can deadlock.
-CONTEXT = multiprocessing.get_context("forkserver")
+
+
+@cache
+def _context():
+    """Workers start from a clean process: forking a parent that already loaded an OCR model
+    (onnxruntime threads) can deadlock. `multiprocessing` and `concurrent.futures.process` (~40 ms)
+    load with the first pool, not with this module: a no-op build starts none (issue 17)."""
+    import multiprocessing
+
+    return multiprocessing.get_context("forkserver")
 
 
 class BudgetExceeded(BaseException):
@@ -83,8 +92,10 @@ def _alive(pid: int) -> bool:
 
 def worker_pool(max_workers: int, memory_mb: float | None = None) -> ProcessPoolExecutor:
     """A process pool whose workers die with this process and have a memory budget."""
+    from concurrent.futures import ProcessPoolExecutor  # with the first pool (`_context`)
+
     budget = PARSE_MEMORY_MB if memory_mb is None else memory_mb
-    return ProcessPoolExecutor(max_workers=max_workers, mp_context=CONTEXT, initializer=init_worker,
+    return ProcessPoolExecutor(max_workers=max_workers, mp_context=_context(), initializer=init_worker,
                                initargs=(os.getpid(), budget))
 
 

@@ -21,6 +21,7 @@ HTTP = {"httpx", "httpcore", "http.client"}
 SERVERS = {"datasette", "mcp", "uvicorn", "starlette"}
 SITE = {"jinja2"}
 DATA = {"numpy", "pandas", "sqlite_utils"}
+POOL = {"multiprocessing", "concurrent.futures.process"}  # worker processes: a no-op starts none
 
 
 def imported(*args: str) -> tuple[set[str], str]:
@@ -74,11 +75,11 @@ def test_markdown_only_no_op_build_loads_no_pdf_image_word_or_http_library(tmp_p
     imported("build", str(ws), "--out", str(out), "--json")  # the first build: renders the site
     modules, stdout = imported("build", str(ws), "--out", str(out), "--json")
     assert json.loads(stdout)["parsed"] == 0  # a no-op
-    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | DATA) == set()
+    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | DATA | POOL) == set()
     imported("build", str(ws), "--out", str(tmp_path / "bare"), "--no-site")
     modules, stdout = imported("build", str(ws), "--out", str(tmp_path / "bare"), "--no-site", "--json")
     assert json.loads(stdout)["parsed"] == 0
-    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA) == set()
+    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA | POOL) == set()
     assert "mnote_evidence.build.render.site" not in modules
 
 
@@ -88,7 +89,7 @@ def test_no_op_build_of_pdfs_images_and_word_files_loads_none_of_their_libraries
     modules, stdout = imported("build", str(ws), "--out", str(out), "--no-site", "--json")
     report = json.loads(stdout)
     assert report["parsed"] == 0 and report["unchanged"] > 0
-    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA) == set()
+    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA | POOL) == set()
 
 
 def test_a_build_that_parses_a_pdf_does_load_pymupdf(tmp_path):

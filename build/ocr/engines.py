@@ -18,8 +18,8 @@ from functools import cached_property
 from pathlib import Path
 
 from mnote_evidence.build.ocr.normalize import REVISION as NORMALIZE_REVISION
+from mnote_evidence.build.libraries import library_version
 from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line, respaced
-from mnote_evidence.build.versions import library_version
 
 
 class OcrUnavailable(RuntimeError):

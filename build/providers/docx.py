@@ -33,14 +33,13 @@ import zipfile
 from pathlib import Path
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.libraries import python_docx
+from mnote_evidence.build.libraries import library_version, python_docx
 from mnote_evidence.build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.docx_parts import (W, notes, paragraph_text, raw_document, references,
                                                        text_box_paragraphs)
 from mnote_evidence.build.sections import SectionTree
-from mnote_evidence.build.versions import library_version
 from mnote_evidence.build.zipbudget import OverBudget, check_inflated_size
 
 REVISION = "2"  # 2: notes, comments, text boxes; repaired packages

@@ -12,13 +12,12 @@ from __future__ import annotations
 import warnings
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.libraries import image_ops, pillow
+from mnote_evidence.build.libraries import image_ops, library_version, pillow
 from mnote_evidence.build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.run import engine_version, image_lines, versioned
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.pixels import too_many_pixels
 from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.versions import library_version
 
 REVISION = "3"  # 3: images past 200 MP are refused from the header (image_too_large)
 

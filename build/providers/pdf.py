@@ -22,7 +22,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.libraries import mupdf
+from mnote_evidence.build.libraries import library_version, mupdf
 from mnote_evidence.build.model import (
     KIND_PDF, ROLE_BODY, ROLE_FURNITURE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_,
 )
@@ -33,7 +33,6 @@ from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
 from mnote_evidence.build.providers.pdf_boxes import check_page
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines, normalise
-from mnote_evidence.build.versions import library_version
 
 if TYPE_CHECKING:  # PyMuPDF itself loads with the first PDF opened (build/libraries.py)
     import pymupdf
