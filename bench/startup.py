@@ -209,8 +209,10 @@ def main() -> None:
     finally:
         if server:
             server.close()
+    headline = {f"{cmd}WallMs": row["wallMs"] for cmd, row in result["current"].items()}  # flat, for summaries
     result = {"rounds": args.rounds, "baselineRef": args.baseline_ref, "entry": " ".join(Path(p).name for p in entry(REPO)),
-              **result, "loadAverage": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+              "bareWallMs": result["bare"]["wallMs"], **headline, **result,
+              "loadAverage": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
     text = json.dumps(result, indent=2, ensure_ascii=False)
     RESULT.write_text(text + "\n", "utf-8")
     print(text)

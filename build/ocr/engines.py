@@ -17,8 +17,8 @@ import subprocess
 from functools import cached_property
 from pathlib import Path
 
-from mnote_evidence.build.ocr.normalize import REVISION as NORMALIZE_REVISION
 from mnote_evidence.build.libraries import library_version
+from mnote_evidence.build.ocr.normalize import REVISION as NORMALIZE_REVISION
 from mnote_evidence.build.ocr.normalize import OcrLine, normalize_line, respaced
 
 
