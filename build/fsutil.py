@@ -1,8 +1,9 @@
 """Writing output files: atomic replacement, modes that follow the umask, and storage
 errors (disk full, permission denied) as one clear line (SPEC §9).
 
-Invariants: a write either replaces the file whole or leaves the old one and no
-temp file behind; a new file gets mode 0666 & ~umask like any file the user
+Invariants: a write either replaces the file whole or leaves the old one, and its data is on
+disk before it is renamed into place; writes inside `durable_batch()` share one sync per batch
+(what a crash can lose then is described there); a new file gets mode 0666 & ~umask like any file the user
 creates (not mkstemp's 0600), so a web server running as another user can read
 the site; an existing file's mode is kept.
 """
@@ -13,7 +14,14 @@ import errno
 import os
 import sqlite3
 import tempfile
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache, wraps
 from pathlib import Path
+from typing import Callable, Iterator, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # errno -> what to tell the user
 _STORAGE_ERRNOS = {
@@ -47,7 +55,10 @@ def file_mode(path: Path) -> int:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> bool:
-    """Write `data` to `path` atomically. Returns False (and touches nothing) if unchanged."""
+    """Write `data` to `path` atomically. Returns False (and touches nothing) if unchanged.
+
+    Alone: the data is fsync'ed, then renamed over `path`. Inside `durable_batch()`: the
+    temp file joins the batch and is renamed when the batch commits (one sync for all)."""
     try:
         if path.read_bytes() == data:
             return False
@@ -55,17 +66,133 @@ def atomic_write_bytes(path: Path, data: bytes) -> bool:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    batch = _batch.get()
     try:
         os.fchmod(fd, file_mode(path))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+            if batch is None:
+                f.flush()
+                os.fsync(f.fileno())
+        if batch is None:
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if batch is not None:
+        batch.add(Path(tmp), path, len(data))
     return True
+
+
+class _Batch:
+    """Temp files written and not yet renamed into place (see `durable_batch`)."""
+
+    def __init__(self) -> None:
+        self.moves: list[tuple[Path, Path]] = []
+        self.size = 0
+
+    def add(self, tmp: Path, path: Path, size: int) -> None:
+        self.moves.append((tmp, path))
+        self.size += size
+        if len(self.moves) >= BATCH_FILES or self.size >= BATCH_BYTES:
+            self.commit()
+
+    def commit(self) -> None:
+        """Make the temps durable (one sync), rename them into place, make the renames durable."""
+        if not self.moves:
+            return
+        moves, self.moves, self.size = self.moves, [], 0
+        try:
+            _sync([tmp for tmp, _ in moves])
+            for tmp, path in moves:
+                os.replace(tmp, path)
+        except BaseException:
+            for tmp, _ in moves:
+                tmp.unlink(missing_ok=True)
+            raise
+        _sync(list(dict.fromkeys(path.parent for _, path in moves)))
+
+
+BATCH_FILES = 512  # a batch commits when it holds this many files...
+BATCH_BYTES = 64 << 20  # ... or this many bytes: what a kill can leave as temp files is bounded
+_batch: ContextVar[_Batch | None] = ContextVar("mnote_write_batch", default=None)
+
+
+@contextmanager
+def durable_batch() -> Iterator[None]:
+    """Atomic writes inside this block are made durable together: one sync per batch instead of
+    an fsync per file (on a build of 10,000 notes the per-file fsyncs cost more than any other call).
+
+    Crash safety, as with a lone `atomic_write_bytes`: every file is replaced whole by a rename,
+    and only after its data is on disk (a power cut never leaves an empty or partial file under
+    the real name), so readers see the old file or the new one. What a crash can lose is the batch
+    not yet committed (up to `BATCH_FILES` files): their temp files (`.NAME.*.tmp`) may be left
+    behind and the old files stay in place. Callers record a file as done (the site's state file,
+    the database rows pointing at sidecars) only after the batch is committed, so the next build
+    redoes what was lost. A batch inside a batch joins the outer one; an error still commits the
+    files already written whole."""
+    if _batch.get() is not None:
+        yield
+        return
+    batch = _Batch()
+    token = _batch.set(batch)
+    try:
+        yield
+    finally:
+        _batch.reset(token)
+        batch.commit()
+
+
+def commit_pending() -> None:
+    """Commit the current batch now (nothing outside a batch): before writing a file that records
+    the batch's files as done."""
+    batch = _batch.get()
+    if batch is not None:
+        batch.commit()
+
+
+def in_durable_batch(func: Callable[P, R]) -> Callable[P, R]:
+    """Run `func` inside `durable_batch()`."""
+    @wraps(func)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        with durable_batch():
+            return func(*args, **kwargs)
+    return run
+
+
+def _sync(paths: list[Path]) -> None:
+    """Flush files (or folders) to disk: one `syncfs` per file system where Linux has it, else an
+    fsync of each."""
+    devices: dict[int, Path] = {}
+    for path in paths:
+        devices.setdefault(os.stat(path).st_dev, path)
+    if _syncfs() is not None and all(_syncfs_ok(path) for path in devices.values()):
+        return
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@cache
+def _syncfs():
+    """Linux's syncfs(2) (flush one file system), or None."""
+    import ctypes  # only when a batch commits: commands that write nothing do not load it
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+def _syncfs_ok(path: Path) -> bool:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _syncfs()(fd) == 0
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: Path, text: str) -> bool:

@@ -279,6 +279,7 @@ class NoteLink:
     source_block_id: str
     target: str  # as written
     kind: str  # link | image | wikilink | embed | tag | alias
+    label: str | None = None  # its words as written (Markdown link text, a wikilink's shown text)
 
 
 class LinkRow(TypedDict):
@@ -290,6 +291,7 @@ class LinkRow(TypedDict):
     kind: str
     target_path: str | None  # resolved root-relative path; None if unresolved or external
     problem: str | None  # outside_root | missing | None
+    label: str | None  # the link's words as written; None: none
 
 
 class EdgeRow(TypedDict):

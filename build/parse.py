@@ -2,9 +2,11 @@
 
 `parse_one` is the worker entry point: every failure becomes a `ProviderError` with a code
 (`parse_timeout`, `parse_out_of_memory`, `parse_failed`), so one bad file cannot stop the build.
-`parse_in_pool` runs it in worker processes (`build/workers.py`: they die with the build) and
-retries the files of a worker that crashed one per fresh process, so only the file that really
-crashes is recorded as `parse_crashed`.
+`parse_in_pool` runs it in worker processes (`build/workers.py`: they die with the build), small
+files (notes) several per task (`parse_many`), and retries the files of a worker that crashed one
+per fresh process, so only the file that really crashes is recorded as `parse_crashed`.
+`parse_all` picks in-process or the pool: the pool only when there are jobs > 1 and enough work
+to repay starting it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers import ParseInput
 from mnote_evidence.build.scan import SourceFile
 from mnote_evidence.build.workers import BudgetExceeded, time_budget, worker_pool
+
+BATCH_BYTES = 1 << 20  # a batch of small files stops growing at about this many bytes
 
 
 def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
@@ -38,18 +42,40 @@ def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> Parse
         return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
 
 
+def parse_many(root: str, files: list[tuple[str, str]], ocr: OcrSettings) -> list:
+    """Worker entry point for a batch of small files ((path, source hash) each): `parse_one` on each,
+    so one task carries many notes (a task per 2 KB note costs more in the pool than its parse)."""
+    return [parse_one(root, path, source_hash, ocr) for path, source_hash in files]
+
+
+def batches(files: list[SourceFile], max_files: int, max_bytes: int = BATCH_BYTES) -> list[list[SourceFile]]:
+    """`files` in order, cut into batches of at most `max_files` files and about `max_bytes` bytes (a
+    larger file is a batch of its own), so that work spreads over the workers and a crash retries few."""
+    out: list[list[SourceFile]] = []
+    size = 0
+    for f in files:
+        if not out or len(out[-1]) >= max_files or size + f.size > max_bytes:
+            out.append([])
+            size = 0
+        out[-1].append(f)
+        size += f.size
+    return out
+
+
 def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings,
-                   advance: Callable[[int], None]) -> dict:
-    """Parse in worker processes. A worker that dies (a crash inside a native
-    library) breaks the pool; the files it took down are retried one per fresh
-    process, so only the file that really crashes is recorded as `parse_crashed`."""
+                  advance: Callable[[int], None], batch: int = 1) -> dict:
+    """Parse in worker processes, up to `batch` files per task (see `batches`). A worker that
+    dies (a crash inside a native library) breaks the pool; the files it took down are retried
+    one per fresh process, so only the file that really crashes is recorded as `parse_crashed`."""
     results: dict[str, ParsedResourceArtifact | ProviderError] = {}
     with worker_pool(jobs) as pool:
-        futures = {pool.submit(parse_one, str(root), f.path, f.source_hash, ocr): f for f in files}
+        futures = {pool.submit(parse_many, str(root), [(f.path, f.source_hash) for f in group], ocr): group
+                   for group in batches(files, batch)}
         for fut in as_completed(futures):
             try:
-                results[futures[fut].path] = fut.result()
-                advance(1)
+                for f, result in zip(futures[fut], fut.result()):
+                    results[f.path] = result
+                advance(len(futures[fut]))
             except Exception:
                 pass
     for f in files:
@@ -62,3 +88,16 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
                 results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
         advance(1)
     return results
+
+
+def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, advance: Callable[[int], None],
+              batch: int = 1, min_pool: int = 2) -> dict:
+    """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
+    (fewer would not repay the start of the workers), else here, one by one."""
+    if jobs <= 1 or len(files) < max(2, min_pool):
+        results: dict[str, ParsedResourceArtifact | ProviderError] = {}
+        for f in files:
+            results[f.path] = parse_one(str(root), f.path, f.source_hash, ocr)
+            advance(1)
+        return results
+    return parse_in_pool(files, root, jobs, ocr, advance, batch)

@@ -30,6 +30,7 @@ from mnote_evidence.build.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DE
                                           DEFAULT_OUT)
 from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
 from mnote_evidence.build.formats import provider_for
+from mnote_evidence.build.fsutil import in_durable_batch
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
@@ -51,7 +52,7 @@ from mnote_evidence.build.model import (
     ResourceRow,
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.parse import parse_in_pool, parse_one
+from mnote_evidence.build.parse import parse_all
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.redact import redact
@@ -64,6 +65,10 @@ from mnote_evidence.build.urls import DB_NAME
 
 if TYPE_CHECKING:  # the renderer (jinja2, the note HTML renderer) loads only when the site is rendered
     from mnote_evidence.build.render.site import RenderReport
+
+
+NOTE_BATCH = 32  # notes per worker task: one task per small note costs more in the pool than its parse
+NOTES_FOR_POOL = 200  # fewer changed notes are parsed in this process: starting workers costs more
 
 
 @dataclass
@@ -207,30 +212,40 @@ class _Build:
             return True
         return False
 
+    @in_durable_batch  # sidecars: one sync for the batch, all of it before the index points at them
     def notes(self, files: list[SourceFile]) -> dict[str, list[NoteLink]]:
-        """Parse changed notes; return every note's links (from the parse or the previous build)."""
+        """Parse changed notes (in the worker pool when there are many: `NOTE_BATCH` per task);
+        return every note's links (from the parse or the previous build)."""
         links: dict[str, list[NoteLink]] = {}
         progress = StageProgress(self.options.on_progress, Stage.NOTES, len(files))
+        todo: list[SourceFile] = []
         for f in files:
-            progress.advance()
             if not self.screen(f, f.path):
+                progress.advance()
                 continue
-            provider = provider_for(f.path, self.options.ocr)
-            rid = resource_id(f.path)
-            if self._unchanged(f, f.path, provider.version()):
+            if self._unchanged(f, f.path, provider_for(f.path, self.options.ocr).version()):
                 self.report.unchanged += 1
-                links[f.path] = self.prev.links.get(rid, [])
+                links[f.path] = self.prev.links.get(resource_id(f.path), [])
+                progress.advance()
                 continue
-            result = parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
-            self.report.parsed += 1
+            todo.append(f)
+        results = parse_all(todo, self.root, self.options.jobs, self.options.ocr, progress.advance,
+                            batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL)
+        progress.finish()
+        self.report.parsed += len(todo)
+        for f in todo:  # in path order: deterministic
+            result = results[f.path]
             if isinstance(result, ProviderError):
+                provider = provider_for(f.path, self.options.ocr)
                 self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
                                    provider.name, provider.version())
                 continue
             self._accept(f, f.path, result)
-            links[f.path] = [NoteLink(b.id, link["target"], link["kind"]) for b in result.blocks for link in b.links]
+            links[f.path] = [NoteLink(b.id, link["target"], link["kind"], link.get("label"))
+                             for b in result.blocks for link in b.links]
         return links
 
+    @in_durable_batch
     def resources(self, files: list[SourceFile], owner_of: dict[str, str | None]) -> None:
         todo: list[tuple[SourceFile, str | None]] = []
         for f in files:
@@ -257,14 +272,7 @@ class _Build:
         if not todo:
             return
         self.report.parsed += len(todo)
-        results: dict[str, ParsedResourceArtifact | ProviderError] = {}
-        if self.options.jobs <= 1 or len(todo) == 1:
-            for f, _ in todo:
-                results[f.path] = parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
-                progress.advance()
-        else:
-            results.update(parse_in_pool([f for f, _ in todo], self.root, self.options.jobs,
-                                          self.options.ocr, progress.advance))
+        results = parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance)
         progress.finish()
         for f, owner in todo:  # in path order: deterministic
             result = results[f.path]
@@ -292,7 +300,7 @@ class _Build:
             note_id = resource_id(note)
             self.changes.links.append({
                 "resource_id": note_id, "source_block_id": link.source_block_id, "target": link.target,
-                "kind": link.kind, "target_path": hit.path, "problem": hit.problem})
+                "kind": link.kind, "target_path": hit.path, "problem": hit.problem, "label": link.label})
             if not hit.path or hit.path == note:
                 continue
             if hit.path in notes:

@@ -46,9 +46,10 @@ def load_previous(db_path: Path) -> PreviousBuild:
         resources = {r["source_root_relative_path"]: ResourceRow.from_sql(r)
                      for r in conn.execute("SELECT * FROM evidence_resource")}
         links: dict[str, list[NoteLink]] = {}
-        for r in conn.execute("SELECT resource_id, source_block_id, target, kind FROM evidence_link "
+        for r in conn.execute("SELECT resource_id, source_block_id, target, kind, label FROM evidence_link "
                               "ORDER BY rowid"):
-            links.setdefault(r["resource_id"], []).append(NoteLink(r["source_block_id"], r["target"], r["kind"]))
+            links.setdefault(r["resource_id"], []).append(NoteLink(r["source_block_id"], r["target"], r["kind"],
+                                                                   r["label"]))
         knowledge, hashes = _knowledge(conn)
         return PreviousBuild(resources, links, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes)
     finally:

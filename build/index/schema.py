@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-SCHEMA_VERSION = "4"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
+SCHEMA_VERSION = "5"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
+# 5: evidence_link.label
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 
@@ -85,7 +86,8 @@ CREATE TABLE IF NOT EXISTS evidence_link (
     target TEXT NOT NULL,             -- as written in the note
     kind TEXT NOT NULL,               -- link | image | wikilink | embed | tag | alias
     target_path TEXT,                 -- resolved root-relative path, NULL if unresolved
-    problem TEXT                      -- outside_root | missing | NULL
+    problem TEXT,                     -- outside_root | missing | NULL
+    label TEXT                        -- the link's words as written (backlinks mark them); NULL: none
 );
 CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
 CREATE TABLE IF NOT EXISTS knowledge_source (

@@ -25,13 +25,14 @@ from mnote_evidence.build.model import KIND_MARKDOWN, Block, ParsedResourceArtif
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.providers.encoding import decode_note
-from mnote_evidence.build.providers.markdown_properties import read_properties
+from mnote_evidence.build.providers.markdown_properties import Properties, read_properties
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines
 
 # 2: notes in UTF-16/32 and legacy encodings are decoded (providers/encoding.py)
 # 3: Obsidian-flavoured Markdown: callouts, tasks, footnotes, math, tags, block anchors, front matter
-REVISION = "3"
+# 4: a link's words as written (`label`, for the backlinks panel)
+REVISION = "4"
 
 
 @dataclass
@@ -45,13 +46,20 @@ class BlockToken:
     links: list[dict[str, str]]
     anchor: str | None = None
     note: str | None = None
+    properties: Properties | None = None  # front matter, read once (its YAML parse is costly)
 
 
 def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
-    """Plain text and links of one inline token."""
+    """Plain text and links of one inline token. A link's `label` is its words as written (a
+    wikilink's shown text, a Markdown link's text and code spans; none when it has no words):
+    the backlinks panel marks them in the linking sentence (`render/backlinks.py`)."""
     parts: list[str] = []
     links: list[dict[str, str]] = []
+    open_link: dict[str, str] | None = None
+    words: list[str] = []
     for child in token.children or []:
+        if open_link is not None and child.type in ("text", "code_inline"):
+            words.append(child.content)
         if child.type in ("text", "code_inline", "tag"):
             parts.append(child.content)
             if child.type == "tag":
@@ -68,11 +76,16 @@ def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
             parts.append(child.content)
             links.append({"target": str(child.attrs.get("src", "")), "kind": "image"})
         elif child.type == "link_open":
-            links.append({"target": str(child.attrs.get("href", "")), "kind": "link"})
+            open_link, words = {"target": str(child.attrs.get("href", "")), "kind": "link"}, []
+            links.append(open_link)
+        elif child.type == "link_close" and open_link is not None:
+            if "".join(words).strip():
+                open_link["label"] = "".join(words)
+            open_link = None
         elif child.type == "wikilink":
             parts.append(child.content)
             kind = "embed" if child.meta["embed"] else "wikilink"
-            links.append({"target": child.meta["target"], "kind": kind})
+            links.append({"target": child.meta["target"], "kind": kind, "label": child.content})
     return join_lines("".join(parts).split("\n")), links
 
 
@@ -132,7 +145,8 @@ def block_tokens(tokens: list[Token]) -> list[BlockToken]:
             out.append(BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], []))
         elif tok.type == "front_matter" and tok.map:
             props = read_properties(tok.content)
-            out.append(BlockToken(i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links))
+            out.append(BlockToken(i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links,
+                                  properties=props))
         elif tok.type == "table_open" and tok.map:
             i = _table_block(tokens, i, out)
         i += 1
@@ -200,8 +214,8 @@ class MarkdownProvider:
         title = None
         anchors: set[str] = set()
         for bt in block_tokens(tokens):
-            if bt.type == "properties":
-                props = read_properties(tokens[bt.index].content)
+            if bt.properties is not None:
+                props = bt.properties
                 title = props.title
                 if props.warning:
                     warnings.append(props.warning)

@@ -30,7 +30,6 @@ from markdown_it.token import Token
 from mnote_evidence.build.markdown_syntax import markdown_parser
 from mnote_evidence.build.model import Block
 from mnote_evidence.build.providers.markdown import block_tokens
-from mnote_evidence.build.providers.markdown_properties import read_properties
 from mnote_evidence.build.render.math_html import mathml
 from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink_html
 from mnote_evidence.build.urls import copy_path, page_path, relative_url
@@ -55,6 +54,8 @@ def _attach_ids(tokens: list[Token], blocks: list[Block], aliases: dict[str, lis
         tok.attrSet("id", block_id)
         tok.attrJoin("class", "block")
         tok.meta = {**(tok.meta or {}), "aliases": aliases.get(block_id, []), "anchor": block.anchor}
+        if block.type == "properties":  # its `key: value` lines, as indexed: the YAML is not read again
+            tok.meta["properties"] = block.text
 
 
 def _alias_html(token: Token) -> str:
@@ -175,7 +176,7 @@ class _Renderer:
         tok = tokens[idx]
         if not tok.attrGet("id"):
             return ""
-        rows = "".join(f"<li>{html.escape(line)}</li>" for line in read_properties(tok.content).text.split("\n"))
+        rows = "".join(f"<li>{html.escape(line)}</li>" for line in tok.meta["properties"].split("\n"))
         return (f'{_alias_html(tok)}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">'
                 f"{rows}</ul>\n")
 

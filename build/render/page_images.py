@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnote_evidence.build.fsutil import atomic_write_bytes
+from mnote_evidence.build.fsutil import atomic_write_bytes, in_durable_batch
 from mnote_evidence.build.libraries import mupdf, pillow
 from mnote_evidence.build.pixels import capped_scale
 from mnote_evidence.build.urls import PAGES_DIR
@@ -89,6 +89,7 @@ def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
     return buf.getvalue()
 
 
+@in_durable_batch  # one sync for the job's images; each is renamed into place only once on disk
 def render_job(job: PageImageJob) -> int:
     folder = Path(job.folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,8 @@ of its own and is rewritten only when what it shows changed (`RenderReport.front
 The header links the Ask page only with `RenderOptions.ask` (a knowledge server configured).
 
 Every URL is relative (`build.urls.relative_url`): the site works from any
-base path and from `file://`. Pages are written atomically, one by one.
+base path and from `file://`. Pages are written atomically and synced in batches
+(`fsutil.durable_batch`), all before the state file records them.
 
 A resource's page is drawn by the page rule its format names (`build/formats.py`
 -> `render/pages.py` RULES); a resource with no rule raises `UnknownKind` rather
@@ -34,7 +35,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from mnote_evidence.build.assets import asset_dir
 from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
-from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text
+from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text, commit_pending, in_durable_batch
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
 from mnote_evidence.build.link_targets import LinkTargets
@@ -112,7 +113,7 @@ class _Site:
         self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
-        self.sentences = Sentences(self.conn, root)
+        self.sentences = Sentences(self.conn)
 
     def _collisions(self) -> None:
         """Report sources placed away from their usual URL, and sources whose pages or copies
@@ -303,6 +304,7 @@ def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, 
             for res in resources if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count > cap]
 
 
+@in_durable_batch  # pages are synced together, and before the state file that records them
 def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
                 on_progress: OnProgress | None = None) -> RenderReport:
     """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images."""
@@ -368,6 +370,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
         _copy_static(out)
         atomic_write_text(out / HEADERS_FILE, headers_file())
+        commit_pending()  # the pages are on disk before the state file says they are done
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
                                                         "ask": options.ask},
                                                        ensure_ascii=False, indent=0))
