@@ -59,6 +59,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> bool:
 
     Alone: the data is fsync'ed, then renamed over `path`. Inside `durable_batch()`: the
     temp file joins the batch and is renamed when the batch commits (one sync for all)."""
+    batch = _batch.get()
+    if batch is not None and path in batch.pending:  # written before in this batch: that goes in first
+        batch.commit()
     try:
         if path.read_bytes() == data:
             return False
@@ -66,7 +69,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> bool:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    batch = _batch.get()
     try:
         os.fchmod(fd, file_mode(path))
         with os.fdopen(fd, "wb") as f:
@@ -89,10 +91,12 @@ class _Batch:
 
     def __init__(self) -> None:
         self.moves: list[tuple[Path, Path]] = []
+        self.pending: set[Path] = set()
         self.size = 0
 
     def add(self, tmp: Path, path: Path, size: int) -> None:
         self.moves.append((tmp, path))
+        self.pending.add(path)
         self.size += size
         if len(self.moves) >= BATCH_FILES or self.size >= BATCH_BYTES:
             self.commit()
@@ -101,7 +105,7 @@ class _Batch:
         """Make the temps durable (one sync), rename them into place, make the renames durable."""
         if not self.moves:
             return
-        moves, self.moves, self.size = self.moves, [], 0
+        moves, self.moves, self.pending, self.size = self.moves, [], set(), 0
         try:
             _sync([tmp for tmp, _ in moves])
             for tmp, path in moves:

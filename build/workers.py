@@ -22,7 +22,7 @@ import threading
 import time
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -90,13 +90,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def worker_pool(max_workers: int, memory_mb: float | None = None) -> ProcessPoolExecutor:
-    """A process pool whose workers die with this process and have a memory budget."""
+def worker_pool(max_workers: int, memory_mb: float | None = None, initializer: Callable[..., None] | None = None,
+                initargs: tuple = ()) -> ProcessPoolExecutor:
+    """A process pool whose workers die with this process and have a memory budget; `initializer`
+    (a module-level function) then runs once in each worker with `initargs`."""
     from concurrent.futures import ProcessPoolExecutor  # with the first pool (`_context`)
 
     budget = PARSE_MEMORY_MB if memory_mb is None else memory_mb
-    return ProcessPoolExecutor(max_workers=max_workers, mp_context=_context(), initializer=init_worker,
-                               initargs=(os.getpid(), budget))
+    return ProcessPoolExecutor(max_workers=max_workers, mp_context=_context(), initializer=_init,
+                               initargs=(os.getpid(), budget, initializer, initargs))
+
+
+def _init(build_pid: int, memory_mb: float, initializer: Callable[..., None] | None, initargs: tuple) -> None:
+    init_worker(build_pid, memory_mb)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 @contextmanager

@@ -42,7 +42,7 @@ from mnote_evidence.build.link_targets import LinkTargets
 from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.render import data, page_images, tag_pages
+from mnote_evidence.build.render import data, page_images, page_pool, tag_pages
 from mnote_evidence.build.render.backlinks import Sentences
 from mnote_evidence.build.render.front import INDEX, FrontPage
 from mnote_evidence.build.render.note_links import NoteLinks
@@ -98,7 +98,7 @@ def _templates_hash() -> str:
 
 class _Site:
     def __init__(self, root: Path, out: Path, db_path: Path, options: RenderOptions):
-        self.root, self.out, self.options = root, out, options
+        self.root, self.out, self.db_path, self.options = root, out, db_path, options
         self.conn = data.connect_ro(db_path)
         self.env = _environment()
         self.report = RenderReport()
@@ -328,6 +328,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         pages: dict[str, Any] = state.get("pages", {})
         image_jobs = []
         current = set()
+        changed: list[str] = []
         keys = {res.path: _page_key(site, res, salt) for res in site.resources}
         for res in site.resources:
             page = page_path(res.path)
@@ -345,11 +346,12 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                                                                options.images))
             if pages.get(page, {}).get("key") == key and (out / page).exists():
                 site.report.pages_unchanged += 1
+                rendering.advance()
             else:
-                atomic_write_text(out / page, site.render_resource(res))
+                changed.append(res.path)  # written below, in the worker pool when there are many
                 pages[page] = {"key": key, "source": res.path}
                 site.report.pages_written += 1
-            rendering.advance()
+        page_pool.write_pages(site, changed, options.jobs, rendering.advance)
         site.report.tag_pages = tag_pages.write(site, out, pages, current)
         for page, entry in list(pages.items()):
             if page not in current and entry.get("key") != "tombstone":

@@ -1,0 +1,135 @@
+"""Parallelism that pays (issue 17 point 3): notes parsed in the pool, pages rendered in the pool,
+link labels stored at index time, file writes synced per batch.
+
+Real builds of the sample workspace with real worker processes; the pool thresholds are lowered
+so a small workspace goes through the pool, and the output is compared byte for byte with a
+build that does everything in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mnote_evidence.build import fsutil, parse, pipeline
+from mnote_evidence.build.render import page_pool
+from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site
+from tests.conftest import SHARED_OCR, copy_workspace, run_build
+
+SKIP = {"evidence.sqlite", STATE_FILE}
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name not in SKIP and not p.name.endswith(".lock")}
+
+
+def _sidecars(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.source-map.json"))}
+
+
+def test_pool_build_writes_the_same_site_and_sidecars_as_one_process(tmp_path, monkeypatch):
+    serial_ws, pool_ws = copy_workspace(tmp_path / "a" / "ws"), copy_workspace(tmp_path / "b" / "ws")
+    serial = run_build(serial_ws, tmp_path / "a" / "out", jobs=1, site=True, ocr=SHARED_OCR)
+    monkeypatch.setattr(pipeline, "NOTES_FOR_POOL", 1)
+    monkeypatch.setattr(page_pool, "PAGES_FOR_POOL", 1)
+    monkeypatch.setattr(page_pool, "PAGE_BATCH", 3)  # several tasks per worker
+    monkeypatch.setattr(pipeline, "NOTE_BATCH", 2)
+    pooled = run_build(pool_ws, tmp_path / "b" / "out", jobs=2, site=True, ocr=SHARED_OCR)
+    assert pooled.site.pages_written == serial.site.pages_written > 10
+    assert pooled.parsed == serial.parsed and pooled.errors == serial.errors
+    assert pooled.site.problems == serial.site.problems
+    a, b = _files(tmp_path / "a" / "out"), _files(tmp_path / "b" / "out")
+    assert a.keys() == b.keys()
+    assert [k for k in a if a[k] != b[k]] == []
+    assert _sidecars(serial_ws) == _sidecars(pool_ws)
+    assert not [p for p in (tmp_path / "b").rglob("*.tmp")]  # every batch committed
+
+
+def test_batches_cut_by_count_and_bytes():
+    class F:
+        def __init__(self, size):
+            self.size = size
+    files = [F(10), F(10), F(10), F(900), F(10)]
+    assert [len(b) for b in parse.batches(files, 2, max_bytes=500)] == [2, 1, 1, 1]
+    assert [len(b) for b in parse.batches(files, 32, max_bytes=500)] == [3, 1, 1]
+    assert [len(b) for b in parse.batches(files, 32, max_bytes=1000)] == [5]
+    assert parse.batches([], 4) == []
+
+
+def test_link_labels_are_stored_and_backlinks_need_no_note_source(tmp_path):
+    root = copy_workspace(tmp_path / "ws")
+    out = tmp_path / "out"
+    run_build(root, out, site=True)
+    conn = sqlite3.connect(out / "evidence.sqlite")
+    labels = dict(conn.execute("SELECT target, label FROM evidence_link WHERE kind = 'wikilink' "
+                               "AND label IS NOT NULL"))
+    conn.close()
+    assert labels and all(isinstance(v, str) for v in labels.values())
+    page = (out / "Projects/Evidence Kernel.html").read_text("utf-8")
+    marks = page.count("<mark>")
+    assert marks > 0
+    # the linking notes are gone from disk: the panel still marks the links (labels come from the index)
+    for note in root.rglob("*.md"):
+        if note.name != "Evidence Kernel.md":
+            note.write_text("changed since the build\n", "utf-8")
+    (out / STATE_FILE).unlink()
+    (out / "Projects/Evidence Kernel.html").unlink()
+    render_site(root, out, out / "evidence.sqlite", RenderOptions())
+    assert (out / "Projects/Evidence Kernel.html").read_text("utf-8").count("<mark>") == marks
+
+
+def test_a_batch_renames_only_after_its_commit(tmp_path):
+    old = tmp_path / "old.txt"
+    old.write_text("old")
+    with fsutil.durable_batch():
+        assert fsutil.atomic_write_text(old, "new")
+        assert fsutil.atomic_write_text(tmp_path / "d" / "fresh.txt", "fresh")
+        assert old.read_text() == "old" and not (tmp_path / "d" / "fresh.txt").exists()  # not yet in place
+        assert len(list(tmp_path.rglob(".*.tmp"))) == 2
+        with fsutil.durable_batch():  # joins the outer batch
+            fsutil.atomic_write_text(tmp_path / "inner.txt", "inner")
+        assert not (tmp_path / "inner.txt").exists()
+        assert not fsutil.atomic_write_text(tmp_path / "inner.txt", "inner")  # same bytes: nothing to do
+        assert (tmp_path / "inner.txt").exists()  # (a file written again: the batch went in first)
+        assert fsutil.atomic_write_text(old, "newer")
+    assert old.read_text() == "newer" and (tmp_path / "d" / "fresh.txt").read_text() == "fresh"
+    assert (tmp_path / "inner.txt").read_text() == "inner"
+    assert not list(tmp_path.rglob(".*.tmp"))
+    assert os.stat(tmp_path / "inner.txt").st_mode & 0o777 == 0o666 & ~fsutil.current_umask()
+
+
+def test_an_error_in_a_batch_still_commits_what_was_written_whole(tmp_path):
+    with pytest.raises(RuntimeError):
+        with fsutil.durable_batch():
+            fsutil.atomic_write_text(tmp_path / "a.txt", "a")
+            raise RuntimeError("boom")
+    assert (tmp_path / "a.txt").read_text() == "a" and not list(tmp_path.rglob(".*.tmp"))
+
+
+def test_a_batch_commits_when_full(tmp_path, monkeypatch):
+    monkeypatch.setattr(fsutil, "BATCH_FILES", 3)
+    with fsutil.durable_batch():
+        for i in range(4):
+            fsutil.atomic_write_text(tmp_path / f"{i}.txt", str(i))
+        assert [(tmp_path / f"{i}.txt").exists() for i in range(4)] == [True, True, True, False]
+    assert (tmp_path / "3.txt").read_text() == "3"
+
+
+def test_the_state_file_is_written_after_the_pages_are_committed(tmp_path, monkeypatch):
+    root = copy_workspace(tmp_path / "ws")
+    out = tmp_path / "out"
+    run_build(root, out)
+    order: list[str] = []
+    commit = fsutil._Batch.commit
+
+    def spy(self):
+        order.extend(p.name for _, p in self.moves)
+        commit(self)
+    monkeypatch.setattr(fsutil._Batch, "commit", spy)
+    render_site(root, out, out / "evidence.sqlite", RenderOptions())
+    assert STATE_FILE in order and "index.html" in order
+    assert order.index(STATE_FILE) > max(i for i, name in enumerate(order) if name.endswith(".html"))
