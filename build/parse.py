@@ -23,6 +23,7 @@ from mnote_evidence.build.scan import SourceFile
 from mnote_evidence.build.workers import BudgetExceeded, time_budget, worker_pool
 
 BATCH_BYTES = 1 << 20  # a batch of small files stops growing at about this many bytes
+OnResult = Callable[[str, "ParsedResourceArtifact | ProviderError"], None]
 
 
 def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
@@ -63,7 +64,7 @@ def batches(files: list[SourceFile], max_files: int, max_bytes: int = BATCH_BYTE
 
 
 def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings,
-                  advance: Callable[[int], None], batch: int = 1) -> dict:
+                  advance: Callable[[int], None], batch: int = 1, on_result: OnResult | None = None) -> dict:
     """Parse in worker processes, up to `batch` files per task (see `batches`). A worker that
     dies (a crash inside a native library) breaks the pool; the files it took down are retried
     one per fresh process, so only the file that really crashes is recorded as `parse_crashed`."""
@@ -75,6 +76,8 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
             try:
                 for f, result in zip(futures[fut], fut.result()):
                     results[f.path] = result
+                    if on_result is not None:
+                        on_result(f.path, result)
                 advance(len(futures[fut]))
             except Exception:
                 pass
@@ -86,18 +89,24 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
                 results[f.path] = solo.submit(parse_one, str(root), f.path, f.source_hash, ocr).result()
             except Exception:
                 results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
+        if on_result is not None:
+            on_result(f.path, results[f.path])
         advance(1)
     return results
 
 
 def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, advance: Callable[[int], None],
-              batch: int = 1, min_pool: int = 2) -> dict:
+              batch: int = 1, min_pool: int = 2, on_result: OnResult | None = None) -> dict:
     """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
-    (fewer would not repay the start of the workers), else here, one by one."""
+    (fewer would not repay the start of the workers), else here, one by one. `on_result(path,
+    result)` is called as each result arrives (in no particular order): this process's share of
+    the work (writing sidecars) overlaps the workers' parsing instead of following it."""
     if jobs <= 1 or len(files) < max(2, min_pool):
         results: dict[str, ParsedResourceArtifact | ProviderError] = {}
         for f in files:
             results[f.path] = parse_one(str(root), f.path, f.source_hash, ocr)
+            if on_result is not None:
+                on_result(f.path, results[f.path])
             advance(1)
         return results
-    return parse_in_pool(files, root, jobs, ocr, advance, batch)
+    return parse_in_pool(files, root, jobs, ocr, advance, batch, on_result)

@@ -173,9 +173,10 @@ class _Build:
             remove_sidecars(self.root, SidecarPaths(prev.artifact_path, prev.source_map_path))
 
     def _accept(self, f: SourceFile, owner: str | None, artifact: ParsedResourceArtifact,
-                reused_from: str | None = None) -> None:
+                reused_from: str | None = None, written: SidecarPaths | None = None) -> None:
+        """Record a parse (its sidecars written now, or already: `written`)."""
         prev = self.prev.resources.get(f.path)
-        paths = write_sidecars(self.root, artifact, owner, self.layout)
+        paths = written or write_sidecars(self.root, artifact, owner, self.layout)
         self._drop_old_sidecars(prev, keep=paths)
         if reused_from and reused_from != paths.source_map:  # moved, not copied
             remove_sidecars(self.root, paths_at(reused_from, artifact))
@@ -229,8 +230,9 @@ class _Build:
                 progress.advance()
                 continue
             todo.append(f)
+        written = self._sidecar_writer({f.path: f.path for f in todo})
         results = parse_all(todo, self.root, self.options.jobs, self.options.ocr, progress.advance,
-                            batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL)
+                            batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL, on_result=written)
         progress.finish()
         self.report.parsed += len(todo)
         for f in todo:  # in path order: deterministic
@@ -240,7 +242,7 @@ class _Build:
                 self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
                                    provider.name, provider.version())
                 continue
-            self._accept(f, f.path, result)
+            self._accept(f, f.path, result, written=written.paths[f.path])
             links[f.path] = [NoteLink(b.id, link["target"], link["kind"], link.get("label"))
                              for b in result.blocks for link in b.links]
         return links
@@ -272,7 +274,9 @@ class _Build:
         if not todo:
             return
         self.report.parsed += len(todo)
-        results = parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance)
+        written = self._sidecar_writer({f.path: owner for f, owner in todo})
+        results = parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance,
+                            on_result=written)
         progress.finish()
         for f, owner in todo:  # in path order: deterministic
             result = results[f.path]
@@ -280,7 +284,10 @@ class _Build:
                 p = provider_for(f.path, self.options.ocr)
                 self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
             else:
-                self._accept(f, owner, result)
+                self._accept(f, owner, result, written=written.paths[f.path])
+
+    def _sidecar_writer(self, owner_of: dict[str, str | None]) -> _SidecarWriter:
+        return _SidecarWriter(self.root, self.layout, owner_of)
 
     def vanished(self, present: set[str]) -> None:
         for path, prev in sorted(self.prev.resources.items()):
@@ -345,6 +352,19 @@ class _Build:
 
     def layout_changed(self) -> bool:
         return self.prev.meta.get("sidecar_layout", LAYOUT_BESIDE) != self.layout
+
+
+class _SidecarWriter:
+    """Writes each parse's sidecars as its result arrives (while the workers parse on), keeping
+    where it wrote them for `_Build._accept`, which then records the results in path order."""
+
+    def __init__(self, root: Path, layout: str, owner_of: dict[str, str | None]):
+        self.root, self.layout, self.owner_of = root, layout, owner_of
+        self.paths: dict[str, SidecarPaths] = {}
+
+    def __call__(self, path: str, result: ParsedResourceArtifact | ProviderError) -> None:
+        if not isinstance(result, ProviderError):
+            self.paths[path] = write_sidecars(self.root, result, self.owner_of[path], self.layout)
 
 
 def _knowledge_key(rows) -> list[tuple]:

@@ -17,6 +17,7 @@ too, where the site's headers make them inert downloads (`render/headers.py`).
 from __future__ import annotations
 
 import posixpath
+from functools import lru_cache
 from urllib.parse import quote
 
 from mnote_evidence.build.model import NOTE_SUFFIXES
@@ -79,6 +80,24 @@ def page_url(source_path: str, block_id: str | None = None) -> str:
 def relative_url(from_page: str, to_path: str, fragment: str | None = None) -> str:
     """Percent-encoded URL of site file `to_path` as seen from site page `from_page` (both
     root-relative): relative, so the site works under any base path and from file://."""
-    rel = posixpath.relpath(to_path, posixpath.dirname(from_page) or ".")
+    here = posixpath.dirname(from_page) or "."
+    folder, name = posixpath.split(to_path)
+    if _plain(to_path) and name and here != to_path and not here.startswith(to_path + "/"):
+        up = _relative_folder(folder or ".", here)  # the same as relpath, with its folder part cached
+        rel = name if up == "." else f"{up}/{name}"
+    else:
+        rel = posixpath.relpath(to_path, here)
     url = quote(rel, safe="/")
     return f"{url}#{fragment}" if fragment else url
+
+
+def _plain(path: str) -> bool:
+    """A normalised relative path: no `.` or `..` parts, no leading or doubled `/`."""
+    return not (path.startswith(("/", "./", "../")) or path in (".", "..") or "//" in path or "/./" in path
+                or "/../" in path or path.endswith(("/.", "/..")))
+
+
+@lru_cache(maxsize=4096)
+def _relative_folder(folder: str, from_folder: str) -> str:
+    """`posixpath.relpath` of two site folders: a site has few, and a page links many times."""
+    return posixpath.relpath(folder, from_folder)

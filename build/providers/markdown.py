@@ -16,6 +16,7 @@ its front matter `title`, else its first heading.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from markdown_it.token import Token
 
@@ -126,8 +127,10 @@ def _paragraph(tokens: list[Token], i: int, stack: list[Token]) -> BlockToken:
     return BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], links, anchor, note)
 
 
-def block_tokens(tokens: list[Token]) -> list[BlockToken]:
-    """The evidence blocks of a token stream, in document order (footnotes last, as shown)."""
+def block_tokens(tokens: list[Token], front_matter: Callable[[str], Properties] = read_properties) -> list[BlockToken]:
+    """The evidence blocks of a token stream, in document order (footnotes last, as shown).
+    `front_matter` reads the properties block (the renderer passes what the index holds: the
+    YAML is read once, by the provider)."""
     out: list[BlockToken] = []
     stack: list[Token] = []
     i = 0
@@ -144,7 +147,7 @@ def block_tokens(tokens: list[Token]) -> list[BlockToken]:
             text = tok.content.strip() if kind == "math" else tok.content.rstrip("\n")
             out.append(BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], []))
         elif tok.type == "front_matter" and tok.map:
-            props = read_properties(tok.content)
+            props = front_matter(tok.content)
             out.append(BlockToken(i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links,
                                   properties=props))
         elif tok.type == "table_open" and tok.map:

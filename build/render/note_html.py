@@ -30,6 +30,7 @@ from markdown_it.token import Token
 from mnote_evidence.build.markdown_syntax import markdown_parser
 from mnote_evidence.build.model import Block
 from mnote_evidence.build.providers.markdown import block_tokens
+from mnote_evidence.build.providers.markdown_properties import Properties
 from mnote_evidence.build.render.math_html import mathml
 from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink_html
 from mnote_evidence.build.urls import copy_path, page_path, relative_url
@@ -40,7 +41,8 @@ class BlockMismatch(RuntimeError):
 
 
 def _attach_ids(tokens: list[Token], blocks: list[Block], aliases: dict[str, list[str]]) -> None:
-    found = block_tokens(tokens)
+    shown = next((b.text for b in blocks if b.type == "properties"), "")  # "": front matter without a block
+    found = block_tokens(tokens, lambda raw: Properties(shown))
     if len(found) != len(blocks):
         raise BlockMismatch(f"{len(found)} blocks in the note, {len(blocks)} in the index")
     for bt, block in zip(found, blocks):
