@@ -133,3 +133,13 @@ def test_the_state_file_is_written_after_the_pages_are_committed(tmp_path, monke
     render_site(root, out, out / "evidence.sqlite", RenderOptions())
     assert STATE_FILE in order and "index.html" in order
     assert order.index(STATE_FILE) > max(i for i, name in enumerate(order) if name.endswith(".html"))
+
+
+def test_default_jobs_are_the_idle_cpus(monkeypatch):
+    from mnote_evidence.build import defaults
+
+    monkeypatch.setattr(defaults.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    for load, jobs in ((0.0, 2), (0.9, 2), (1.2, 1), (9.5, 1)):
+        monkeypatch.setattr(defaults.os, "getloadavg", lambda load=load: (load, load, load))
+        assert defaults.idle_cpus() == jobs
+    assert 1 <= defaults.DEFAULT_JOBS <= (os.cpu_count() or 1)
