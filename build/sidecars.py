@@ -15,7 +15,8 @@ MkDocs that would treat `*.parse.md` files as notes). Removing a sidecar also
 removes the sidecar folders it leaves empty (never a user folder).
 
 `*.ocr.md` replaces `*.parse.md` when the text came from OCR. Files are written
-atomically and only when their bytes change; the same input gives
+atomically and only when their bytes change (the build writes a stage's sidecars in one
+`fsutil.durable_batch`: on disk together, before the index points at them); the same input gives
 byte-identical files (no timestamps inside). A sidecar whose `sourceHash` and
 `providerVersion` match the file is reused instead of parsing again, which is
 also how a deleted `evidence.sqlite` is rebuilt without re-parsing.

@@ -19,21 +19,20 @@ from __future__ import annotations
 from concurrent.futures import as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.fsutil import atomic_write_text, durable_batch
 from mnote_evidence.build.urls import page_path
 from mnote_evidence.build.workers import worker_pool
 
-if TYPE_CHECKING:
-    from mnote_evidence.build.render.site import RenderOptions, _Site
-
 PAGE_BATCH = 32  # pages per worker task
 PAGES_FOR_POOL = 200  # fewer pages are rendered in this process: starting workers costs more
 
 Problems = list[dict[str, str]]
-_worker_site: _Site | None = None  # the worker's own site, built once by `_start`
+# `_Site` is render/site.py's (which imports this module): typed `Any` here, its class passed in
+_Site = Any
+_worker_site: Any = None  # the worker's own site, built once by `_start`
 
 
 def write_pages(site: _Site, paths: list[str], jobs: int, advance: Callable[[int], None]) -> None:
@@ -65,7 +64,7 @@ def _write(site: _Site, path: str) -> None:
 
 def _in_pool(site: _Site, paths: list[str], jobs: int, problems: dict[str, Problems],
              advance: Callable[[int], None]) -> None:
-    args = (str(site.root), str(site.out), str(site.db_path), site.options)
+    args = (type(site), str(site.root), str(site.out), str(site.db_path), site.options)
     batches = [paths[i:i + PAGE_BATCH] for i in range(0, len(paths), PAGE_BATCH)]
     with worker_pool(jobs, initializer=_start, initargs=args) as pool:
         futures = [pool.submit(_render_batch, batch) for batch in batches]
@@ -78,12 +77,10 @@ def _in_pool(site: _Site, paths: list[str], jobs: int, problems: dict[str, Probl
             advance(len(done))
 
 
-def _start(root: str, out: str, db_path: str, options: RenderOptions) -> None:
+def _start(site_class: type, root: str, out: str, db_path: str, options: Any) -> None:
     """Worker initializer: this worker's own view of the site (the index opened read-only)."""
     global _worker_site
-    from mnote_evidence.build.render.site import _Site
-
-    _worker_site = _Site(Path(root), Path(out), Path(db_path), options)
+    _worker_site = site_class(Path(root), Path(out), Path(db_path), options)
 
 
 def _render_batch(paths: list[str]) -> list[tuple[str, Any]]:
