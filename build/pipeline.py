@@ -58,8 +58,8 @@ from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.redact import redact
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.scan import SourceFile, scan
-from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at, remove_sidecars, reusable,
-                                           source_map_path, write_sidecars)
+from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, SidecarWriter, paths_at,
+                                           remove_sidecars, reusable, source_map_path, write_sidecars)
 from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.urls import DB_NAME
 
@@ -230,7 +230,7 @@ class _Build:
                 progress.advance()
                 continue
             todo.append(f)
-        written = self._sidecar_writer({f.path: f.path for f in todo})
+        written = SidecarWriter(self.root, self.layout, {f.path: f.path for f in todo})
         results = parse_all(todo, self.root, self.options.jobs, self.options.ocr, progress.advance,
                             batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL, on_result=written)
         progress.finish()
@@ -274,7 +274,7 @@ class _Build:
         if not todo:
             return
         self.report.parsed += len(todo)
-        written = self._sidecar_writer({f.path: owner for f, owner in todo})
+        written = SidecarWriter(self.root, self.layout, {f.path: owner for f, owner in todo})
         results = parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance,
                             on_result=written)
         progress.finish()
@@ -285,9 +285,6 @@ class _Build:
                 self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
             else:
                 self._accept(f, owner, result, written=written.paths[f.path])
-
-    def _sidecar_writer(self, owner_of: dict[str, str | None]) -> _SidecarWriter:
-        return _SidecarWriter(self.root, self.layout, owner_of)
 
     def vanished(self, present: set[str]) -> None:
         for path, prev in sorted(self.prev.resources.items()):
@@ -352,19 +349,6 @@ class _Build:
 
     def layout_changed(self) -> bool:
         return self.prev.meta.get("sidecar_layout", LAYOUT_BESIDE) != self.layout
-
-
-class _SidecarWriter:
-    """Writes each parse's sidecars as its result arrives (while the workers parse on), keeping
-    where it wrote them for `_Build._accept`, which then records the results in path order."""
-
-    def __init__(self, root: Path, layout: str, owner_of: dict[str, str | None]):
-        self.root, self.layout, self.owner_of = root, layout, owner_of
-        self.paths: dict[str, SidecarPaths] = {}
-
-    def __call__(self, path: str, result: ParsedResourceArtifact | ProviderError) -> None:
-        if not isinstance(result, ProviderError):
-            self.paths[path] = write_sidecars(self.root, result, self.owner_of[path], self.layout)
 
 
 def _knowledge_key(rows) -> list[tuple]:

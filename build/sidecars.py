@@ -156,6 +156,19 @@ def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str
     return paths
 
 
+class SidecarWriter:
+    """Writes each parse's sidecars as its result arrives (while the workers parse on), keeping
+    where it wrote them (`paths`) for the build, which then records the results in path order."""
+
+    def __init__(self, root: Path, layout: str, owner_of: dict[str, str | None]):
+        self.root, self.layout, self.owner_of = root, layout, owner_of
+        self.paths: dict[str, SidecarPaths] = {}
+
+    def __call__(self, path: str, result: ParsedResourceArtifact | Exception) -> None:
+        if isinstance(result, ParsedResourceArtifact):  # a ProviderError writes nothing
+            self.paths[path] = write_sidecars(self.root, result, self.owner_of[path], self.layout)
+
+
 def remove_sidecars(root: Path, paths: SidecarPaths) -> None:
     for rel in (paths.text, paths.source_map):
         if rel:

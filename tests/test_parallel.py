@@ -13,10 +13,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from mnote_evidence.build import fsutil, parse, pipeline
 from mnote_evidence.build.render import page_pool
 from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site
+
 from tests.conftest import SHARED_OCR, copy_workspace, run_build
 
 SKIP = {"evidence.sqlite", STATE_FILE}
@@ -103,10 +103,9 @@ def test_a_batch_renames_only_after_its_commit(tmp_path):
 
 
 def test_an_error_in_a_batch_still_commits_what_was_written_whole(tmp_path):
-    with pytest.raises(RuntimeError):
-        with fsutil.durable_batch():
-            fsutil.atomic_write_text(tmp_path / "a.txt", "a")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), fsutil.durable_batch():
+        fsutil.atomic_write_text(tmp_path / "a.txt", "a")
+        raise RuntimeError("boom")
     assert (tmp_path / "a.txt").read_text() == "a" and not list(tmp_path.rglob(".*.tmp"))
 
 
