@@ -137,11 +137,11 @@ def test_the_state_file_is_written_after_the_pages_are_committed(tmp_path, monke
     assert order.index(STATE_FILE) > max(i for i, name in enumerate(order) if name.endswith(".html"))
 
 
-def test_default_jobs_are_the_idle_cpus(monkeypatch):
+def test_default_jobs_are_the_usable_cpus(monkeypatch):
     from mnote_evidence.build import defaults
 
-    monkeypatch.setattr(defaults.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    for load, jobs in ((0.0, 2), (0.9, 2), (1.2, 1), (9.5, 1)):
-        monkeypatch.setattr(defaults.os, "getloadavg", lambda load=load: (load, load, load))
-        assert defaults.idle_cpus() == jobs
+    monkeypatch.setattr(defaults.os, "sched_getaffinity", lambda pid: {0, 3}, raising=False)
+    assert defaults.usable_cpus() == 2
+    monkeypatch.setattr(defaults.os, "sched_getaffinity", lambda pid: set(), raising=False)
+    assert defaults.usable_cpus() == 1
     assert 1 <= defaults.DEFAULT_JOBS <= (os.cpu_count() or 1)
