@@ -16,8 +16,7 @@ worker that crashes breaks only the pool: what it had not written is rendered he
 
 from __future__ import annotations
 
-from concurrent.futures import as_completed
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import BrokenExecutor, as_completed
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,7 +45,7 @@ def write_pages(site: _Site, paths: list[str], jobs: int, advance: Callable[[int
     problems: dict[str, Problems] = {}
     try:
         _in_pool(site, paths, jobs, problems, advance)
-    except BrokenProcessPool:  # a worker died: render what is missing here
+    except BrokenExecutor:  # a worker died (BrokenProcessPool): render what is missing here
         for path in paths:
             if path not in problems:
                 known = len(site.report.problems)
