@@ -22,7 +22,7 @@ from typing import Callable
 
 class Stage(StrEnum):
     SCAN = "scan"  # walk and hash the workspace
-    NOTES = "notes"  # parse changed Markdown notes (in process)
+    NOTES = "notes"  # parse changed Markdown notes (worker processes when there are many)
     PARSE = "parse"  # parse changed attachments (worker processes)
     KNOWLEDGE = "knowledge"  # reconcile with LightRAG (only with a LightRAG server)
     INDEX = "index"  # write evidence.sqlite
