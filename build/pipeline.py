@@ -45,6 +45,8 @@ from mnote_evidence.build.model import (
     STATUS_OK,
     STATUS_STALE,
     STATUS_UNSUPPORTED,
+    EdgeRow,
+    LinkRow,
     NoteLink,
     ParsedResourceArtifact,
     ProviderError,
@@ -82,6 +84,7 @@ class BuildOptions:
     # `.mnote/sidecars/`); None = the layout of the previous build into `out`, else "beside"
     sidecars: str | None = None
     on_progress: OnProgress | None = None  # called with a ProgressEvent as each stage advances
+    rehash: bool = False  # hash every file, not only those whose size or mtime changed (build/scan.py)
 
     @property
     def page_images(self) -> PageImageSettings:
@@ -98,6 +101,7 @@ class BuildReport:
     unchanged: int = 0
     stale: int = 0
     removed: int = 0
+    hashed: int = 0  # files read to compute their hash (the others kept the recorded one: same size, mtime)
     status_counts: dict[str, int] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
@@ -149,7 +153,8 @@ class _Build:
             page_count=len(artifact.pages) if artifact and artifact.pages else None,
             block_count=len(artifact.blocks) if artifact else 0,
             warnings=[w.to_json() for w in artifact.warnings] if artifact else [],
-            updated_at_ms=self.stamp, title=artifact.title if artifact else None)
+            updated_at_ms=self.stamp, title=artifact.title if artifact else None,
+            source_size=f.stamp[0] if f.stamp else None, source_mtime_ns=f.stamp[1] if f.stamp else None)
 
     def _record_error(self, f: SourceFile, owner: str | None, kind_status: str, code: str, message: str,
                       provider: str | None = None, version: str | None = None) -> None:
@@ -288,9 +293,13 @@ class _Build:
 
     def link_graph(self, resolved: list[tuple[str, NoteLink, Resolution]], notes: set[str],
                    owner_of: dict[str, str | None]) -> None:
+        """Each note's evidence_link rows and link edges; only notes where they differ from what the
+        index holds (`ResourceRow.links_hash`), or whose rows are rewritten, go into `changes.links`."""
+        rows: dict[str, list[LinkRow]] = {note: [] for note in notes}
+        edges: dict[str, list[EdgeRow]] = {note: [] for note in notes}
         for note, link, hit in resolved:
             note_id = resource_id(note)
-            self.changes.links.append({
+            rows[note].append({
                 "resource_id": note_id, "source_block_id": link.source_block_id, "target": link.target,
                 "kind": link.kind, "target_path": hit.path, "problem": hit.problem})
             if not hit.path or hit.path == note:
@@ -301,8 +310,25 @@ class _Build:
                 kind = "document_contains_resource"
             else:
                 kind = "resource_refers_to"
-            self.changes.link_edges.append(
-                edge_row(note_id, resource_id(hit.path), kind, link.source_block_id, note_id))
+            edges[note].append(edge_row(note_id, resource_id(hit.path), kind, link.source_block_id, note_id))
+        rewritten = {u.row.path for u in self.changes.updates}
+        for note in sorted(notes):
+            digest = _links_hash(rows[note], edges[note])
+            prev = self.prev.resources.get(note)
+            if note in rewritten or prev is None or prev.links_hash != digest:
+                self.changes.links[resource_id(note)] = (rows[note], edges[note], digest)
+        for path, prev in self.prev.resources.items():  # no longer a note with links (stale, error, gone)
+            if prev.links_hash is not None and path not in notes:
+                self.changes.links[prev.resource_id] = ([], [], None)
+
+    def stamps(self, files: list[SourceFile]) -> None:
+        """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes)."""
+        rewritten = {u.row.path for u in self.changes.updates}
+        for f in files:
+            prev = self.prev.resources.get(f.path)
+            stamp = f.stamp or (None, None)
+            if prev is not None and f.path not in rewritten and (prev.source_size, prev.source_mtime_ns) != stamp:
+                self.changes.stamps.append((*stamp, prev.resource_id))
 
     def knowledge_candidates(self) -> list[Candidate]:
         """Every file LightRAG should hold now: `ok` resources, with a lazy loader of their text."""
@@ -332,9 +358,6 @@ class _Build:
             return ingest_text(text, furniture_blocks(source_map)) if source_map else text
         return load
 
-    def links_changed(self) -> bool:
-        return self.prev.meta.get("links_fingerprint") != self.changes.meta.get("links_fingerprint")
-
     def layout_changed(self) -> bool:
         return self.prev.meta.get("sidecar_layout", LAYOUT_BESIDE) != self.layout
 
@@ -343,12 +366,11 @@ def _knowledge_key(rows) -> list[tuple]:
     return sorted((r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows)
 
 
-def _links_fingerprint(changes: IndexChanges) -> str:
-    """Changes whenever any note link or its resolution changes (so link edges must be redone)."""
-    h = hashlib.sha256()
-    for r in sorted(changes.links, key=lambda r: (r["resource_id"], r["source_block_id"], r["target"])):
-        h.update(repr(sorted(r.items())).encode())
-    return h.hexdigest()[:16]
+def _links_hash(rows: list[LinkRow], edges: list[EdgeRow]) -> str:
+    """One note's links, their resolutions and its link edges, as the index holds them."""
+    payload = [sorted((r["source_block_id"], r["target"], r["kind"], r["target_path"] or "", r["problem"] or "")
+                      for r in rows), sorted(e["edge_id"] for e in edges)]
+    return hashlib.sha256(repr(payload).encode()).hexdigest()[:16]
 
 
 def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
@@ -360,7 +382,11 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     with _build_lock(options.out):
         cleanup_stray_temps(options.out / DB_NAME)
         run = _Build(root, options)
-        files = scan(root, exclude=[options.out])
+        known = None if options.rehash else {
+            p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in run.prev.resources.items()
+            if r.source_mtime_ns is not None and r.source_hash}
+        files = scan(root, exclude=[options.out], known=known)
+        run.report.hashed = sum(1 for f in files if f.sha256 and f.hashed)
         StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
@@ -378,7 +404,8 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.resources(others, owner_of)
         run.vanished({f.path for f in files})
         run.link_graph(resolved, set(links), owner_of)
-        run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes), "sidecar_layout": run.layout}
+        run.stamps(files)
+        run.changes.meta = {"sidecar_layout": run.layout}
         changes = run.changes
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)
@@ -394,7 +421,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             progress.finish()
         progress = StageProgress(options.on_progress, Stage.INDEX, 1)
         run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
-                                  or run.links_changed() or plan.meta_changed or run.layout_changed()
+                                  or changes.links or plan.meta_changed or run.layout_changed()
                                   or not run.db_path.exists())
         resegmented = 0
         if run.report.changed:
@@ -403,6 +430,8 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 "workspace_name": root.name, "built_at_ms": str(run.stamp),
             })
             resegmented = write_index(run.db_path, changes)
+        elif changes.stamps:  # only touched files (same bytes): their new stamps, so they are not hashed again
+            write_index(run.db_path, IndexChanges(stamps=changes.stamps))
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
