@@ -321,6 +321,26 @@ class _Build:
             if prev.links_hash is not None and path not in notes:
                 self.changes.links[prev.resource_id] = ([], [], None)
 
+    def render_dirty(self, resolved: list[tuple[str, NoteLink, Resolution]]) -> dict[str, Any]:
+        """What the site must look at again after this build (`render/site.py`, README "What a build
+        does"): pages of resources rewritten, gone, linked from or to a note whose links changed, or
+        linking to a resource rewritten or gone; tags of notes whose links changed. `since`: the build
+        whose site this is relative to (a site rendered from an older one is re-keyed whole)."""
+        touched = {u.row.path for u in self.changes.updates}
+        gone_ids = set(self.changes.stale) | set(self.changes.removed)
+        path_of = {r.resource_id: p for p, r in self.prev.resources.items()}
+        path_of.update((resource_id(note), note) for note, _, _ in resolved)
+        path_of.update((u.row.resource_id, u.row.path) for u in self.changes.updates)
+        touched |= {path_of[rid] for rid in gone_ids if rid in path_of}
+        pages, tags = set(touched), set()
+        for rid, (rows, _, _) in self.changes.links.items():
+            if rid in path_of:
+                pages.add(path_of[rid])
+            pages |= {r["target_path"] for r in rows if r["target_path"]} | self.prev.link_targets.get(rid, set())
+            tags |= {r["target"] for r in rows if r["kind"] == "tag"} | self.prev.tags.get(rid, set())
+        pages |= {note for note, _, hit in resolved if hit.path in touched}
+        return {"since": self.prev.meta.get("built_at_ms"), "resources": sorted(pages), "tags": sorted(tags)}
+
     def stamps(self, files: list[SourceFile]) -> None:
         """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes)."""
         rewritten = {u.row.path for u in self.changes.updates}
@@ -405,7 +425,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.vanished({f.path for f in files})
         run.link_graph(resolved, set(links), owner_of)
         run.stamps(files)
-        run.changes.meta = {"sidecar_layout": run.layout}
+        run.changes.meta = {"sidecar_layout": run.layout, "render_dirty": run.render_dirty(resolved)}
         changes = run.changes
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)

@@ -26,6 +26,8 @@ class PreviousBuild:
     incompatible_schema: str | None = None  # the other schema version found ("unrecorded" if none)
     knowledge_texts: set[str] = field(default_factory=set)  # paths whose sent text is kept (knowledge_text)
     sent_hashes: dict[str, str] = field(default_factory=dict)  # path -> text_hash of what LightRAG was sent
+    link_targets: dict[str, set[str]] = field(default_factory=dict)  # note resource_id -> paths its links hit
+    tags: dict[str, set[str]] = field(default_factory=dict)  # note resource_id -> its tags as written
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
@@ -46,11 +48,18 @@ def load_previous(db_path: Path) -> PreviousBuild:
         resources = {r["source_root_relative_path"]: ResourceRow.from_sql(r)
                      for r in conn.execute("SELECT * FROM evidence_resource")}
         links: dict[str, list[NoteLink]] = {}
-        for r in conn.execute("SELECT resource_id, source_block_id, target, kind FROM evidence_link "
-                              "ORDER BY rowid"):
-            links.setdefault(r["resource_id"], []).append(NoteLink(r["source_block_id"], r["target"], r["kind"]))
+        targets: dict[str, set[str]] = {}
+        tags: dict[str, set[str]] = {}
+        for rid, block, target, kind, target_path in conn.execute(
+                "SELECT resource_id, source_block_id, target, kind, target_path FROM evidence_link ORDER BY rowid"):
+            links.setdefault(rid, []).append(NoteLink(block, target, kind))
+            if target_path:
+                targets.setdefault(rid, set()).add(target_path)
+            if kind == "tag":
+                tags.setdefault(rid, set()).add(target)
         knowledge, hashes = _knowledge(conn)
-        return PreviousBuild(resources, links, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes)
+        return PreviousBuild(resources, links, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes,
+                             link_targets=targets, tags=tags)
     finally:
         conn.close()
 

@@ -1,8 +1,10 @@
 """Stage 5: render the static site from `evidence.sqlite` + sidecars (SPEC §8).
 
 Incremental: every page has a key (hash of the resource row, its backlinks and
-aliases, the note's link resolutions, the templates and, for a PDF, the page
-image settings); only pages whose key changed are written. PDF page images are
+aliases, the note's link resolutions and the content of the targets it shows part
+of, the templates and, for a PDF, the page image settings); only pages whose key
+changed are written, and only the pages the build names as possibly changed
+(`build_meta.render_dirty`, `_dirty`) are keyed at all. PDF page images are
 cached by content hash and settings (`page_images.py`); images of other
 settings are removed. A resource that disappeared leaves a tombstone page, so
 old citation URLs still land somewhere that says what happened.
@@ -235,10 +237,14 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
 def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     extra = data.dependency_fingerprint(site.conn, res.resource_id)
     extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
-    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and the content of what they point into
+    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and the content of targets it shows part of:
+        # an embed (their blocks, a PDF page's image) or a `#fragment` (the anchor found, or "missing");
+        # a plain link shows only the target's URL, so an edit of the target leaves this page alone
         extra.append(site.conn.execute(
             "SELECT group_concat(coalesce(l.target_path, '') || '|' || coalesce(l.problem, '') || '|' "
-            "|| coalesce(t.source_hash, ''), ',') FROM evidence_link l LEFT JOIN evidence_resource t "
+            "|| CASE WHEN l.kind = 'embed' OR instr(l.target, '#') > 0 "
+            "THEN coalesce(t.source_hash, '') || coalesce(t.status, '') ELSE '' END, ',') "
+            "FROM evidence_link l LEFT JOIN evidence_resource t "
             "ON t.source_root_relative_path = l.target_path WHERE l.resource_id = ?",
             [res.resource_id]).fetchone()[0])
         if site.conn.execute("SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
@@ -303,14 +309,33 @@ def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, 
             for res in resources if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count > cap]
 
 
+def _dirty(meta: dict[str, str], state: dict[str, Any], stamp: list[Any]) -> dict[str, Any] | None:
+    """What to look at again: the build's `render_dirty` (resources, tags) when the site in `out` was
+    rendered from the build just before it with the same templates and settings; None: everything."""
+    previous = state.get("stamp")
+    try:
+        dirty = json.loads(meta.get("render_dirty") or "null")
+    except ValueError:
+        return None
+    if not isinstance(dirty, dict) or not isinstance(previous, list) or previous[1:] != stamp[1:]:
+        return None
+    if dirty.get("since") is None or previous[0] != dirty["since"]:
+        return None
+    return dirty
+
+
 def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
                 on_progress: OnProgress | None = None) -> RenderReport:
-    """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images."""
+    """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images.
+
+    Incremental twice over: only the pages the build named (`_dirty`: rewritten resources, and the
+    pages that show something of them) are keyed again, and of those only pages whose key changed are
+    written; source copies and page images are checked for those only. Any other start (no state,
+    other templates or settings, a site older than the previous build) keys every page, as before."""
     started = time.perf_counter()
     options = options or RenderOptions()
     root = root.resolve()
     site = _Site(root, out, db_path, options)
-    rendering = StageProgress(on_progress, Stage.RENDER, len(site.resources))
     try:
         salt = [_templates_hash()]
         site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
@@ -320,16 +345,18 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         salt.append(options.ask)  # the header's Ask link is on every page
         if state.get("stamp") == stamp and (out / INDEX).exists():
             site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
-            rendering.finish()
+            StageProgress(on_progress, Stage.RENDER, len(site.resources)).finish()
             StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
             return site.report
         pages: dict[str, Any] = state.get("pages", {})
+        dirty = _dirty(site.meta, state, stamp) if (out / INDEX).exists() else None
+        todo = site.resources if dirty is None else [site.by_path[p] for p in dirty["resources"] if p in site.by_path]
+        rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
-        current = set()
-        keys = {res.path: _page_key(site, res, salt) for res in site.resources}
-        for res in site.resources:
+        current = {page_path(res.path) for res in site.resources}
+        keys = {res.path: _page_key(site, res, salt) for res in todo}
+        for res in todo:
             page = page_path(res.path)
-            current.add(page)
             key = keys[res.path]
             if site._copyable(res):
                 _drop_active_copy(out, res.path, site.generated)
@@ -348,7 +375,10 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 pages[page] = {"key": key, "source": res.path}
                 site.report.pages_written += 1
             rendering.advance()
-        site.report.tag_pages = tag_pages.write(site, out, pages, current)
+        if dirty is not None:
+            site.report.pages_unchanged += len(site.resources) - len(todo)
+        site.report.tag_pages = tag_pages.write(site, out, pages, current,
+                                                only=None if dirty is None else dirty.get("tags", []))
         for page, entry in list(pages.items()):
             if page not in current and entry.get("key") != "tombstone":
                 atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))
@@ -358,16 +388,19 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         imaging = StageProgress(on_progress, Stage.PAGE_IMAGES, sum(len(job.pages) for job in image_jobs))
         site.report.page_images = page_images.render_all(image_jobs, options.jobs, imaging.advance)
         imaging.finish()
-        site.report.images_removed = page_images.remove_stale(out, options.images)
-        front = FrontPage.of(site.resources, lambda note: keys[note.path], options.ask)
+        if dirty is None:  # other settings leave stale images only when the stamp changed: a full pass
+            site.report.images_removed = page_images.remove_stale(out, options.images)
+        front = FrontPage.of(site.resources, lambda note: keys.get(note.path) or pages.get(
+            page_path(note.path), {}).get("key"), options.ask)
         front_key = front.key(salt)
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
             site.report.front_page_written = True
-        atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
-            site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
-        _copy_static(out)
-        atomic_write_text(out / HEADERS_FILE, headers_file())
+        if dirty is None or not (out / "ask.html").exists():  # same templates and settings: as they were
+            atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
+                site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
+            _copy_static(out)
+            atomic_write_text(out / HEADERS_FILE, headers_file())
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
                                                         "ask": options.ask},
                                                        ensure_ascii=False, indent=0))
