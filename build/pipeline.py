@@ -16,7 +16,6 @@ OCR versions, page image settings) is compared by `build/versions.py`.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import time
 from contextlib import contextmanager
@@ -32,12 +31,12 @@ from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
 from mnote_evidence.build.formats import provider_for
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
-from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
+from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms, write_index
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text, text_hash
 from mnote_evidence.build.link_targets import LinkTargets
-from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
+from mnote_evidence.build.linkgraph import LinkStage
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     KIND_OTHER,
@@ -45,8 +44,6 @@ from mnote_evidence.build.model import (
     STATUS_OK,
     STATUS_STALE,
     STATUS_UNSUPPORTED,
-    EdgeRow,
-    LinkRow,
     NoteLink,
     ParsedResourceArtifact,
     ProviderError,
@@ -212,19 +209,18 @@ class _Build:
             return True
         return False
 
-    def notes(self, files: list[SourceFile]) -> dict[str, list[NoteLink]]:
-        """Parse changed notes; return every note's links (from the parse or the previous build)."""
-        links: dict[str, list[NoteLink]] = {}
+    def notes(self, files: list[SourceFile]) -> dict[str, list[NoteLink] | None]:
+        """Parse changed notes; return every indexable note's links (None: unchanged, as indexed)."""
+        links: dict[str, list[NoteLink] | None] = {}
         progress = StageProgress(self.options.on_progress, Stage.NOTES, len(files))
         for f in files:
             progress.advance()
             if not self.screen(f, f.path):
                 continue
             provider = provider_for(f.path, self.options.ocr)
-            rid = resource_id(f.path)
             if self._unchanged(f, f.path, provider.version()):
                 self.report.unchanged += 1
-                links[f.path] = self.prev.links.get(rid, [])
+                links[f.path] = None  # as the index holds them (build/linkgraph.py reads them if needed)
                 continue
             result = parse_one(str(self.root), f.path, f.source_hash, self.options.ocr)
             self.report.parsed += 1
@@ -291,56 +287,6 @@ class _Build:
                 self.changes.stale.append(prev.resource_id)
                 self.report.stale += 1
 
-    def link_graph(self, resolved: list[tuple[str, NoteLink, Resolution]], notes: set[str],
-                   owner_of: dict[str, str | None]) -> None:
-        """Each note's evidence_link rows and link edges; only notes where they differ from what the
-        index holds (`ResourceRow.links_hash`), or whose rows are rewritten, go into `changes.links`."""
-        rows: dict[str, list[LinkRow]] = {note: [] for note in notes}
-        edges: dict[str, list[EdgeRow]] = {note: [] for note in notes}
-        for note, link, hit in resolved:
-            note_id = resource_id(note)
-            rows[note].append({
-                "resource_id": note_id, "source_block_id": link.source_block_id, "target": link.target,
-                "kind": link.kind, "target_path": hit.path, "problem": hit.problem})
-            if not hit.path or hit.path == note:
-                continue
-            if hit.path in notes:
-                kind = "markdown_links_to"
-            elif owner_of.get(hit.path) == note:
-                kind = "document_contains_resource"
-            else:
-                kind = "resource_refers_to"
-            edges[note].append(edge_row(note_id, resource_id(hit.path), kind, link.source_block_id, note_id))
-        rewritten = {u.row.path for u in self.changes.updates}
-        for note in sorted(notes):
-            digest = _links_hash(rows[note], edges[note])
-            prev = self.prev.resources.get(note)
-            if note in rewritten or prev is None or prev.links_hash != digest:
-                self.changes.links[resource_id(note)] = (rows[note], edges[note], digest)
-        for path, prev in self.prev.resources.items():  # no longer a note with links (stale, error, gone)
-            if prev.links_hash is not None and path not in notes:
-                self.changes.links[prev.resource_id] = ([], [], None)
-
-    def render_dirty(self, resolved: list[tuple[str, NoteLink, Resolution]]) -> dict[str, Any]:
-        """What the site must look at again after this build (`render/site.py`, README "What a build
-        does"): pages of resources rewritten, gone, linked from or to a note whose links changed, or
-        linking to a resource rewritten or gone; tags of notes whose links changed. `since`: the build
-        whose site this is relative to (a site rendered from an older one is re-keyed whole)."""
-        touched = {u.row.path for u in self.changes.updates}
-        gone_ids = set(self.changes.stale) | set(self.changes.removed)
-        path_of = {r.resource_id: p for p, r in self.prev.resources.items()}
-        path_of.update((resource_id(note), note) for note, _, _ in resolved)
-        path_of.update((u.row.resource_id, u.row.path) for u in self.changes.updates)
-        touched |= {path_of[rid] for rid in gone_ids if rid in path_of}
-        pages, tags = set(touched), set()
-        for rid, (rows, _, _) in self.changes.links.items():
-            if rid in path_of:
-                pages.add(path_of[rid])
-            pages |= {r["target_path"] for r in rows if r["target_path"]} | self.prev.link_targets.get(rid, set())
-            tags |= {r["target"] for r in rows if r["kind"] == "tag"} | self.prev.tags.get(rid, set())
-        pages |= {note for note, _, hit in resolved if hit.path in touched}
-        return {"since": self.prev.meta.get("built_at_ms"), "resources": sorted(pages), "tags": sorted(tags)}
-
     def stamps(self, files: list[SourceFile]) -> None:
         """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes)."""
         rewritten = {u.row.path for u in self.changes.updates}
@@ -386,13 +332,6 @@ def _knowledge_key(rows) -> list[tuple]:
     return sorted((r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows)
 
 
-def _links_hash(rows: list[LinkRow], edges: list[EdgeRow]) -> str:
-    """One note's links, their resolutions and its link edges, as the index holds them."""
-    payload = [sorted((r["source_block_id"], r["target"], r["kind"], r["target_path"] or "", r["problem"] or "")
-                      for r in rows), sorted(e["edge_id"] for e in edges)]
-    return hashlib.sha256(repr(payload).encode()).hexdigest()[:16]
-
-
 def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     started = time.perf_counter()
     options = options or BuildOptions()
@@ -410,22 +349,12 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
-        links = run.notes(notes)
-        resolver = LinkResolver({f.path for f in files if not f.refused},
-                                alias_map((note, link.target) for note, note_links in links.items()
-                                          for link in note_links if link.kind == "alias"))
-        resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
-                    for note, note_links in sorted(links.items()) for link in note_links]
-        linkers: dict[str, set[str]] = {}
-        for note, _, hit in resolved:
-            if hit.path:
-                linkers.setdefault(hit.path, set()).add(note)
-        owner_of = owners([f.path for f in others], set(links), linkers)
-        run.resources(others, owner_of)
+        graph = LinkStage.plan(run.db_path, run.prev, files, run.notes(notes), [f.path for f in others])
+        run.resources(others, graph.owner_of)
         run.vanished({f.path for f in files})
-        run.link_graph(resolved, set(links), owner_of)
+        run.changes.meta = {"sidecar_layout": run.layout}
+        graph.record(run.changes)
         run.stamps(files)
-        run.changes.meta = {"sidecar_layout": run.layout, "render_dirty": run.render_dirty(resolved)}
         changes = run.changes
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)

@@ -6,7 +6,8 @@ import sqlite3
 
 SCHEMA_VERSION = "5"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
 # 5: evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/scan.py),
-#    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all)
+#    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all),
+#    index evidence_link_target
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 
@@ -93,6 +94,7 @@ CREATE TABLE IF NOT EXISTS evidence_link (
     problem TEXT                      -- outside_root | missing | NULL
 );
 CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
+CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path);  -- who links here (build/linkgraph.py)
 CREATE TABLE IF NOT EXISTS knowledge_source (
     source_root_relative_path TEXT PRIMARY KEY,
     lightrag_doc_id TEXT,
