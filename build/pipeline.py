@@ -114,7 +114,7 @@ class BuildReport:
 @contextmanager
 def _build_lock(out: Path) -> Iterator[None]:
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".build.lock", "w") as lock:
+    with open(out / ".build.lock", "a") as lock:  # "a": a no-op build leaves even its mtime alone
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -1,8 +1,7 @@
 """Stage 5: render the static site from `evidence.sqlite` + sidecars (SPEC §8).
 
 Incremental: every page has a key (hash of the resource row, its backlinks and
-aliases, the note's link resolutions and the content of the targets it shows part
-of, the templates and, for a PDF, the page image settings); only pages whose key
+aliases, the note's link resolutions and what it shows of their targets, the templates and, for a PDF, the page image settings); only pages whose key
 changed are written, and only the pages the build names as possibly changed
 (`build_meta.render_dirty`, `_dirty`) are keyed at all. PDF page images are
 cached by content hash and settings (`page_images.py`); images of other
@@ -39,8 +38,9 @@ from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
 from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
-from mnote_evidence.build.link_targets import LinkTargets
-from mnote_evidence.build.links import LinkResolver, alias_map
+from mnote_evidence.build.formats import kind_for
+from mnote_evidence.build.link_targets import LinkTargets, split_target
+from mnote_evidence.build.links import NAME_KINDS, LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.render import data, page_images, tag_pages
@@ -240,16 +240,8 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
 def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     extra = data.dependency_fingerprint(site.conn, res.resource_id)
     extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
-    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and the content of targets it shows part of:
-        # an embed (their blocks, a PDF page's image) or a `#fragment` (the anchor found, or "missing");
-        # a plain link shows only the target's URL, so an edit of the target leaves this page alone
-        extra.append(site.conn.execute(
-            "SELECT group_concat(coalesce(l.target_path, '') || '|' || coalesce(l.problem, '') || '|' "
-            "|| CASE WHEN l.kind = 'embed' OR instr(l.target, '#') > 0 "
-            "THEN coalesce(t.source_hash, '') || coalesce(t.status, '') ELSE '' END, ',') "
-            "FROM evidence_link l LEFT JOIN evidence_resource t "
-            "ON t.source_root_relative_path = l.target_path WHERE l.resource_id = ?",
-            [res.resource_id]).fetchone()[0])
+    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and what it shows of their targets
+        extra.append(_shown_of_targets(site, res))
         if site.conn.execute("SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
                              "= l.target_path WHERE l.resource_id = ? AND l.kind = 'embed' AND t.kind = ?",
                              [res.resource_id, KIND_PDF]).fetchone():
@@ -257,6 +249,28 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
         extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
+
+
+def _shown_of_targets(site: _Site, res: data.Resource) -> list[Any]:
+    """What a note's page shows of the files it links to (`render/note_links.py`): each link's
+    resolution, where a `#fragment` lands, an embedded note's blocks, an embedded PDF page's image.
+    A plain link shows only the target's URL, so an edit of the target leaves this page's key alone."""
+    targets = site.note_links.targets
+    shown: list[Any] = []
+    for target, kind, path, problem in site.conn.execute(
+            "SELECT target, kind, target_path, problem FROM evidence_link WHERE resource_id = ? ORDER BY rowid",
+            [res.resource_id]):
+        item: list[Any] = [target, kind, path, problem]
+        fragment = split_target(target)[1]
+        if path and targets is not None and kind not in NAME_KINDS:  # anchors as `wikilink_html` finds them
+            anchor = targets.anchor(path, fragment) if fragment else None
+            item.append(anchor)
+            if kind == "embed" and kind_for(path) == KIND_MARKDOWN:
+                item.append([(b.block_id, b.kind, b.text) for b in targets.embed(path, fragment) or []])
+            elif kind == "embed" and kind_for(path) == KIND_PDF:
+                item.append(site._page_image(path, int(anchor[5:]) if anchor and anchor.startswith("page-") else 1))
+        shown.append(item)
+    return shown
 
 
 def links_ask(out: Path) -> bool:
