@@ -271,7 +271,8 @@ class ResourceRow:
             provider_version=row["provider_version"], source_hash=row["source_hash"],
             artifact_path=row["artifact_path"], source_map_path=row["source_map_path"],
             error_code=row["error_code"], error_message=row["error_message"], page_count=row["page_count"],
-            block_count=row["block_count"], warnings=json.loads(row["warnings_json"]),
+            block_count=row["block_count"],
+            warnings=json.loads(row["warnings_json"]) if row["warnings_json"] != "[]" else [],
             updated_at_ms=row["updated_at_ms"], title=row["title"], source_size=row["source_size"],
             source_mtime_ns=row["source_mtime_ns"], links_hash=row["links_hash"])
 

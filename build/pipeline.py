@@ -186,10 +186,10 @@ class _Build:
         That includes a recorded parse error: providers are deterministic, so the same
         bytes fail the same way (a new provider version retries them)."""
         prev = self.prev.resources.get(f.path)
-        in_place = prev is not None and (prev.status != STATUS_OK
-                                         or prev.source_map_path == source_map_path(f.path, owner, self.layout))
         return bool(prev and prev.status in (STATUS_OK, STATUS_ERROR) and prev.source_hash == f.sha256
-                    and prev.provider_version == version and prev.owner == owner and in_place)
+                    and prev.provider_version == version and prev.owner == owner
+                    and (prev.status != STATUS_OK  # checked last: the sidecar path is the dearest
+                         or prev.source_map_path == source_map_path(f.path, owner, self.layout)))
 
     # -- steps ----------------------------------------------------------------
     def screen(self, f: SourceFile, owner: str | None) -> bool:

@@ -149,13 +149,17 @@ def _refused_link(root: Path, full: Path, is_dir: bool) -> SourceFile:
 
 def _entry(root: Path, full: str, rel: str, known: Mapping[str, tuple[Stamp, str]] = {},
            trust_before: int = 0) -> SourceFile:
-    if os.path.islink(full):
+    try:
+        st = os.lstat(full)  # one system call for most files: a link is followed below
+    except OSError as exc:
+        return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
+    if stat.S_ISLNK(st.st_mode):
         refused = _refused_link(root, Path(full), is_dir=False)
         target = Path(full).resolve() if refused.refused[0] != "symlink_broken" else None
         if target is None or not is_inside(target, root) or not target.is_file():
             return refused
     try:
-        st = os.stat(full)
+        st = os.stat(full) if stat.S_ISLNK(st.st_mode) else st
         if not stat.S_ISREG(st.st_mode):
             raise NotRegularFile(full)
         stamp = (st.st_size, st.st_mtime_ns)

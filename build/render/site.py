@@ -341,6 +341,34 @@ def _dirty(meta: dict[str, str], state: dict[str, Any], stamp: list[Any]) -> dic
     return dirty
 
 
+def _built_at(db_path: Path) -> str | None:
+    conn = data.connect_ro(db_path)
+    try:
+        row = conn.execute("SELECT value FROM build_meta WHERE key = 'built_at_ms'").fetchone()
+        return row[0] if row else None
+    finally:
+        conn.close()
+
+
+def _unchanged_site(db_path: Path, options: RenderOptions, on_progress: OnProgress | None,
+                    started: float, collisions: list[dict[str, str]]) -> RenderReport:
+    """The report of a render with nothing to do (what `render_site` would report, without its work)."""
+    conn = data.connect_ro(db_path)
+    try:
+        resources = [data.Resource.from_sql(r) for r in conn.execute(
+            "SELECT * FROM evidence_resource WHERE kind = ? AND status = ? AND page_count > ? "
+            "ORDER BY source_root_relative_path", [KIND_PDF, STATUS_OK, options.max_page_images])]
+        total = conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0]
+    finally:
+        conn.close()
+    report = RenderReport(pages_unchanged=total, warnings=capped_warnings(resources, options.max_page_images),
+                          problems=list(collisions))
+    StageProgress(on_progress, Stage.RENDER, total).finish()
+    StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
 def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
                 on_progress: OnProgress | None = None) -> RenderReport:
     """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images.
@@ -352,19 +380,17 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     started = time.perf_counter()
     options = options or RenderOptions()
     root = root.resolve()
+    salt = [_templates_hash()]
+    state = _load_state(out)
+    stamp = [_built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
+    if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
+        return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
     site = _Site(root, out, db_path, options)
+    collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
-        salt = [_templates_hash()]
         site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
-        state = _load_state(out)
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
-        stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag, options.max_page_images, options.ask]
         salt.append(options.ask)  # the header's Ask link is on every page
-        if state.get("stamp") == stamp and (out / INDEX).exists():
-            site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
-            StageProgress(on_progress, Stage.RENDER, len(site.resources)).finish()
-            StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
-            return site.report
         pages: dict[str, Any] = state.get("pages", {})
         dirty = _dirty(site.meta, state, stamp) if (out / INDEX).exists() else None
         todo = site.resources if dirty is None else [site.by_path[p] for p in dirty["resources"] if p in site.by_path]
@@ -419,7 +445,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             _copy_static(out)
             atomic_write_text(out / HEADERS_FILE, headers_file())
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
-                                                        "ask": options.ask},
+                                                        "ask": options.ask, "collisions": collisions},
                                                        ensure_ascii=False, indent=0))
     finally:
         site.conn.close()
