@@ -121,9 +121,10 @@ class LinkStage:
             for note, found in old.links_of(set(self.links) - changed).items():
                 self.links[note] = [link for link, _ in found]
             changed = set(self.links)
-        resolver = LinkResolver(present, aliases)
-        self.resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
-                         for note in sorted(changed) for link in self.links[note]]
+        if changed:  # (building a resolver indexes every path: not for a build with no note changed)
+            resolver = LinkResolver(present, aliases)
+            self.resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
+                             for note in sorted(changed) for link in self.links[note]]
         linkers: dict[str, set[str]] = {}
         if self.fast:  # attachments' linkers among unchanged notes, as the index records them
             for target, notes in old.linking(set(others)).items():
