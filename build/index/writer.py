@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 
+from mnote_evidence.build.errors import IndexDamaged
 from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.index import anchors, layout
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
@@ -231,7 +232,13 @@ def write_index(db_path: Path, changes: IndexChanges) -> int:
             return _write_in_place(db_path, changes)
         except sqlite3.DatabaseError as exc:
             if "malformed" not in str(exc) and "not a database" not in str(exc):
-                raise  # a damaged file (rolled back by now) is rewritten by the copy path below
+                raise
+            # damaged (no quick_check reads the whole file first): the changes are only a delta, so
+            # the file is moved aside and the next build, finding no index, rebuilds it whole
+            aside = db_path.with_name(f"{db_path.name}.damaged")
+            os.replace(db_path, aside)
+            Path(f"{db_path}-journal").unlink(missing_ok=True)
+            raise IndexDamaged(db_path, aside, str(exc)) from None
     return _write_copy(db_path, changes)
 
 
