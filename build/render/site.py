@@ -3,7 +3,7 @@
 Incremental: every page has a key (hash of the resource row, its backlinks and
 aliases, the note's link resolutions and what it shows of their targets, the templates and, for a PDF, the page image settings); only pages whose key
 changed are written, and only the pages the build names as possibly changed
-(`build_meta.render_dirty`, `_dirty`) are keyed at all. PDF page images are
+(`build_meta.render_dirty`, `render/dirty.py`) are keyed at all. PDF page images are
 cached by content hash and settings (`page_images.py`); images of other
 settings are removed. A resource that disappeared leaves a tombstone page, so
 old citation URLs still land somewhere that says what happened.
@@ -38,12 +38,11 @@ from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
 from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
-from mnote_evidence.build.formats import kind_for
-from mnote_evidence.build.link_targets import LinkTargets, split_target
-from mnote_evidence.build.links import NAME_KINDS, LinkResolver, alias_map
+from mnote_evidence.build.link_targets import LinkTargets
+from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.render import data, page_images, tag_pages
+from mnote_evidence.build.render import data, dirty, page_images, tag_pages
 from mnote_evidence.build.render.backlinks import Sentences
 from mnote_evidence.build.render.front import INDEX, FrontPage
 from mnote_evidence.build.render.note_links import NoteLinks
@@ -241,7 +240,7 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     extra = data.dependency_fingerprint(site.conn, res.resource_id)
     extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
     if res.kind == KIND_MARKDOWN:  # its links' resolutions, and what it shows of their targets
-        extra.append(_shown_of_targets(site, res))
+        extra.append(dirty.shown_of_targets(site, res))
         if site.conn.execute("SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
                              "= l.target_path WHERE l.resource_id = ? AND l.kind = 'embed' AND t.kind = ?",
                              [res.resource_id, KIND_PDF]).fetchone():
@@ -249,28 +248,6 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
         extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
-
-
-def _shown_of_targets(site: _Site, res: data.Resource) -> list[Any]:
-    """What a note's page shows of the files it links to (`render/note_links.py`): each link's
-    resolution, where a `#fragment` lands, an embedded note's blocks, an embedded PDF page's image.
-    A plain link shows only the target's URL, so an edit of the target leaves this page's key alone."""
-    targets = site.note_links.targets
-    shown: list[Any] = []
-    for target, kind, path, problem in site.conn.execute(
-            "SELECT target, kind, target_path, problem FROM evidence_link WHERE resource_id = ? ORDER BY rowid",
-            [res.resource_id]):
-        item: list[Any] = [target, kind, path, problem]
-        fragment = split_target(target)[1]
-        if path and targets is not None and kind not in NAME_KINDS:  # anchors as `wikilink_html` finds them
-            anchor = targets.anchor(path, fragment) if fragment else None
-            item.append(anchor)
-            if kind == "embed" and kind_for(path) == KIND_MARKDOWN:
-                item.append([(b.block_id, b.kind, b.text) for b in targets.embed(path, fragment) or []])
-            elif kind == "embed" and kind_for(path) == KIND_PDF:
-                item.append(site._page_image(path, int(anchor[5:]) if anchor and anchor.startswith("page-") else 1))
-        shown.append(item)
-    return shown
 
 
 def links_ask(out: Path) -> bool:
@@ -326,30 +303,6 @@ def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, 
             for res in resources if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count > cap]
 
 
-def _dirty(meta: dict[str, str], state: dict[str, Any], stamp: list[Any]) -> dict[str, Any] | None:
-    """What to look at again: the build's `render_dirty` (resources, tags) when the site in `out` was
-    rendered from the build just before it with the same templates and settings; None: everything."""
-    previous = state.get("stamp")
-    try:
-        dirty = json.loads(meta.get("render_dirty") or "null")
-    except ValueError:
-        return None
-    if not isinstance(dirty, dict) or not isinstance(previous, list) or previous[1:] != stamp[1:]:
-        return None
-    if dirty.get("since") is None or previous[0] != dirty["since"]:
-        return None
-    return dirty
-
-
-def _built_at(db_path: Path) -> str | None:
-    conn = data.connect_ro(db_path)
-    try:
-        row = conn.execute("SELECT value FROM build_meta WHERE key = 'built_at_ms'").fetchone()
-        return row[0] if row else None
-    finally:
-        conn.close()
-
-
 def _unchanged_site(db_path: Path, options: RenderOptions, on_progress: OnProgress | None,
                     started: float, collisions: list[dict[str, str]]) -> RenderReport:
     """The report of a render with nothing to do (what `render_site` would report, without its work)."""
@@ -373,7 +326,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 on_progress: OnProgress | None = None) -> RenderReport:
     """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images.
 
-    Incremental twice over: only the pages the build named (`_dirty`: rewritten resources, and the
+    Incremental twice over: only the pages the build named (`dirty.dirty_since`: rewritten resources, and the
     pages that show something of them) are keyed again, and of those only pages whose key changed are
     written; source copies and page images are checked for those only. Any other start (no state,
     other templates or settings, a site older than the previous build) keys every page, as before."""
@@ -382,7 +335,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     root = root.resolve()
     salt = [_templates_hash()]
     state = _load_state(out)
-    stamp = [_built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
+    stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
     site = _Site(root, out, db_path, options)
@@ -392,8 +345,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         salt.append(options.ask)  # the header's Ask link is on every page
         pages: dict[str, Any] = state.get("pages", {})
-        dirty = _dirty(site.meta, state, stamp) if (out / INDEX).exists() else None
-        todo = site.resources if dirty is None else [site.by_path[p] for p in dirty["resources"] if p in site.by_path]
+        since = dirty.dirty_since(site.meta, state, stamp) if (out / INDEX).exists() else None
+        todo = site.resources if since is None else [site.by_path[p] for p in since["resources"] if p in site.by_path]
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
         current = {page_path(res.path) for res in site.resources}
@@ -418,10 +371,10 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 pages[page] = {"key": key, "source": res.path}
                 site.report.pages_written += 1
             rendering.advance()
-        if dirty is not None:
+        if since is not None:
             site.report.pages_unchanged += len(site.resources) - len(todo)
         site.report.tag_pages = tag_pages.write(site, out, pages, current,
-                                                only=None if dirty is None else dirty.get("tags", []))
+                                                only=None if since is None else since.get("tags", []))
         for page, entry in list(pages.items()):
             if page not in current and entry.get("key") != "tombstone":
                 atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))
@@ -431,7 +384,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         imaging = StageProgress(on_progress, Stage.PAGE_IMAGES, sum(len(job.pages) for job in image_jobs))
         site.report.page_images = page_images.render_all(image_jobs, options.jobs, imaging.advance)
         imaging.finish()
-        if dirty is None:  # other settings leave stale images only when the stamp changed: a full pass
+        if since is None:  # other settings leave stale images only when the stamp changed: a full pass
             site.report.images_removed = page_images.remove_stale(out, options.images)
         front = FrontPage.of(site.resources, lambda note: keys.get(note.path) or pages.get(
             page_path(note.path), {}).get("key"), options.ask)
@@ -439,7 +392,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
             site.report.front_page_written = True
-        if dirty is None or not (out / "ask.html").exists():  # same templates and settings: as they were
+        if since is None or not (out / "ask.html").exists():  # same templates and settings: as they were
             atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
                 site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
             _copy_static(out)
