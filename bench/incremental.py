@@ -9,8 +9,9 @@ BUILT a folder holding `ws/` (the workspace) and `out/` (a finished build of it 
 interleaved across the sites, so load drifts hit both alike. Each round, per site: append a line to
 one note and build ("edit"), wait past the 2 s window in which a fresh mtime is not trusted, build once
 (it records the edited note's stamp), then build again ("noop"). Reported per site and case: the
-build's own `BuildReport.seconds` and the whole process's wall time (`python -m mnote_evidence build`),
-min and median over the rounds, and the machine's load average before each round.
+build's own `BuildReport.seconds` and the whole process's wall time and CPU time (user + system: less
+sensitive to a loaded machine than wall time) of `python -m mnote_evidence build`, min and median over
+the rounds, and the machine's load average before each round.
 Results: bench/results/incremental.json.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -28,12 +30,18 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results" / "incremental.json"
 
 
-def _build(code: Path, built: Path) -> tuple[float, dict]:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _build(code: Path, built: Path) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds of the process, its --json report)."""
     env = dict(os.environ, PYTHONPATH=str(code))
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     done = subprocess.run([sys.executable, "-m", "mnote_evidence", "build", str(built / "ws"), "--out",
                            str(built / "out"), "--json"], env=env, capture_output=True, text=True, check=True)
-    return time.perf_counter() - started, json.loads(done.stdout)
+    return time.perf_counter() - started, _cpu() - cpu, json.loads(done.stdout)
 
 
 def _edit(built: Path, note: str, round_: int) -> None:
@@ -59,7 +67,7 @@ def main() -> None:
         code, _, built = rest.partition(":")
         sites[name] = (Path(code).resolve(), Path(built).resolve())
     runs: dict[str, dict[str, dict[str, list[float]]]] = {
-        n: {c: {"build_s": [], "process_s": []} for c in ("edit", "noop")} for n in sites}
+        n: {c: {"build_s": [], "process_s": [], "process_cpu_s": []} for c in ("edit", "noop")} for n in sites}
     details: dict[str, dict] = {}
     loads = []
     for r in range(args.rounds):
@@ -67,18 +75,21 @@ def main() -> None:
         for name, (code, built) in sites.items():
             _build(code, built)  # settle: whatever an earlier round left
             _edit(built, args.note, r)
-            wall, report = _build(code, built)
+            wall, cpu, report = _build(code, built)
             runs[name]["edit"]["build_s"].append(report["seconds"])
             runs[name]["edit"]["process_s"].append(wall)
+            runs[name]["edit"]["process_cpu_s"].append(cpu)
             details[name] = {"edit": {k: report.get(k) for k in ("parsed", "hashed", "changed")}
                              | {"pages_written": (report.get("site") or {}).get("pages_written")}}
             time.sleep(2.1)
             _build(code, built)
-            wall, report = _build(code, built)
+            wall, cpu, report = _build(code, built)
             runs[name]["noop"]["build_s"].append(report["seconds"])
             runs[name]["noop"]["process_s"].append(wall)
+            runs[name]["noop"]["process_cpu_s"].append(cpu)
             details[name]["noop"] = {k: report.get(k) for k in ("parsed", "hashed", "changed")}
-            print(name, r, {c: (v["build_s"][-1], round(v["process_s"][-1], 3)) for c, v in runs[name].items()},
+            print(name, r, {c: (v["build_s"][-1], round(v["process_s"][-1], 3), round(v["process_cpu_s"][-1], 3))
+                            for c, v in runs[name].items()},
                   flush=True)
     out = {"note": args.note, "rounds": args.rounds, "load_avg_1min": [round(x, 2) for x in loads],
            "cpus": os.cpu_count(), "sites": {}}

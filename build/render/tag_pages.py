@@ -49,13 +49,19 @@ def _key(payload: Any, salt: str) -> str:
 
 
 def tag_counts(conn) -> dict[str, int]:
-    """tag (lower case) -> how many blocks carry it (what the tag index shows), in tag order."""
-    return dict(conn.execute(f"SELECT lower(l.target), count(DISTINCT b.block_id) {_FROM} GROUP BY 1 ORDER BY 1"))
+    """tag (lower case) -> how many blocks carry it (what the tag index shows), in tag order. The links of
+    an `ok` note all sit in its blocks, so the links alone count them."""
+    return dict(conn.execute(
+        "SELECT lower(l.target), count(DISTINCT l.source_block_id) FROM evidence_link l JOIN evidence_resource r "
+        "USING (resource_id) WHERE l.kind = 'tag' AND r.status = 'ok' GROUP BY 1 ORDER BY 1"))
 
 
 def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[str] | None = None) -> int:
     """Write changed tag pages and the tag index; drop pages of vanished tags. Returns pages written.
     `only`: the tags whose pages may have changed (the build's `render_dirty`); None: every tag."""
+    if only is not None and not only:  # no tag changed: every tag page and the index stay as they are
+        current.update(p for p, e in pages.items() if e.get("tag"))
+        return 0
     counts = tag_counts(site.conn)
     tags = tag_entries(site.conn, only)
     template, salt = site.env.get_template("tag.html"), site.templates_salt
