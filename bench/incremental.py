@@ -39,8 +39,11 @@ def _build(code: Path, built: Path) -> tuple[float, float, dict]:
     """(wall seconds, CPU seconds of the process, its --json report)."""
     env = dict(os.environ, PYTHONPATH=str(code))
     started, cpu = time.perf_counter(), _cpu()
+    # cwd: the built folder, never a checkout (`python -m` puts the working directory first on sys.path,
+    # so a run from this checkout would import its code whatever PYTHONPATH says)
     done = subprocess.run([sys.executable, "-m", "mnote_evidence", "build", str(built / "ws"), "--out",
-                           str(built / "out"), "--json"], env=env, capture_output=True, text=True, check=True)
+                           str(built / "out"), "--json"], env=env, capture_output=True, text=True, check=True,
+                          cwd=built)
     return time.perf_counter() - started, _cpu() - cpu, json.loads(done.stdout)
 
 
