@@ -76,6 +76,11 @@ def test_sigkill_leaves_previous_database_intact(workspace, tmp_path, kill_at):
     _grow(workspace, 1)
     run_build(workspace, out)
     before = _content(out / DB_NAME)
+    # this test covers the copy-and-rename write, which rebuilds an index of another schema version
+    # (an incremental build writes in place: test_sigkill_inside_the_in_place_write_... below)
+    with sqlite3.connect(out / DB_NAME) as conn:
+        conn.execute("UPDATE build_meta SET value = '4' WHERE key = 'schema_version'")
+    conn.close()
     for rel in (workspace / "Projects/Evidence Kernel.ocr", workspace / ".mnote"):
         shutil.rmtree(rel)  # force real parsing work in the killed build
     _grow(workspace, 2)
