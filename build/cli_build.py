@@ -32,15 +32,18 @@ if TYPE_CHECKING:
               help="Ingest parsed/OCR text into this LightRAG server (API key from LIGHTRAG_API_KEY only).")
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON on stdout.")
 @click.option("--strict", is_flag=True, help="Exit with status 1 if any file was recorded as an error.")
+@click.option("--rehash", is_flag=True,
+              help="Hash every file, not only those whose size or modification time changed.")
 def build_command(workspace: Path, out: Path, jobs: int, site: bool, max_file_mb: float, max_page_images: int,
                   page_zoom: float, ocr_engine: str, no_ocr: bool, mineru_url: str | None, allow_upload: bool,
                   ocr_fallback: str | None, lightrag_url: str | None, sidecars: str | None, as_json: bool,
-                  strict: bool) -> None:
+                  strict: bool, rehash: bool) -> None:
     """Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and
     a static site in OUT (open OUT/index.html, or serve OUT from any static host).
 
-    Incremental: files whose content hash is unchanged are not parsed again and
-    their pages are not re-rendered. Bad files (corrupt, encrypted, empty, too
+    Incremental: files whose size and modification time are unchanged are not
+    read again (--rehash reads them all), files whose content hash is unchanged
+    are not parsed again, and their pages are not re-rendered. Bad files (corrupt, encrypted, empty, too
     large...) are recorded with an error code and message; the rest of the
     build completes. Sidecars are written next to the owning note
     (`Note.ocr/`) or under `.mnote/sidecars/` (all of them with `--sidecars mnote`).
@@ -53,7 +56,8 @@ def build_command(workspace: Path, out: Path, jobs: int, site: bool, max_file_mb
     bars = _ProgressBars() if sys.stderr.isatty() and not as_json else None
     options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom,
                            max_page_images=max_page_images, ocr=ocr,
-                           lightrag=LightRagConfig.from_env(lightrag_url), sidecars=sidecars, on_progress=bars)
+                           lightrag=LightRagConfig.from_env(lightrag_url), sidecars=sidecars, on_progress=bars,
+                           rehash=rehash)
     try:
         report = run_library(lambda: build(workspace, options))
     finally:

@@ -49,3 +49,13 @@ class UnknownKind(BuildError):
         self.path, self.kind, self.page = path, kind, page
         rule = f"page rule '{page}'" if page else "registered format"
         super().__init__(f"no {rule} to render '{path}' (kind '{kind}')")
+
+
+class IndexDamaged(BuildError):
+    """An in-place write met a damaged `evidence.sqlite` (SQLite: malformed). The file was moved aside
+    (`moved_to`), so the next build rebuilds the index from the files and sidecars."""
+
+    def __init__(self, path: Path, moved_to: Path, detail: str):
+        self.path, self.moved_to = Path(path), Path(moved_to)
+        super().__init__(f"{self.path} is damaged ({detail}); it was moved to {self.moved_to.name}: run the "
+                         "build again to rebuild the index")

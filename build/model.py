@@ -251,6 +251,9 @@ class ResourceRow:
     warnings: list[dict[str, str]] = field(default_factory=list)
     updated_at_ms: int = 0
     title: str | None = None  # the artifact's title (notes: front matter `title`, else first heading)
+    source_size: int | None = None  # the file's size and st_mtime_ns when hashed (build/scan.py change
+    source_mtime_ns: int | None = None  # detection); None: not recorded (refused, or too recent to trust)
+    links_hash: str | None = None  # notes: hash of its links and link edges as written (build/pipeline.py)
 
     def to_sql(self) -> dict[str, Any]:
         """The row as `evidence_resource` columns."""
@@ -268,8 +271,10 @@ class ResourceRow:
             provider_version=row["provider_version"], source_hash=row["source_hash"],
             artifact_path=row["artifact_path"], source_map_path=row["source_map_path"],
             error_code=row["error_code"], error_message=row["error_message"], page_count=row["page_count"],
-            block_count=row["block_count"], warnings=json.loads(row["warnings_json"]),
-            updated_at_ms=row["updated_at_ms"], title=row["title"])
+            block_count=row["block_count"],
+            warnings=json.loads(row["warnings_json"]) if row["warnings_json"] != "[]" else [],
+            updated_at_ms=row["updated_at_ms"], title=row["title"], source_size=row["source_size"],
+            source_mtime_ns=row["source_mtime_ns"], links_hash=row["links_hash"])
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ OCR versions, page image settings) is compared by `build/versions.py`.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import time
 from contextlib import contextmanager
@@ -33,12 +32,12 @@ from mnote_evidence.build.formats import provider_for
 from mnote_evidence.build.fsutil import in_durable_batch
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
-from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, edge_row, now_ms, write_index
+from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms, write_index
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text, text_hash
 from mnote_evidence.build.link_targets import LinkTargets
-from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
+from mnote_evidence.build.linkgraph import LinkStage
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     KIND_OTHER,
@@ -87,6 +86,7 @@ class BuildOptions:
     # `.mnote/sidecars/`); None = the layout of the previous build into `out`, else "beside"
     sidecars: str | None = None
     on_progress: OnProgress | None = None  # called with a ProgressEvent as each stage advances
+    rehash: bool = False  # hash every file, not only those whose size or mtime changed (build/scan.py)
 
     @property
     def page_images(self) -> PageImageSettings:
@@ -103,6 +103,7 @@ class BuildReport:
     unchanged: int = 0
     stale: int = 0
     removed: int = 0
+    hashed: int = 0  # files read to compute their hash (the others kept the recorded one: same size, mtime)
     status_counts: dict[str, int] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
@@ -118,7 +119,7 @@ class BuildReport:
 @contextmanager
 def _build_lock(out: Path) -> Iterator[None]:
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".build.lock", "w") as lock:
+    with open(out / ".build.lock", "a") as lock:  # "a": a no-op build leaves even its mtime alone
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -154,7 +155,8 @@ class _Build:
             page_count=len(artifact.pages) if artifact and artifact.pages else None,
             block_count=len(artifact.blocks) if artifact else 0,
             warnings=[w.to_json() for w in artifact.warnings] if artifact else [],
-            updated_at_ms=self.stamp, title=artifact.title if artifact else None)
+            updated_at_ms=self.stamp, title=artifact.title if artifact else None,
+            source_size=f.stamp[0] if f.stamp else None, source_mtime_ns=f.stamp[1] if f.stamp else None)
 
     def _record_error(self, f: SourceFile, owner: str | None, kind_status: str, code: str, message: str,
                       provider: str | None = None, version: str | None = None) -> None:
@@ -190,10 +192,10 @@ class _Build:
         That includes a recorded parse error: providers are deterministic, so the same
         bytes fail the same way (a new provider version retries them)."""
         prev = self.prev.resources.get(f.path)
-        in_place = prev is not None and (prev.status != STATUS_OK
-                                         or prev.source_map_path == source_map_path(f.path, owner, self.layout))
         return bool(prev and prev.status in (STATUS_OK, STATUS_ERROR) and prev.source_hash == f.sha256
-                    and prev.provider_version == version and prev.owner == owner and in_place)
+                    and prev.provider_version == version and prev.owner == owner
+                    and (prev.status != STATUS_OK  # checked last: the sidecar path is the dearest
+                         or prev.source_map_path == source_map_path(f.path, owner, self.layout)))
 
     # -- steps ----------------------------------------------------------------
     def screen(self, f: SourceFile, owner: str | None) -> bool:
@@ -214,10 +216,10 @@ class _Build:
         return False
 
     @in_durable_batch  # sidecars: one sync for the batch, all of it before the index points at them
-    def notes(self, files: list[SourceFile]) -> dict[str, list[NoteLink]]:
+    def notes(self, files: list[SourceFile]) -> dict[str, list[NoteLink] | None]:
         """Parse changed notes (in the worker pool when there are many: `NOTE_BATCH` per task);
-        return every note's links (from the parse or the previous build)."""
-        links: dict[str, list[NoteLink]] = {}
+        return every indexable note's links (None: unchanged, as indexed)."""
+        links: dict[str, list[NoteLink] | None] = {}
         progress = StageProgress(self.options.on_progress, Stage.NOTES, len(files))
         todo: list[SourceFile] = []
         for f in files:
@@ -226,7 +228,7 @@ class _Build:
                 continue
             if self._unchanged(f, f.path, provider_for(f.path, self.options.ocr).version()):
                 self.report.unchanged += 1
-                links[f.path] = self.prev.links.get(resource_id(f.path), [])
+                links[f.path] = None  # as the index holds them (build/linkgraph.py reads them if needed)
                 progress.advance()
                 continue
             todo.append(f)
@@ -298,23 +300,14 @@ class _Build:
                 self.changes.stale.append(prev.resource_id)
                 self.report.stale += 1
 
-    def link_graph(self, resolved: list[tuple[str, NoteLink, Resolution]], notes: set[str],
-                   owner_of: dict[str, str | None]) -> None:
-        for note, link, hit in resolved:
-            note_id = resource_id(note)
-            self.changes.links.append({
-                "resource_id": note_id, "source_block_id": link.source_block_id, "target": link.target,
-                "kind": link.kind, "target_path": hit.path, "problem": hit.problem, "label": link.label})
-            if not hit.path or hit.path == note:
-                continue
-            if hit.path in notes:
-                kind = "markdown_links_to"
-            elif owner_of.get(hit.path) == note:
-                kind = "document_contains_resource"
-            else:
-                kind = "resource_refers_to"
-            self.changes.link_edges.append(
-                edge_row(note_id, resource_id(hit.path), kind, link.source_block_id, note_id))
+    def stamps(self, files: list[SourceFile]) -> None:
+        """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes)."""
+        rewritten = {u.row.path for u in self.changes.updates}
+        for f in files:
+            prev = self.prev.resources.get(f.path)
+            stamp = f.stamp or (None, None)
+            if prev is not None and f.path not in rewritten and (prev.source_size, prev.source_mtime_ns) != stamp:
+                self.changes.stamps.append((*stamp, prev.resource_id))
 
     def knowledge_candidates(self) -> list[Candidate]:
         """Every file LightRAG should hold now: `ok` resources, with a lazy loader of their text."""
@@ -344,23 +337,12 @@ class _Build:
             return ingest_text(text, furniture_blocks(source_map)) if source_map else text
         return load
 
-    def links_changed(self) -> bool:
-        return self.prev.meta.get("links_fingerprint") != self.changes.meta.get("links_fingerprint")
-
     def layout_changed(self) -> bool:
         return self.prev.meta.get("sidecar_layout", LAYOUT_BESIDE) != self.layout
 
 
 def _knowledge_key(rows) -> list[tuple]:
     return sorted((r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows)
-
-
-def _links_fingerprint(changes: IndexChanges) -> str:
-    """Changes whenever any note link or its resolution changes (so link edges must be redone)."""
-    h = hashlib.sha256()
-    for r in sorted(changes.links, key=lambda r: (r["resource_id"], r["source_block_id"], r["target"])):
-        h.update(repr(sorted(r.items())).encode())
-    return h.hexdigest()[:16]
 
 
 def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
@@ -372,25 +354,20 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     with _build_lock(options.out):
         cleanup_stray_temps(options.out / DB_NAME)
         run = _Build(root, options)
-        files = scan(root, exclude=[options.out])
+        known = None if options.rehash else {
+            p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in run.prev.resources.items()
+            if r.source_mtime_ns is not None and r.source_hash}
+        files = scan(root, exclude=[options.out], known=known)
+        run.report.hashed = sum(1 for f in files if f.sha256 and f.hashed)
         StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
-        links = run.notes(notes)
-        resolver = LinkResolver({f.path for f in files if not f.refused},
-                                alias_map((note, link.target) for note, note_links in links.items()
-                                          for link in note_links if link.kind == "alias"))
-        resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
-                    for note, note_links in sorted(links.items()) for link in note_links]
-        linkers: dict[str, set[str]] = {}
-        for note, _, hit in resolved:
-            if hit.path:
-                linkers.setdefault(hit.path, set()).add(note)
-        owner_of = owners([f.path for f in others], set(links), linkers)
-        run.resources(others, owner_of)
+        graph = LinkStage.plan(run.db_path, run.prev, files, run.notes(notes), [f.path for f in others])
+        run.resources(others, graph.owner_of)
         run.vanished({f.path for f in files})
-        run.link_graph(resolved, set(links), owner_of)
-        run.changes.meta = {"links_fingerprint": _links_fingerprint(run.changes), "sidecar_layout": run.layout}
+        run.changes.meta = {"sidecar_layout": run.layout}
+        graph.record(run.changes)
+        run.stamps(files)
         changes = run.changes
         plan = versions.Plan.for_build(run.prev, options.ocr, options.page_images if options.site else None)
         plan.apply(changes)
@@ -406,7 +383,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             progress.finish()
         progress = StageProgress(options.on_progress, Stage.INDEX, 1)
         run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
-                                  or run.links_changed() or plan.meta_changed or run.layout_changed()
+                                  or changes.links or plan.meta_changed or run.layout_changed()
                                   or not run.db_path.exists())
         resegmented = 0
         if run.report.changed:
@@ -415,6 +392,8 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 "workspace_name": root.name, "built_at_ms": str(run.stamp),
             })
             resegmented = write_index(run.db_path, changes)
+        elif changes.stamps:  # only touched files (same bytes): their new stamps, so they are not hashed again
+            write_index(run.db_path, IndexChanges(stamps=changes.stamps))
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)

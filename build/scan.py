@@ -12,6 +12,15 @@ a broken or looping symlink (`a -> b -> a`) is recorded as `symlink_broken`.
 Files are opened non-blocking and checked again after opening, so a file
 swapped for a FIFO between the check and the read is refused too.
 
+Change detection (README "What a build does"): every file is `stat`ed; its content
+hash is computed only when its size or `st_mtime_ns` differs from what the previous
+build recorded for the path (`known`), else the recorded hash is reused. A stamp is
+handed on for recording (`SourceFile.stamp`) only when the file's mtime is at least
+`RACY_NS` older than the scan began: a file written in the same clock tick as the
+previous build read it could keep both size and mtime while its bytes changed
+("racily clean", as git calls it), so such a file is hashed again next time.
+`known=None` (`build --rehash`) hashes everything.
+
 Skipped, never indexed: hidden files and folders (`.git`, `.mnote`, ...),
 sidecar folders (`*.ocr/`), and the build's own output folder when it sits
 inside the workspace.
@@ -22,12 +31,17 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from mnote_evidence.build.formats import kind_for
 
 SIDECAR_DIR_SUFFIX = ".ocr"
+RACY_NS = 2_000_000_000  # a stamp younger than this (2 s: FAT's mtime granularity) is not trusted next time
+
+Stamp = tuple[int, int]  # (size, st_mtime_ns)
 
 
 @dataclass
@@ -37,6 +51,8 @@ class SourceFile:
     size: int
     sha256: str | None  # "sha256:<hex>", None when refused
     refused: tuple[str, str] | None = None  # (error_code, message)
+    stamp: Stamp | None = None  # (size, mtime_ns) to record: None when refused or too recent to trust
+    hashed: bool = True  # False: the previous build's hash was reused (same size and mtime)
 
     @property
     def source_hash(self) -> str:
@@ -80,9 +96,13 @@ def skip_dir(name: str) -> bool:
     return name.startswith(".") or name.endswith(SIDECAR_DIR_SUFFIX) or name == "__pycache__"
 
 
-def scan(root: Path, exclude: list[Path] | None = None) -> list[SourceFile]:
-    """All files under `root`, sorted by path (deterministic order)."""
+def scan(root: Path, exclude: list[Path] | None = None,
+         known: Mapping[str, tuple[Stamp, str]] | None = None) -> list[SourceFile]:
+    """All files under `root`, sorted by path (deterministic order). `known`: path -> (stamp, hash) the
+    previous build recorded; a file with the same stamp keeps that hash without being read."""
     root = root.resolve()
+    known = known or {}
+    trust_before = time.time_ns() - RACY_NS
     excluded = [p.resolve() for p in (exclude or [])]
     found: list[SourceFile] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -102,7 +122,7 @@ def scan(root: Path, exclude: list[Path] | None = None) -> list[SourceFile]:
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
-            found.append(_entry(root, os.path.join(dirpath, name), prefix + name))
+            found.append(_entry(root, os.path.join(dirpath, name), prefix + name, known, trust_before))
     found.sort(key=lambda f: f.path)
     return found
 
@@ -127,18 +147,29 @@ def _refused_link(root: Path, full: Path, is_dir: bool) -> SourceFile:
                        "link to the real path instead"))
 
 
-def _entry(root: Path, full: str, rel: str) -> SourceFile:
-    if os.path.islink(full):
+def _entry(root: Path, full: str, rel: str, known: Mapping[str, tuple[Stamp, str]] = {},
+           trust_before: int = 0) -> SourceFile:
+    try:
+        st = os.lstat(full)  # one system call for most files: a link is followed below
+    except OSError as exc:
+        return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
+    if stat.S_ISLNK(st.st_mode):
         refused = _refused_link(root, Path(full), is_dir=False)
         target = Path(full).resolve() if refused.refused[0] != "symlink_broken" else None
         if target is None or not is_inside(target, root) or not target.is_file():
             return refused
     try:
-        size = os.stat(full).st_size
-        digest = file_sha256(full)
+        st = os.stat(full) if stat.S_ISLNK(st.st_mode) else st
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(full)
+        stamp = (st.st_size, st.st_mtime_ns)
+        recorded = known.get(rel)
+        hashed = recorded is None or recorded[0] != stamp
+        digest = file_sha256(full) if hashed else recorded[1]
     except NotRegularFile:
         return SourceFile(rel, kind_for(rel), 0, None, (
             "not_regular_file", "a FIFO, socket or device, not a regular file; it was not opened"))
     except OSError as exc:
         return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
-    return SourceFile(rel, kind_for(rel), size, digest)
+    trusted = stamp if stamp[1] < trust_before else None
+    return SourceFile(rel, kind_for(rel), stamp[0], digest, stamp=trusted, hashed=hashed)

@@ -77,16 +77,23 @@ def page_url(source_path: str, block_id: str | None = None) -> str:
     return f"{url}#{block_id}" if block_id else url
 
 
+def _relpath(to_path: str, base: str) -> str:
+    """`posixpath.relpath(to_path, base or ".")` for root-relative paths, without its two `os.getcwd()`
+    calls (a site's pages call this for every link: index.html once per file)."""
+    to = [p for p in to_path.split("/") if p not in ("", ".")]
+    frm = [p for p in base.split("/") if p not in ("", ".")]
+    if ".." in to or ".." in frm or to_path.startswith("/") or base.startswith("/"):
+        return posixpath.relpath(to_path, base or ".")
+    common = 0
+    while common < min(len(to), len(frm)) and to[common] == frm[common]:
+        common += 1
+    return "/".join([".."] * (len(frm) - common) + to[common:]) or "."
+
+
 def relative_url(from_page: str, to_path: str, fragment: str | None = None) -> str:
     """Percent-encoded URL of site file `to_path` as seen from site page `from_page` (both
     root-relative): relative, so the site works under any base path and from file://."""
-    here = posixpath.dirname(from_page) or "."
-    folder, name = posixpath.split(to_path)
-    if _plain(to_path) and name and here != to_path and not here.startswith(to_path + "/"):
-        up = _relative_folder(folder or ".", here)  # the same as relpath, with its folder part cached
-        rel = name if up == "." else f"{up}/{name}"
-    else:
-        rel = posixpath.relpath(to_path, here)
+    rel = _relpath(to_path, posixpath.dirname(from_page))
     url = quote(rel, safe="/")
     return f"{url}#{fragment}" if fragment else url
 

@@ -1,8 +1,12 @@
 """Read-only connections to `evidence.sqlite` that follow atomic replacement (SPEC §8, §12 serve).
 
-A build replaces the file by rename. `LiveConnections` keeps one connection per
-thread and checks the file's identity (inode and mtime, `build.sqlite_ro.file_identity`: one `stat`)
-every time a connection is leased. Invariants:
+A build replaces the file by rename, or (an incremental build) updates it in place
+inside one transaction. Connections are never `immutable=1`: SQLite's shared lock
+makes each query read the state before or after a commit. `LiveConnections` keeps one
+connection per thread and checks the file's identity (inode and mtime,
+`build.sqlite_ro.file_identity`: one `stat`) every time a connection is leased, and
+rolls back a killed build's hot journal first (`recover_hot_journal`: one more `stat`).
+Invariants:
 - a lease taken after a rename completed reads the new file, on every thread;
 - a connection is never closed while leased (an in-flight query keeps reading the
   complete old file it opened); it is closed when released, once replaced;
@@ -26,9 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from mnote_evidence.build.sqlite_ro import connect_ro, file_identity
+from mnote_evidence.build.sqlite_ro import connect_ro, file_identity, recover_hot_journal, unavailable
 from mnote_evidence.build.versions import REBUILD_HINT, read_meta, reader_problem
-from mnote_evidence.functions.errors import IndexIncompatible
+from mnote_evidence.functions.errors import UNAVAILABLE_HINT, IndexIncompatible, IndexUnavailable
 
 
 class LiveConnections:
@@ -48,6 +52,7 @@ class LiveConnections:
 
     def _sync(self) -> None:
         """(lock held) Stat the file; on a replacement close idle connections and retire leased ones."""
+        recover_hot_journal(self.path)  # a build killed mid-transaction: its journal is rolled back first
         ident = file_identity(self.path)
         if ident is None or ident == self._ident:  # missing: keep reading what we have
             return
@@ -116,8 +121,14 @@ class EvidenceDB:
         self._held = threading.local()
 
     def _open(self) -> sqlite3.Connection:
-        conn = connect_ro(self.path, immutable=True, shared=True)
-        problem = reader_problem(read_meta(conn))
+        conn = connect_ro(self.path, shared=True)  # never immutable: a build may update the file in place
+        try:
+            problem = reader_problem(read_meta(conn))
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if unavailable(exc):
+                raise IndexUnavailable(UNAVAILABLE_HINT) from None
+            raise
         if problem:
             conn.close()
             raise IndexIncompatible(f"{problem}: {REBUILD_HINT}")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any, Callable
 
 from mnote_evidence.build.redact import redact
+from mnote_evidence.build.sqlite_ro import unavailable
 
 log = logging.getLogger("mnote_evidence.functions")
 
@@ -42,6 +44,17 @@ class IndexIncompatible(HandlerError):
     code = "index_incompatible"
 
 
+class IndexUnavailable(HandlerError):
+    """evidence.sqlite is being written, or a killed build left a journal this reader may not roll back."""
+
+    status = 503
+    code = "index_unavailable"
+
+
+UNAVAILABLE_HINT = ("the index is being updated, or a build was interrupted and its journal could not be rolled "
+                    "back from here; retry shortly, or run the build again")
+
+
 def call(handler: Callable[[dict], dict], request: Any) -> tuple[int, dict]:
     """Run a pure handler; bad input becomes a 4xx with a message, a bug a 500 without a traceback."""
     if not isinstance(request, dict):
@@ -50,6 +63,12 @@ def call(handler: Callable[[dict], dict], request: Any) -> tuple[int, dict]:
         return 200, handler(request)
     except HandlerError as exc:
         return exc.status, {"ok": False, "error": {"code": exc.code, "message": redact(exc.message)}}
+    except sqlite3.OperationalError as exc:
+        if not unavailable(exc):
+            log.exception("handler failed")
+            return 500, {"ok": False, "error": {"code": "internal_error", "message": "internal error; see server log"}}
+        return IndexUnavailable.status, {"ok": False, "error": {"code": IndexUnavailable.code,
+                                                                "message": UNAVAILABLE_HINT}}
     except Exception:  # never leak a traceback to a client
         log.exception("handler failed")
         return 500, {"ok": False, "error": {"code": "internal_error", "message": "internal error; see server log"}}

@@ -1,4 +1,4 @@
-"""Datasette's own views over an `evidence.sqlite` that builds replace by rename (SPEC §12 serve).
+"""Datasette's own views over an `evidence.sqlite` that builds replace or update (SPEC §12 serve).
 
 Datasette 0.65 caches one read connection per worker thread *by database name*
 (`datasette.database.connections`), so re-registering a fresh `Database` under the
@@ -22,6 +22,7 @@ import collections
 
 from datasette.database import Database
 
+from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.functions.db import LiveConnections
 
 
@@ -31,8 +32,10 @@ class LiveDatabase(Database):
         self.live = LiveConnections(path, self._open_read, on_replaced=self._forget)
 
     def _open_read(self):
-        conn = Database.connect(self)  # Datasette's own URI flags (immutable=1, or mode=ro / nolock)
-        self._all_file_connections.remove(conn)  # closed by `live`, not kept alive by this list
+        # read-only with locking, even for a file Datasette was told is immutable (`serve`): an incremental
+        # build updates it in place, and immutable=1 would read pages of two states (build/sqlite_ro.py)
+        conn = connect_ro(self.path, shared=True)
+        conn.row_factory = None  # Datasette's own rows are tuples
         self.ds._prepare_connection(conn, self.name)  # plugins' prepare_connection (our escape_fts)
         return conn
 

@@ -13,16 +13,25 @@ def segments(conn) -> int:
     return conn.execute("SELECT count(DISTINCT segid) FROM evidence_fts_idx").fetchone()[0]
 
 
-def test_build_leaves_one_fts_segment_and_4k_pages(workspace, tmp_path):
+def test_full_build_leaves_one_fts_segment_and_4k_pages_incremental_ones_a_bounded_few(workspace, tmp_path):
     out = tmp_path / "out"
     run_build(workspace, out)
-    (workspace / "Inbox/Extra.md").write_text("# Extra\n\nA quokka note about 吗啉.\n", "utf-8")
-    run_build(workspace, out)  # an incremental build appends a segment; the layout merges it
     conn = connect(out)
-    assert segments(conn) == 1
+    assert segments(conn) == 1  # a fresh index is laid out whole
+    conn.close()
+    counts = []
+    for i in range(3 * layout.MAX_SEGMENTS):  # each in-place build appends a segment; merges bound the count
+        (workspace / "Inbox/Extra.md").write_text(f"# Extra\n\nA quokka note about 吗啉, take {i}.\n", "utf-8")
+        run_build(workspace, out)
+        conn = connect(out)
+        counts.append(segments(conn))
+        conn.close()
+    assert counts[0] == 2 and max(counts) <= layout.MAX_SEGMENTS + 1, counts
+    conn = connect(out)
     assert conn.execute("PRAGMA page_size").fetchone()[0] == layout.PAGE_SIZE
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     assert conn.execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH '\"quokka\"'").fetchone()[0] == 1
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_vacuum_only_when_a_fifth_of_the_file_is_free(tmp_path):

@@ -1,5 +1,9 @@
 """What the previous build recorded: the basis for incremental decisions.
 
+Its resource rows (with each file's size/mtime stamp and each note's `links_hash`), its
+meta and its LightRAG registry; the links themselves are read only where needed, by
+targeted queries (`build/linkgraph.py`).
+
 An index of another schema version is not read (its rows may not fit this
 code): the build sees no previous resources, only its `build_meta`, and
 `incompatible_schema` says which version it was (`build/versions.py`).
@@ -13,14 +17,13 @@ from pathlib import Path
 
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.index.writer import is_valid_db
-from mnote_evidence.build.model import NoteLink, ResourceRow
+from mnote_evidence.build.model import ResourceRow
 from mnote_evidence.build.sqlite_ro import connect_ro
 
 
 @dataclass
 class PreviousBuild:
     resources: dict[str, ResourceRow]  # by root-relative path
-    links: dict[str, list[NoteLink]]  # note resource_id -> its links (from evidence_link)
     meta: dict[str, str]
     knowledge: dict[str, dict]  # path -> knowledge_source row
     incompatible_schema: str | None = None  # the other schema version found ("unrecorded" if none)
@@ -29,7 +32,7 @@ class PreviousBuild:
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
-    empty = PreviousBuild({}, {}, {}, {})
+    empty = PreviousBuild({}, {}, {})
     if not db_path.exists() or not is_valid_db(db_path):
         return empty
     conn = connect_ro(db_path)
@@ -41,17 +44,12 @@ def load_previous(db_path: Path) -> PreviousBuild:
         if meta.get("schema_version") != SCHEMA_VERSION:
             # the index is rebuilt, but LightRAG still holds what was sent: keep its registry (SPEC §9)
             knowledge, hashes = _knowledge(conn)
-            return PreviousBuild({}, {}, meta, knowledge, meta.get("schema_version") or "unrecorded",
+            return PreviousBuild({}, meta, knowledge, meta.get("schema_version") or "unrecorded",
                                  sent_hashes=hashes)
         resources = {r["source_root_relative_path"]: ResourceRow.from_sql(r)
                      for r in conn.execute("SELECT * FROM evidence_resource")}
-        links: dict[str, list[NoteLink]] = {}
-        for r in conn.execute("SELECT resource_id, source_block_id, target, kind, label FROM evidence_link "
-                              "ORDER BY rowid"):
-            links.setdefault(r["resource_id"], []).append(NoteLink(r["source_block_id"], r["target"], r["kind"],
-                                                                   r["label"]))
         knowledge, hashes = _knowledge(conn)
-        return PreviousBuild(resources, links, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes)
+        return PreviousBuild(resources, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes)
     finally:
         conn.close()
 

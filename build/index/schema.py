@@ -5,7 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 SCHEMA_VERSION = "5"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
-# 5: evidence_link.label
+# 5: evidence_link.label (a link's words, for backlinks without re-parsing),
+#    evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/scan.py),
+#    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all),
+#    index evidence_link_target
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 
@@ -27,7 +30,10 @@ CREATE TABLE IF NOT EXISTS evidence_resource (
     block_count INTEGER NOT NULL DEFAULT 0,
     warnings_json TEXT NOT NULL DEFAULT '[]',
     updated_at_ms INTEGER NOT NULL,
-    title TEXT                        -- notes: front matter title, else the first heading; NULL: none
+    title TEXT,                       -- notes: front matter title, else the first heading; NULL: none
+    source_size INTEGER,              -- size and st_mtime_ns when source_hash was computed; NULL: hash again
+    source_mtime_ns INTEGER,          -- next build (refused, or written too recently to trust, build/scan.py)
+    links_hash TEXT                   -- notes: hash of its evidence_link rows and link edges as last written
 );
 CREATE TABLE IF NOT EXISTS evidence_block (
     id INTEGER PRIMARY KEY,           -- also the rowid of evidence_fts
@@ -90,6 +96,7 @@ CREATE TABLE IF NOT EXISTS evidence_link (
     label TEXT                        -- the link's words as written (backlinks mark them); NULL: none
 );
 CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
+CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path);  -- who links here (build/linkgraph.py)
 CREATE TABLE IF NOT EXISTS knowledge_source (
     source_root_relative_path TEXT PRIMARY KEY,
     lightrag_doc_id TEXT,

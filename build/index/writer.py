@@ -1,11 +1,21 @@
-"""Stage 4: write `evidence.sqlite`, atomically and incrementally.
+"""Stage 4: write `evidence.sqlite`, atomically and incrementally (README "What a build does").
 
-The previous database is copied to a temporary file next to it (unless the
-index is rebuilt from scratch), the changes are applied there (a changed
-resource replaces only its own rows; a new segmentation re-segments the FTS
-rows of the others from their stored text), and the result is renamed over
-the old file. A build killed at any moment leaves the
-previous database complete; readers never see a half-written one.
+Two ways, each all-or-nothing for every reader:
+- in place (an index of this schema exists, segmentation unchanged): the changes are
+  applied to the file itself inside ONE transaction with SQLite's rollback journal
+  (`journal_mode=DELETE`, `synchronous=FULL`; never WAL, see `layout.py`). Each page's
+  old content is in the fsynced `-journal` before the page is overwritten, and deleting
+  the journal is the commit. A kill at any moment leaves the old file (no journal, or a
+  hot journal that the next read-write open rolls back: `sqlite_ro.connect_ro` does so
+  for readers) or the new one. The writer's page cache holds every change until COMMIT
+  (`cache_spill` off), so readers keep reading the old state until the commit's
+  exclusive lock, which they wait out (busy timeout). Cost: O(what changed);
+- copy and rename (no usable index, a rebuild for another schema, or a re-segmentation
+  that rewrites every FTS row): the previous file (if any) is copied to a temporary file
+  next to it, the changes are applied there with no journal, laid out (`layout.lay_out`)
+  and renamed over the old file. Cost: O(index).
+A changed resource replaces only its own rows; a note's links and link edges are replaced
+only when they changed (`IndexChanges.links`, keyed by the note).
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 
+from mnote_evidence.build.errors import IndexDamaged
 from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.index import anchors, layout
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
@@ -45,8 +56,10 @@ class IndexChanges:
     updates: list[ResourceUpdate] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # resource ids to mark stale
     removed: list[str] = field(default_factory=list)  # resource ids to delete
-    links: list[LinkRow] = field(default_factory=list)  # every evidence_link row
-    link_edges: list[EdgeRow] = field(default_factory=list)  # every link-type edge
+    # note resource id -> (its evidence_link rows, its link-type edges, their hash): replaces what the note had;
+    # ([], [], None) drops it. Only notes whose links or their resolutions changed (or were re-parsed) are here.
+    links: dict[str, tuple[list[LinkRow], list[EdgeRow], str | None]] = field(default_factory=dict)
+    stamps: list[tuple[int | None, int | None, str]] = field(default_factory=list)  # (size, mtime_ns, id): unchanged
     meta: dict[str, str] = field(default_factory=dict)
     knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
     rebuild: bool = False  # start from an empty database (the previous one is of another schema)
@@ -66,7 +79,7 @@ def _open_working_copy(db_path: Path, fresh: bool = False) -> tuple[Path, sqlite
     tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     try:
-        if not fresh and db_path.exists() and is_valid_db(db_path):
+        if not fresh and db_path.exists() and is_valid_db(db_path, thorough=True):
             shutil.copyfile(db_path, tmp)
         conn = sqlite3.connect(tmp, isolation_level=None)
         # The working copy is thrown away on any failure, so no journal is needed while writing.
@@ -79,12 +92,15 @@ def _open_working_copy(db_path: Path, fresh: bool = False) -> tuple[Path, sqlite
     return tmp, conn
 
 
-def is_valid_db(path: Path) -> bool:
+def is_valid_db(path: Path, thorough: bool = False) -> bool:
+    """An SQLite file with our resource table (a hot journal of a killed build is rolled back by
+    `connect_ro`). `thorough` adds `PRAGMA quick_check`, O(file): only where the file is read whole
+    anyway (the copy path); an in-place write that meets a damaged page fails and falls back to it."""
     try:
         conn = connect_ro(path)
         try:
             conn.execute("SELECT count(*) FROM evidence_resource").fetchone()
-            return conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+            return not thorough or conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
         finally:
             conn.close()
     except sqlite3.DatabaseError:
@@ -185,13 +201,17 @@ def _insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: in
 
 
 def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:
-    conn.execute("DELETE FROM evidence_link")
-    _insert(conn, "evidence_link", changes.links)
+    """Replace the links and link edges of each note in `changes.links` (and record their hash)."""
     marks = ",".join("?" * len(LINK_EDGE_TYPES))
-    conn.execute(f"DELETE FROM evidence_edge WHERE edge_type IN ({marks})", LINK_EDGE_TYPES)
-    known = {r[0] for r in conn.execute("SELECT block_id FROM evidence_block")}
-    # An edge without a locatable source block is rejected (SPEC §6).
-    _insert(conn, "evidence_edge", (e for e in changes.link_edges if e["source_block_id"] in known), ignore=True)
+    for rid, (rows, edges, digest) in sorted(changes.links.items()):
+        conn.execute("DELETE FROM evidence_link WHERE resource_id = ?", [rid])
+        conn.execute(f"DELETE FROM evidence_edge WHERE resource_id = ? AND edge_type IN ({marks})",
+                     [rid, *LINK_EDGE_TYPES])
+        conn.execute("UPDATE evidence_resource SET links_hash = ? WHERE resource_id = ?", [digest, rid])
+        _insert(conn, "evidence_link", rows)
+        if edges:  # an edge without a locatable source block is rejected (SPEC §6); its blocks are the note's
+            known = {r[0] for r in conn.execute("SELECT block_id FROM evidence_block WHERE resource_id = ?", [rid])}
+            _insert(conn, "evidence_edge", (e for e in edges if e["source_block_id"] in known), ignore=True)
 
 
 def _resegment(conn: sqlite3.Connection) -> int:
@@ -204,48 +224,124 @@ def _resegment(conn: sqlite3.Connection) -> int:
 
 
 def write_index(db_path: Path, changes: IndexChanges) -> int:
-    """Apply `changes`; returns how many FTS rows were re-segmented from stored text."""
+    """Apply `changes` (in place, or on a copy renamed into place); returns how many FTS rows were
+    re-segmented from stored text."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
+    if not (changes.rebuild or changes.resegment) and db_path.exists() and is_valid_db(db_path):
+        try:
+            return _write_in_place(db_path, changes)
+        except sqlite3.DatabaseError as exc:
+            if "malformed" not in str(exc) and "not a database" not in str(exc):
+                raise
+            # damaged (no quick_check reads the whole file first): the changes are only a delta, so
+            # the file is moved aside and the next build, finding no index, rebuilds it whole
+            aside = db_path.with_name(f"{db_path.name}.damaged")
+            os.replace(db_path, aside)
+            Path(f"{db_path}-journal").unlink(missing_ok=True)
+            raise IndexDamaged(db_path, aside, str(exc)) from None
+    return _write_copy(db_path, changes)
+
+
+def _write_in_place(db_path: Path, changes: IndexChanges) -> int:
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=60)
+    try:
+        conn.execute("PRAGMA journal_mode=DELETE")  # the range readers need a rollback journal (layout.py)
+        conn.execute("PRAGMA synchronous=FULL")  # the journal is on disk before any page is overwritten
+        conn.execute("PRAGMA cache_spill=OFF")  # no page reaches the file before COMMIT: readers read on
+        create_schema(conn)  # IF NOT EXISTS: writes nothing to an index of this schema (executescript commits)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            resegmented = _apply(conn, changes)
+            layout.merge_step(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.close()
+    _compact(db_path)
+    return resegmented
+
+
+def _compact(db_path: Path) -> None:
+    """After an in-place write: if a fifth of the file is free (`layout.wants_vacuum`), VACUUM INTO a
+    working copy renamed into place (atomic like the copy path; readers of the old file read on)."""
+    conn = connect_ro(db_path)
+    try:
+        if not layout.wants_vacuum(conn):
+            return
+    finally:
+        conn.close()
+    tmp = db_path.with_name(f".{db_path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        conn.execute("VACUUM INTO ?", [str(tmp)])
+        replace_file(tmp, db_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        conn.close()
+
+
+def _write_copy(db_path: Path, changes: IndexChanges) -> int:
     tmp, conn = _open_working_copy(db_path, fresh=changes.rebuild)
-    resegmented = 0
     try:
         conn.execute("BEGIN")
-        stamp = now_ms()
-        previous = {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
-                    for u in changes.updates}
-        for rid in changes.removed + list(previous):
-            _delete_resource_rows(conn, rid)
-        conn.executemany("UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? "
-                         "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
-        if changes.resegment:  # before the updates: their new rows are segmented as they are inserted
-            resegmented = _resegment(conn)
-        next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
-        for update in changes.updates:
-            next_id = _insert_update(conn, update, next_id)
-            rid = update.row.resource_id
-            if previous[rid]:
-                anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
-        _replace_links(conn, changes)
-        if changes.knowledge is not None:
-            conn.execute("DELETE FROM knowledge_source")
-            _insert(conn, "knowledge_source", changes.knowledge)
-        _write_knowledge_texts(conn, changes)
-        conn.executemany("INSERT INTO build_meta (key, value) VALUES (?, ?) "
-                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                         [(k, _sql_value(v)) for k, v in changes.meta.items()])
+        resegmented = _apply(conn, changes)
         conn.execute("COMMIT")
         layout.lay_out(conn)  # for range-request readers (the static site's search box)
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.close()
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, db_path)
-        _fsync_dir(db_path.parent)
+        replace_file(tmp, db_path)
         return resegmented
     except BaseException:
         conn.close()
         tmp.unlink(missing_ok=True)
         raise
+
+
+def replace_file(tmp: Path, db_path: Path) -> None:
+    """fsync `tmp`, rename it over `db_path`, fsync the folder: readers see the old file or the new one."""
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, db_path)
+    _fsync_dir(db_path.parent)
+
+
+def _apply(conn: sqlite3.Connection, changes: IndexChanges) -> int:
+    """Every change, inside the caller's transaction; returns the FTS rows re-segmented."""
+    resegmented = 0
+    stamp = now_ms()
+    previous = {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
+                for u in changes.updates}
+    for rid in changes.removed + list(previous):
+        _delete_resource_rows(conn, rid)
+    for rid in changes.removed:
+        changes.links.setdefault(rid, ([], [], None))
+    conn.executemany("UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? "
+                     "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
+    conn.executemany("UPDATE evidence_resource SET source_size = ?, source_mtime_ns = ? WHERE resource_id = ?",
+                     changes.stamps)
+    if changes.resegment:  # before the updates: their new rows are segmented as they are inserted
+        resegmented = _resegment(conn)
+    next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
+    for update in changes.updates:
+        next_id = _insert_update(conn, update, next_id)
+        rid = update.row.resource_id
+        if previous[rid]:
+            anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
+    _replace_links(conn, changes)
+    if changes.knowledge is not None:
+        conn.execute("DELETE FROM knowledge_source")
+        _insert(conn, "knowledge_source", changes.knowledge)
+    _write_knowledge_texts(conn, changes)
+    conn.executemany("INSERT INTO build_meta (key, value) VALUES (?, ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                     [(k, _sql_value(v)) for k, v in changes.meta.items()])
+    return resegmented
 
 
 def _write_knowledge_texts(conn: sqlite3.Connection, changes: IndexChanges) -> None:

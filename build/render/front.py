@@ -94,11 +94,16 @@ class FrontPage:
                    self.note.path if self.note else None, self.note_key, self.ask, salt]
         return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()[:20]
 
+    def tree_key(self) -> str:
+        """Changes exactly when the file tree's HTML would (its paths, kinds, statuses, error codes)."""
+        rows = [(r.path, r.kind, r.status, r.error_code) for r in self.resources]
+        return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:20]
+
     def context(self) -> dict[str, Any]:
-        """The template context of `index.html` (without the base context and the note body)."""
+        """The template context of `index.html` (without the base context, the note body and the tree's
+        HTML: `tree(self.resources)` rendered by `_tree.html`)."""
         changed = recent(self.resources)
         return {
-            "tree": tree(self.resources),
             "recent": [{"res": r, "name": posixpath.basename(r.path), "folder": posixpath.dirname(r.path),
                         "when": _day(r.updated_at_ms), "url": relative_url(INDEX, page_path(r.path))}
                        for r in changed],

@@ -1,8 +1,9 @@
 """Stage 5: render the static site from `evidence.sqlite` + sidecars (SPEC §8).
 
 Incremental: every page has a key (hash of the resource row, its backlinks and
-aliases, the note's link resolutions, the templates and, for a PDF, the page
-image settings); only pages whose key changed are written. PDF page images are
+aliases, the note's link resolutions and what it shows of their targets, the templates and, for a PDF, the page image settings); only pages whose key
+changed are written, and only the pages the build names as possibly changed
+(`build_meta.render_dirty`, `render/dirty.py`) are keyed at all. PDF page images are
 cached by content hash and settings (`page_images.py`); images of other
 settings are removed. A resource that disappeared leaves a tombstone page, so
 old citation URLs still land somewhere that says what happened.
@@ -31,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 
 from mnote_evidence.build.assets import asset_dir
 from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
@@ -42,9 +43,9 @@ from mnote_evidence.build.link_targets import LinkTargets
 from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.render import data, page_images, page_pool, tag_pages
+from mnote_evidence.build.render import data, dirty, page_images, page_pool, tag_pages
 from mnote_evidence.build.render.backlinks import Sentences
-from mnote_evidence.build.render.front import INDEX, FrontPage
+from mnote_evidence.build.render.front import INDEX, FrontPage, tree
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
 from mnote_evidence.build.render.pages import RULES, note_body, note_title
@@ -53,6 +54,7 @@ from mnote_evidence.build.sidecars import artifact_from_source_map
 from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
 
 STATE_FILE = ".mnote-site.json"
+TREE_CACHE = ".mnote-front-tree.html"  # the front page's file tree, rendered (`_Site._tree_html`)
 
 
 @dataclass
@@ -82,8 +84,11 @@ def _templates_dir() -> Path:
 
 
 def _environment() -> Environment:
+    # compiled templates are cached per user in the temp folder (Jinja's own, keyed by source checksum):
+    # compiling them took a fifth of a one-note rebuild's time
     env = Environment(loader=FileSystemLoader(_templates_dir()), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                      bytecode_cache=FileSystemBytecodeCache())
     env.filters["pct"] = lambda v: f"{v:.4f}".rstrip("0").rstrip(".")
     return env
 
@@ -209,10 +214,25 @@ class _Site:
         ctx = self._base(page, posixpath.basename(source), source)
         return self.env.get_template("tombstone.html").render(ctx)
 
+    def _tree_html(self, front: FrontPage) -> str:
+        """The file tree's HTML: 90 % of a 10,000-file front page, so kept in `TREE_CACHE` beside the
+        site state and rendered again only when `front.tree_key()` changes (and the templates: the salt)."""
+        key, cache = f"{front.tree_key()}|{self.templates_salt}", self.out / TREE_CACHE
+        try:
+            cached_key, html = cache.read_text("utf-8").split("\n", 1)
+            if cached_key == key:
+                return html
+        except (OSError, ValueError):
+            pass
+        html = self.env.get_template("_tree.html").render(tree=tree(front.resources))
+        atomic_write_text(cache, f"{key}\n{html}")
+        return html
+
     def render_index(self, front: FrontPage) -> str:
         """The front page: the home note (links relative to index.html) beside the tree, or the tree."""
         ctx = self._base(INDEX, self.meta.get("workspace_name", "Workspace"), None) | front.context()
-        ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX)})
+        ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX),
+                    "tree_html": self._tree_html(front)})
         if front.note is not None:
             artifact = self._artifact(front.note)
             if artifact is not None:
@@ -236,12 +256,8 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
 def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
     extra = data.dependency_fingerprint(site.conn, res.resource_id)
     extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
-    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and the content of what they point into
-        extra.append(site.conn.execute(
-            "SELECT group_concat(coalesce(l.target_path, '') || '|' || coalesce(l.problem, '') || '|' "
-            "|| coalesce(t.source_hash, ''), ',') FROM evidence_link l LEFT JOIN evidence_resource t "
-            "ON t.source_root_relative_path = l.target_path WHERE l.resource_id = ?",
-            [res.resource_id]).fetchone()[0])
+    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and what it shows of their targets
+        extra.append(dirty.shown_of_targets(site, res))
         if site.conn.execute("SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
                              "= l.target_path WHERE l.resource_id = ? AND l.kind = 'embed' AND t.kind = ?",
                              [res.resource_id, KIND_PDF]).fetchone():
@@ -304,35 +320,58 @@ def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, 
             for res in resources if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count > cap]
 
 
+def _unchanged_site(db_path: Path, options: RenderOptions, on_progress: OnProgress | None,
+                    started: float, collisions: list[dict[str, str]]) -> RenderReport:
+    """The report of a render with nothing to do (what `render_site` would report, without its work)."""
+    conn = data.connect_ro(db_path)
+    try:
+        resources = [data.Resource.from_sql(r) for r in conn.execute(
+            "SELECT * FROM evidence_resource WHERE kind = ? AND status = ? AND page_count > ? "
+            "ORDER BY source_root_relative_path", [KIND_PDF, STATUS_OK, options.max_page_images])]
+        total = conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0]
+    finally:
+        conn.close()
+    report = RenderReport(pages_unchanged=total, warnings=capped_warnings(resources, options.max_page_images),
+                          problems=list(collisions))
+    StageProgress(on_progress, Stage.RENDER, total).finish()
+    StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
 @in_durable_batch  # pages are synced together, and before the state file that records them
 def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
                 on_progress: OnProgress | None = None) -> RenderReport:
-    """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images."""
+    """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images.
+
+    Incremental twice over: only the pages the build named (`dirty.dirty_since`: rewritten resources, and the
+    pages that show something of them) are keyed again, and of those only pages whose key changed are
+    written; source copies and page images are checked for those only. Any other start (no state,
+    other templates or settings, a site older than the previous build) keys every page, as before."""
     started = time.perf_counter()
     options = options or RenderOptions()
     root = root.resolve()
+    salt = [_templates_hash()]
+    state = _load_state(out)
+    stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
+    if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
+        return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
     site = _Site(root, out, db_path, options)
-    rendering = StageProgress(on_progress, Stage.RENDER, len(site.resources))
+    collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
-        salt = [_templates_hash()]
         site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
-        state = _load_state(out)
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
-        stamp = [site.meta.get("built_at_ms"), *salt, options.images.tag, options.max_page_images, options.ask]
         salt.append(options.ask)  # the header's Ask link is on every page
-        if state.get("stamp") == stamp and (out / INDEX).exists():
-            site.report.pages_unchanged = len(site.resources)  # same index, same templates: nothing to do
-            rendering.finish()
-            StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
-            return site.report
         pages: dict[str, Any] = state.get("pages", {})
+        since = dirty.dirty_since(site.meta, state, stamp) if (out / INDEX).exists() else None
+        todo = site.resources if since is None else [site.by_path[p] for p in since["resources"] if p in site.by_path]
+        rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
-        current = set()
+        current = {page_path(res.path) for res in site.resources}
         changed: list[str] = []
-        keys = {res.path: _page_key(site, res, salt) for res in site.resources}
-        for res in site.resources:
+        keys = {res.path: _page_key(site, res, salt) for res in todo}
+        for res in todo:
             page = page_path(res.path)
-            current.add(page)
             key = keys[res.path]
             if site._copyable(res):
                 _drop_active_copy(out, res.path, site.generated)
@@ -352,7 +391,10 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 pages[page] = {"key": key, "source": res.path}
                 site.report.pages_written += 1
         page_pool.write_pages(site, changed, options.jobs, rendering.advance)
-        site.report.tag_pages = tag_pages.write(site, out, pages, current)
+        if since is not None:
+            site.report.pages_unchanged += len(site.resources) - len(todo)
+        site.report.tag_pages = tag_pages.write(site, out, pages, current,
+                                                only=None if since is None else since.get("tags", []))
         for page, entry in list(pages.items()):
             if page not in current and entry.get("key") != "tombstone":
                 atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))
@@ -362,19 +404,22 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         imaging = StageProgress(on_progress, Stage.PAGE_IMAGES, sum(len(job.pages) for job in image_jobs))
         site.report.page_images = page_images.render_all(image_jobs, options.jobs, imaging.advance)
         imaging.finish()
-        site.report.images_removed = page_images.remove_stale(out, options.images)
-        front = FrontPage.of(site.resources, lambda note: keys[note.path], options.ask)
+        if since is None:  # other settings leave stale images only when the stamp changed: a full pass
+            site.report.images_removed = page_images.remove_stale(out, options.images)
+        front = FrontPage.of(site.resources, lambda note: keys.get(note.path) or pages.get(
+            page_path(note.path), {}).get("key"), options.ask)
         front_key = front.key(salt)
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
             site.report.front_page_written = True
-        atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
-            site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
-        _copy_static(out)
-        atomic_write_text(out / HEADERS_FILE, headers_file())
+        if since is None or not (out / "ask.html").exists():  # same templates and settings: as they were
+            atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
+                site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
+            _copy_static(out)
+            atomic_write_text(out / HEADERS_FILE, headers_file())
         commit_pending()  # the pages are on disk before the state file says they are done
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
-                                                        "ask": options.ask},
+                                                        "ask": options.ask, "collisions": collisions},
                                                        ensure_ascii=False, indent=0))
     finally:
         site.conn.close()

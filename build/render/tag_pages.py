@@ -23,15 +23,20 @@ from mnote_evidence.build.urls import TAGS_DIR, page_path, relative_url
 INDEX = f"{TAGS_DIR}/index.html"
 
 
-def tag_entries(conn) -> dict[str, list[dict[str, str]]]:
-    """tag (lower case) -> [{path, block_id, text, kind}] in note path and block order."""
+_FROM = ("FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+         "JOIN evidence_block b ON b.block_id = l.source_block_id WHERE l.kind = 'tag' AND r.status = 'ok'")
+
+
+def tag_entries(conn, only: list[str] | None = None) -> dict[str, list[dict[str, str]]]:
+    """tag (lower case) -> [{path, block_id, text, kind}] in note path and block order; `only`: just
+    the tags (as written, any case) in that list."""
     out: dict[str, list[dict[str, str]]] = {}
     seen: set[tuple[str, str]] = set()
+    where, args = ("", []) if only is None else (
+        " AND lower(l.target) IN (SELECT lower(value) FROM json_each(?))", [json.dumps(only)])
     for tag, path, block_id, text, kind, title in conn.execute(
             "SELECT lower(l.target), r.source_root_relative_path, b.block_id, b.text, b.kind, r.title "
-            "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-            "JOIN evidence_block b ON b.block_id = l.source_block_id "
-            "WHERE l.kind = 'tag' AND r.status = 'ok' ORDER BY 2, b.ordinal"):
+            f"{_FROM}{where} ORDER BY 2, b.ordinal", args):
         if (tag, block_id) not in seen:
             seen.add((tag, block_id))
             out.setdefault(tag, []).append({"path": path, "block_id": block_id, "text": text,
@@ -43,18 +48,33 @@ def _key(payload: Any, salt: str) -> str:
     return hashlib.sha256(json.dumps([payload, salt], sort_keys=True).encode()).hexdigest()[:20]
 
 
-def write(site, out: Path, pages: dict[str, Any], current: set[str]) -> int:
-    """Write changed tag pages and the tag index; drop pages of vanished tags. Returns pages written."""
-    tags = tag_entries(site.conn)
+def tag_counts(conn) -> dict[str, int]:
+    """tag (lower case) -> how many blocks carry it (what the tag index shows), in tag order. The links of
+    an `ok` note all sit in its blocks, so the links alone count them."""
+    return dict(conn.execute(
+        "SELECT lower(l.target), count(DISTINCT l.source_block_id) FROM evidence_link l JOIN evidence_resource r "
+        "USING (resource_id) WHERE l.kind = 'tag' AND r.status = 'ok' GROUP BY 1 ORDER BY 1"))
+
+
+def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[str] | None = None) -> int:
+    """Write changed tag pages and the tag index; drop pages of vanished tags. Returns pages written.
+    `only`: the tags whose pages may have changed (the build's `render_dirty`); None: every tag."""
+    if only is not None and not only:  # no tag changed: every tag page and the index stay as they are
+        current.update(p for p, e in pages.items() if e.get("tag"))
+        return 0
+    counts = tag_counts(site.conn)
+    tags = tag_entries(site.conn, only)
     template, salt = site.env.get_template("tag.html"), site.templates_salt
     written = 0
-    wanted = {tag_page(t): t for t in tags}
-    wanted[INDEX] = None
-    for page, tag in wanted.items():
-        current.add(page)
+    wanted: dict[str, str | None] = {tag_page(t): t for t in counts}
+    current.update(wanted)
+    current.add(INDEX)
+    todo = {tag_page(t): t for t in tags}
+    todo[INDEX] = None
+    for page, tag in todo.items():
         if tag is None:
-            payload: Any = [{"tag": t, "count": len(e), "url": relative_url(page, tag_page(t))}
-                            for t, e in tags.items()]
+            payload: Any = [{"tag": t, "count": n, "url": relative_url(page, tag_page(t))}
+                            for t, n in counts.items()]
         else:
             notes: dict[str, dict[str, Any]] = {}
             for e in tags[tag]:
@@ -72,7 +92,7 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str]) -> int:
         pages[page] = {"key": key, "source": None, "tag": True}
         written += 1
     for page, entry in list(pages.items()):
-        if entry.get("tag") and page not in wanted:
+        if entry.get("tag") and page not in wanted and page != INDEX:
             (out / page).unlink(missing_ok=True)
             del pages[page]
     return written

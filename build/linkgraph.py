@@ -1,0 +1,197 @@
+"""Stage 3: the notes' link graph, in proportion to what changed (SPEC §2, §6; README "What a build does").
+
+Input: every indexable note with its links as just parsed, or `None` when the note is unchanged
+(its links are the ones the previous index holds). Output: who owns each attachment
+(`owner_of`), the `evidence_link` rows and link edges of each note whose rows differ from
+the index's (`IndexChanges.links`, compared by `ResourceRow.links_hash`), and what the site
+must look at again (`render_dirty`).
+
+A link's resolution depends on the note's path, the link, the scanned file set and the
+alias map (`build/links.py`). So when the file set and the alias map are those of the
+previous build ("the fast way"), an unchanged note's links resolve as the index says and
+are not resolved again: only changed notes are resolved, and only the notes linking to a
+resource that was rewritten, or whose owner changed, have their edges (whose type depends
+on the target being a note, or owned by the linking note) recomputed. The previous links
+are read by targeted queries (by note, by target: `evidence_link` indexes), never whole.
+Otherwise ("the whole way": a file added, removed or refused, an alias changed, an index of
+another schema) every note's links are resolved again, as a fresh build does.
+Either way a note's rows and edges are written only when their hash changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.index.previous import PreviousBuild
+from mnote_evidence.build.index.writer import IndexChanges, edge_row
+from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
+from mnote_evidence.build.model import STATUS_STALE, LinkRow, NoteLink
+from mnote_evidence.build.scan import SourceFile
+from mnote_evidence.build.sqlite_ro import connect_ro
+
+Resolved = tuple[str, NoteLink, Resolution]  # (note path, link, resolution)
+
+
+def _links_hash(rows: list[LinkRow], edges: list[tuple[str, str, str]]) -> str:
+    """One note's links, their resolutions and its link edges (target path, type, block), as written."""
+    payload = [[(r["source_block_id"], r["target"], r["kind"], r["target_path"] or "", r["problem"] or "",
+                 r.get("label") or "")
+                for r in rows], sorted(edges)]
+    return hashlib.sha256(repr(payload).encode()).hexdigest()[:16]
+
+
+class _Previous:
+    """Targeted reads of the previous index's links (none when there is no compatible index)."""
+
+    def __init__(self, db_path: Path, prev: PreviousBuild):
+        self.conn = connect_ro(db_path) if prev.resources and db_path.exists() else None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+    def _rows(self, sql: str, args: list[Any] = ()) -> list[sqlite3.Row]:
+        return self.conn.execute(sql, args).fetchall() if self.conn is not None else []
+
+    def aliases(self) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self._rows(
+            "SELECT r.source_root_relative_path, l.target FROM evidence_link l JOIN evidence_resource r "
+            "USING (resource_id) WHERE l.kind = 'alias'")]
+
+    def links_of(self, notes: set[str]) -> dict[str, list[tuple[NoteLink, Resolution]]]:
+        """note path -> its links and their recorded resolutions, in written order."""
+        out: dict[str, list[tuple[NoteLink, Resolution]]] = {n: [] for n in notes}
+        for r in self._rows(
+                "SELECT r.source_root_relative_path, l.source_block_id, l.target, l.kind, l.target_path, l.problem, l.label "
+                "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+                "WHERE r.source_root_relative_path IN (SELECT value FROM json_each(?)) ORDER BY l.rowid",
+                [json.dumps(sorted(notes))]):
+            out[r[0]].append((NoteLink(r[1], r[2], r[3], r[6]), Resolution(r[4], r[5])))
+        return out
+
+    def linking(self, targets: set[str]) -> dict[str, set[str]]:
+        """target path -> the notes whose links resolved to it."""
+        out: dict[str, set[str]] = {}
+        for note, target in self._rows(
+                "SELECT DISTINCT r.source_root_relative_path, l.target_path FROM evidence_link l "
+                "JOIN evidence_resource r USING (resource_id) "
+                "WHERE l.target_path IN (SELECT value FROM json_each(?))", [json.dumps(sorted(targets))]):
+            out.setdefault(target, set()).add(note)
+        return out
+
+
+@dataclass
+class LinkStage:
+    """The link graph of one build: `owner_of` first (attachments are screened with it), then `record`."""
+
+    prev: PreviousBuild
+    links: dict[str, list[NoteLink] | None]  # every indexable note; None = unchanged
+    resolved: list[Resolved] = field(default_factory=list)  # the links resolved now (all, the whole way)
+    owner_of: dict[str, str | None] = field(default_factory=dict)
+    fast: bool = False
+    _reader: _Previous | None = None
+    _changed: set[str] = field(default_factory=set)  # the notes resolved now
+
+    @classmethod
+    def plan(cls, db_path: Path, prev: PreviousBuild, files: list[SourceFile],
+             links: dict[str, list[NoteLink] | None], others: list[str]) -> "LinkStage":
+        stage = cls(prev, links)
+        stage._reader = _Previous(db_path, prev)
+        try:
+            stage._resolve(stage._reader, files, others)
+        except BaseException:
+            stage._reader.close()
+            raise
+        return stage
+
+    def _resolve(self, old: _Previous, files: list[SourceFile], others: list[str]) -> None:
+        present = {f.path for f in files if not f.refused}
+        before = {p for p, r in self.prev.resources.items() if r.status != STATUS_STALE and r.source_hash}
+        changed = {n for n, found in self.links.items() if found is not None}
+        old_aliases = old.aliases()
+        aliases = alias_map([(n, t) for n, t in old_aliases if n in self.links and n not in changed]
+                            + [(n, link.target) for n in changed for link in self.links[n] if link.kind == "alias"])
+        self.fast = old.conn is not None and present == before and aliases == alias_map(old_aliases)
+        if not self.fast:  # every note resolved again: read the unchanged ones' links
+            for note, found in old.links_of(set(self.links) - changed).items():
+                self.links[note] = [link for link, _ in found]
+            changed = set(self.links)
+        if changed:  # (building a resolver indexes every path: not for a build with no note changed)
+            resolver = LinkResolver(present, aliases)
+            self.resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
+                             for note in sorted(changed) for link in self.links[note]]
+        linkers: dict[str, set[str]] = {}
+        if self.fast:  # attachments' linkers among unchanged notes, as the index records them
+            for target, notes in old.linking(set(others)).items():
+                linkers[target] = {n for n in notes if n in self.links and n not in changed}
+        for note, _, hit in self.resolved:
+            if hit.path:
+                linkers.setdefault(hit.path, set()).add(note)
+        self.owner_of = owners(others, set(self.links), linkers)
+        self._changed = changed
+
+    def record(self, changes: IndexChanges) -> None:
+        """Put into `changes` the link rows and edges that differ, and `render_dirty` into its meta."""
+        try:
+            self._record(changes)
+        finally:
+            self._reader.close()
+
+    def _record(self, changes: IndexChanges) -> None:
+        notes = set(self.links)
+        rewritten = {u.row.path for u in changes.updates}
+        gone = {p for p, r in self.prev.resources.items() if r.resource_id in set(changes.stale) | set(changes.removed)}
+        owner_moved = {p for p, owner in self.owner_of.items()
+                       if p in self.prev.resources and self.prev.resources[p].owner != owner}
+        touched = rewritten | gone | owner_moved
+        by_note: dict[str, list[tuple[NoteLink, Resolution]]] = {n: [] for n in self._changed}
+        for note, link, hit in self.resolved:
+            by_note[note].append((link, hit))
+        linking_touched: set[str] = set()
+        if self.fast:
+            for found in self._reader.linking(touched).values():
+                linking_touched |= found
+            regroup = {n for n in linking_touched if n in notes and n not in by_note}
+            by_note.update(self._reader.links_of(regroup))
+        dirty_pages, dirty_tags = set(touched), set()
+        for note in sorted(by_note):
+            rows: list[LinkRow] = []
+            edges: list[tuple[str, str, str]] = []
+            note_id = resource_id(note)
+            for link, hit in by_note[note]:
+                rows.append({"resource_id": note_id, "source_block_id": link.source_block_id, "target": link.target,
+                             "kind": link.kind, "target_path": hit.path, "problem": hit.problem,
+                             "label": link.label})
+                if hit.path and hit.path != note:
+                    kind = ("markdown_links_to" if hit.path in notes else
+                            "document_contains_resource" if self.owner_of.get(hit.path) == note else
+                            "resource_refers_to")
+                    edges.append((hit.path, kind, link.source_block_id))
+            digest = _links_hash(rows, edges)
+            prev = self.prev.resources.get(note)
+            if note in rewritten or prev is None or prev.links_hash != digest:
+                changes.links[note_id] = (rows, [edge_row(note_id, resource_id(t), k, b, note_id)
+                                                 for t, k, b in edges], digest)
+                dirty_pages.add(note)
+                dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
+                dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
+        for path, prev in self.prev.resources.items():  # no longer a note with links (stale, error, gone)
+            if prev.links_hash is not None and path not in notes:
+                changes.links[prev.resource_id] = ([], [], None)
+        # what the old rows of rewritten notes pointed at (their backlinks and tags change too)
+        path_of = {r.resource_id: p for p, r in self.prev.resources.items()}
+        old_rows = self._reader.links_of({path_of[rid] for rid in changes.links if rid in path_of})
+        for found in old_rows.values():
+            dirty_pages |= {hit.path for _, hit in found if hit.path}
+            dirty_tags |= {link.target for link, _ in found if link.kind == "tag"}
+        dirty_pages |= {path_of[rid] for rid in changes.links if rid in path_of}
+        dirty_pages |= linking_touched
+        dirty_pages |= {note for note, _, hit in self.resolved if hit.path in touched}
+        changes.meta["render_dirty"] = {"since": self.prev.meta.get("built_at_ms"),
+                                        "resources": sorted(dirty_pages), "tags": sorted(dirty_tags)}
