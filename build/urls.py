@@ -17,7 +17,6 @@ too, where the site's headers make them inert downloads (`render/headers.py`).
 from __future__ import annotations
 
 import posixpath
-from functools import lru_cache
 from urllib.parse import quote
 
 from mnote_evidence.build.model import NOTE_SUFFIXES
@@ -96,15 +95,3 @@ def relative_url(from_page: str, to_path: str, fragment: str | None = None) -> s
     rel = _relpath(to_path, posixpath.dirname(from_page))
     url = quote(rel, safe="/")
     return f"{url}#{fragment}" if fragment else url
-
-
-def _plain(path: str) -> bool:
-    """A normalised relative path: no `.` or `..` parts, no leading or doubled `/`."""
-    return not (path.startswith(("/", "./", "../")) or path in (".", "..") or "//" in path or "/./" in path
-                or "/../" in path or path.endswith(("/.", "/..")))
-
-
-@lru_cache(maxsize=4096)
-def _relative_folder(folder: str, from_folder: str) -> str:
-    """`posixpath.relpath` of two site folders: a site has few, and a page links many times."""
-    return posixpath.relpath(folder, from_folder)
