@@ -3,7 +3,8 @@
     python bench/query_latency.py [--blocks N] [--rounds R]
 
 The database is generated with our own schema and segmentation (synthetic
-mixed Chinese/English blocks, 1,000 resources) and cached in bench/_work/ (untracked).
+mixed Chinese/English blocks, 1,000 resources) and cached in bench/_work/ (untracked), one file per
+schema version (`evidence-N-vS.sqlite`).
 Raw = in-process `sqlite3`: `SELECT rowid FROM evidence_fts WHERE evidence_fts
 MATCH ? ORDER BY bm25(evidence_fts) LIMIT 10` with the same MATCH strings.
 Measured interleaved, query by query, so load on the machine hits every series alike; in-process
@@ -34,8 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.fts_recall import corpus  # noqa: E402
 from tests.servers import wait_until_up  # noqa: E402
 from mnote_evidence.build.index.schema import SCHEMA_VERSION, create_schema  # noqa: E402
-from mnote_evidence.build.locator import locator  # noqa: E402
-from mnote_evidence.build.model import Block  # noqa: E402
+from mnote_evidence.build.urls import page_url  # noqa: E402
 from mnote_evidence.build.text import SEGMENTATION_VERSION, fts_query, segment_for_index  # noqa: E402
 from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
 from mnote_evidence.functions.evidence import Context, search  # noqa: E402
@@ -56,23 +56,18 @@ def make_db(path: Path, blocks: int) -> None:
     resources = 1000
     conn.executemany(
         "INSERT INTO evidence_resource (resource_id, owner_document_path, source_root_relative_path, kind, provider,"
-        " provider_version, source_hash, source_map_path, status, page_count, block_count, updated_at_ms)"
-        " VALUES (?, ?, ?, 'pdf', 'pymupdf', 'bench', 'sha256:0', ?, 'ok', 50, ?, 0)",
+        " provider_version, source_hash, source_map_path, status, page_count, block_count, updated_at_ms, page_url)"
+        " VALUES (?, ?, ?, 'pdf', 'pymupdf', 'bench', 'sha256:0', ?, 'ok', 50, ?, 0, ?)",
         [(f"r-{i:06d}", f"notes/n{i}.md", f"notes/n{i}.assets/doc{i}.pdf", f"notes/n{i}.ocr/doc{i}.pdf.source-map.json",
-          blocks // resources) for i in range(resources)])
+          blocks // resources, page_url(f"notes/n{i}.assets/doc{i}.pdf")) for i in range(resources)])
     rnd = random.Random(3)
     texts = corpus(blocks)
     batch = []
     for n, text in enumerate(texts):
         rid = n * resources // blocks  # a resource's blocks are contiguous, as a real build writes them
-        res_path = f"notes/n{rid}.assets/doc{rid}.pdf"
-        block = Block(f"b-{n:012d}", "paragraph", text, page=rnd.randint(1, 50),
-                      bbox=[72.0, 100.0, 520.0, 140.0], char_range=[0, len(text)])
-        loc = locator(resource_path=res_path, kind="pdf", owner_path=f"notes/n{rid}.md",
-                      source_map_path=f"notes/n{rid}.ocr/doc{rid}.pdf.source-map.json", block=block,
-                      section_path=["Bench"])
-        batch.append((n + 1, block.id, f"r-{rid:06d}", n % (blocks // resources), text, block.page,
-                      json.dumps(block.bbox), json.dumps(loc, ensure_ascii=False), segment_for_index(text)))
+        # the locator is the evidence_block view's (build/locator.py), from these columns and the resource's
+        batch.append((n + 1, f"b-{n:012d}", f"r-{rid:06d}", n % (blocks // resources), text, rnd.randint(1, 50),
+                      json.dumps([72.0, 100.0, 520.0, 140.0]), len(text), segment_for_index(text)))
         if len(batch) == 20000:
             _flush(conn, batch)
             batch = []
@@ -93,8 +88,8 @@ def stamp(path: Path) -> None:
 
 
 def _flush(conn: sqlite3.Connection, batch: list) -> None:
-    conn.executemany("INSERT INTO evidence_block (id, block_id, resource_id, ordinal, kind, text, page, bbox_json,"
-                     " locator_json) VALUES (?, ?, ?, ?, 'paragraph', ?, ?, ?, ?)", [b[:8] for b in batch])
+    conn.executemany("INSERT INTO evidence_block_row (id, block_id, resource_id, ordinal, kind, text, page, bbox_json,"
+                     " char_start, char_end) VALUES (?, ?, ?, ?, 'paragraph', ?, ?, ?, 0, ?)", [b[:8] for b in batch])
     conn.executemany("INSERT INTO evidence_fts (rowid, text, block_id) VALUES (?, ?, ?)",
                      [(b[0], b[8], b[1]) for b in batch])
     conn.commit()
@@ -114,7 +109,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     WORK.mkdir(exist_ok=True)
-    db = WORK / f"evidence-{args.blocks}.sqlite"
+    db = WORK / f"evidence-{args.blocks}-v{SCHEMA_VERSION}.sqlite"
     if not db.exists():
         t = time.perf_counter()
         make_db(db, args.blocks)
@@ -155,7 +150,7 @@ def main() -> None:
                     timed("count_all", lambda: conn.execute(
                         "SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH ?", [match]).fetchone())
                     timed("count_all_filtered", lambda: conn.execute(
-                        "SELECT count(*) FROM evidence_fts f JOIN evidence_block b ON b.id = f.rowid JOIN "
+                        "SELECT count(*) FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid JOIN "
                         "evidence_resource r USING (resource_id) WHERE evidence_fts MATCH ? AND r.status = 'ok' "
                         "AND b.role = 'body'", [match]).fetchone())
                     body = timed("handler", lambda: search({"query": q, "topK": 10}, ctx))

@@ -92,7 +92,7 @@ def built(name: str, make, **kw) -> tuple[Path, dict]:
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     make(base / "ws", **kw)
-    real_lay_out, layout.lay_out = layout.lay_out, lambda conn: None
+    real_lay_out, layout.lay_out = layout.lay_out, lambda conn, **kw: None
     try:
         t = time.perf_counter()
         build(base / "ws", BuildOptions(out=site, jobs=2, ocr=OcrSettings(engine="none")))

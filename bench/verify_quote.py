@@ -49,7 +49,7 @@ RESULT = HERE / "results/verify_quote.json"
 
 def database(blocks: int) -> Path:
     """The generated N-block index, with this code's build_meta (so the handlers accept it)."""
-    path = WORK / f"verify-{blocks}.sqlite"
+    path = WORK / f"verify-{blocks}-v{SCHEMA_VERSION}.sqlite"
     if not path.exists():
         WORK.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
@@ -57,7 +57,7 @@ def database(blocks: int) -> Path:
         conn = sqlite3.connect(path)
         meta = {"schema_version": SCHEMA_VERSION, "segmentation_version": SEGMENTATION_VERSION}
         conn.executemany("INSERT OR REPLACE INTO build_meta VALUES (?, ?)", meta.items())
-        conn.execute("UPDATE evidence_block SET box_holds_text = 1")  # as the PDF provider records it
+        conn.execute("UPDATE evidence_block_row SET box_holds_text = 1")  # as the PDF provider records it
         valid_ids(conn)
         conn.commit()
         conn.close()
@@ -69,11 +69,10 @@ def valid_ids(conn: sqlite3.Connection) -> None:
     """The generator's ids (`b-000000001234`) in the id alphabet a build uses (`[a-z2-7]`), so a
     citation URL's `#b-…` fragment is read as the block it names, as in a real index."""
     table = str.maketrans("0123456789", "abcdefghij")
-    rows = conn.execute("SELECT id, block_id, locator_json FROM evidence_block").fetchall()
-    conn.executemany("UPDATE evidence_block SET block_id = ?, locator_json = ? WHERE id = ?",
-                     [("b-" + bid[2:].translate(table), loc.replace(bid, "b-" + bid[2:].translate(table)), i)
-                      for i, bid, loc in rows])
-    conn.execute("UPDATE evidence_fts SET block_id = (SELECT block_id FROM evidence_block WHERE id = evidence_fts.rowid)")
+    rows = conn.execute("SELECT id, block_id FROM evidence_block_row").fetchall()
+    # locators (evidence_block view) and the index's block_id (external content) follow the stored column
+    conn.executemany("UPDATE evidence_block_row SET block_id = ? WHERE id = ?",
+                     [("b-" + bid[2:].translate(table), i) for i, bid in rows])
 
 
 def quote_of(text: str, rnd: random.Random) -> str:

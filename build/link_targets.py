@@ -73,8 +73,8 @@ class LinkTargets:
                 [rid]):
             path = [_norm(p) for p in json.loads(path_json)]
             if path[-len(wanted):] == wanted:
-                first = self.conn.execute("SELECT block_id FROM evidence_block WHERE section_id = ? "
-                                          "ORDER BY ordinal LIMIT 1", [sid]).fetchone()
+                first = self.conn.execute("SELECT block_id FROM evidence_block_row WHERE resource_id = ? "
+                                          "AND section_id = ? ORDER BY ordinal LIMIT 1", [rid, sid]).fetchone()
                 if first:
                     return sid, first[0], level
         return None

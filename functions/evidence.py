@@ -76,7 +76,7 @@ def _graph(conn: sqlite3.Connection, seeds: list[Hit], query: str, kinds, prefix
     found: list[tuple[Hit, float, Via]] = []
     for seed in seeds:
         rows = conn.execute(
-            "SELECT e.source_block_id, e.edge_type FROM evidence_edge e JOIN evidence_resource r "
+            "SELECT e.source_block_id, e.edge_type FROM evidence_edge_row e JOIN evidence_resource r "
             f"ON r.resource_id = e.to_id WHERE r.source_root_relative_path = ? AND e.edge_type IN ({marks})",
             [seed.resource_path, *LINK_EDGE_TYPES]).fetchall()
         for source_block, edge_type in rows:
@@ -84,9 +84,10 @@ def _graph(conn: sqlite3.Connection, seeds: list[Hit], query: str, kinds, prefix
             if hit:
                 found.append((hit, seed.score * GRAPH_DECAY,
                               {"edgeType": edge_type, "direction": "in", "fromEvidenceId": seed.block_id}))
-        for to_id, edge_type in conn.execute(
-                f"SELECT to_id, edge_type FROM evidence_edge WHERE source_block_id = ? AND edge_type IN ({marks})",
-                [seed.block_id, *LINK_EDGE_TYPES]).fetchall():
+        for to_id, edge_type in conn.execute(  # a link edge's resource is its source block's (indexed)
+                "SELECT to_id, edge_type FROM evidence_edge_row WHERE resource_id = (SELECT resource_id FROM "
+                f"evidence_block_row WHERE block_id = ?) AND source_block_id = ? AND edge_type IN ({marks})",
+                [seed.block_id, seed.block_id, *LINK_EDGE_TYPES]).fetchall():
             hit = _best_block_of(conn, to_id, query)
             if hit:
                 found.append((hit, seed.score * GRAPH_DECAY,
@@ -234,18 +235,19 @@ def read(request: dict, ctx: Context) -> dict:
         [row["resource_id"], *params, row["ordinal"] - window, row["ordinal"] + window, row["block_id"]]).fetchall()
     out = {"ok": True, "anchor": _brief(row, ctx), "neighbours": [_brief(n, ctx) for n in neighbours],
            "neighbourScope": "page" if row["page"] is not None else ("section" if row["section_id"] else "resource"),
-           "section": _section(conn, row["section_id"]), "ownerReferences": _references(conn, row["path"], ctx)}
+           "section": _section(conn, row["resource_id"], row["section_id"]),
+           "ownerReferences": _references(conn, row["path"], ctx)}
     if redirected:
         out["redirectedFrom"] = redirected
     return out
 
 
-def _section(conn: sqlite3.Connection, section_id: str | None) -> dict[str, Any] | None:
+def _section(conn: sqlite3.Connection, resource_id: str, section_id: str | None) -> dict[str, Any] | None:
     if section_id is None:
         return None
     s = conn.execute("SELECT * FROM evidence_section WHERE section_id = ?", [section_id]).fetchone()
-    first = conn.execute("SELECT text FROM evidence_block WHERE section_id = ? ORDER BY ordinal LIMIT 3",
-                         [section_id]).fetchall()
+    first = conn.execute("SELECT text FROM evidence_block_row WHERE resource_id = ? AND section_id = ? "
+                         "ORDER BY ordinal LIMIT 3", [resource_id, section_id]).fetchall()
     out = {"sectionId": s["section_id"], "title": s["title"], "path": json.loads(s["path_json"]),
            "blockCount": s["block_count"], "summary": quote_window(" ".join(r[0] for r in first), [], 400)}
     if s["page_start"] is not None:

@@ -185,7 +185,7 @@ def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
         part = [rowid for rowid, _ in ranked[at:at + 500]]
         for rowid, *rest in conn.execute(
                 "SELECT b.id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
-                "FROM evidence_block b JOIN evidence_resource r ON r.resource_id = b.resource_id "
+                "FROM evidence_block_row b JOIN evidence_resource r ON r.resource_id = b.resource_id "
                 f"WHERE b.id IN ({','.join('?' * len(part))})", part):
             info[rowid] = tuple(rest)
     return [(rowid, rank, *info[rowid]) for rowid, rank in ranked if rowid in info]
@@ -205,12 +205,12 @@ def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
 def count_in_resource(conn, match: str, path: str, filters: Filters, cap: int) -> int:
     """Matches passing `filters` inside one file, counting at most `cap`. A file's blocks are written
     together, so their rowids form one range and FTS5 seeks straight to it."""
-    row = conn.execute("SELECT min(b.id), max(b.id), r.resource_id FROM evidence_resource r JOIN evidence_block b "
+    row = conn.execute("SELECT min(b.id), max(b.id), r.resource_id FROM evidence_resource r JOIN evidence_block_row b "
                        "USING (resource_id) WHERE r.source_root_relative_path = ?", [path]).fetchone()
     if row is None or row[0] is None:
         return 0
     role = "" if filters.include_furniture else f" AND b.role = '{ROLE_BODY}'"
     return conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block b ON b.id = f.rowid "
+        "SELECT count(*) FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid "
         f"WHERE evidence_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND b.resource_id = ?{role} LIMIT ?)",
         [match, row[0], row[1], row[2], cap]).fetchone()[0]

@@ -5,7 +5,8 @@ One ASGI middleware, so every route gets the same answers to hostile requests:
   `MAX_PATH` bytes or queries over `MAX_QUERY` (414), NUL anywhere, bytes that
   are not UTF-8 (lone surrogates included) in the path or the query (400), JSON
   bodies over `MAX_BODY` (413), nested deeper than `MAX_DEPTH` or carrying lone
-  surrogates (400), unknown columns in `_sort`, `_facet`... (`COLUMN_PARAMS`, 400);
+  surrogates (400), unknown columns in `_sort`, `_facet`... (`COLUMN_PARAMS`, 400), a `_next` on a
+  view's page that is not a row offset (400: Datasette pages views by offset, e.g. `evidence_block`);
 - `Host` must be one of `allowed_hosts` (DNS rebinding: a page on evil.example
   resolving to 127.0.0.1 sends `Host: evil.example`); a state-changing method
   from another origin (`Origin`, or `Sec-Fetch-Site: cross-site`) is refused,
@@ -44,6 +45,10 @@ COLUMN_PARAMS = frozenset({"_sort", "_sort_desc", "_facet", "_facet_array", "_fa
 
 Scope = dict[str, Any]
 Columns = Callable[[str], Awaitable[set[str] | None]]  # request path -> its table's columns, or None
+
+
+class ViewColumns(set):
+    """The columns of a view (its pages are paged by a row offset, `_next=<n>`)."""
 
 
 class Refused(Exception):
@@ -140,9 +145,10 @@ class Guard:
         return replay
 
     async def _check_columns(self, scope: Scope) -> None:
-        names = [v for k, v in parse_qsl(scope.get("query_string", b"").decode("utf-8"), keep_blank_values=True)
-                 if k in COLUMN_PARAMS]
-        if not names or self.columns is None:
+        params = parse_qsl(scope.get("query_string", b"").decode("utf-8"), keep_blank_values=True)
+        names = [v for k, v in params if k in COLUMN_PARAMS]
+        offsets = [v for k, v in params if k == "_next"]
+        if not (names or offsets) or self.columns is None:
             return
         columns = await self.columns(scope["path"])
         if columns is None:
@@ -150,6 +156,8 @@ class Guard:
         unknown = [n for n in names if n not in columns]
         if unknown:
             raise Refused(400, "bad_request", f"no column {unknown[0]!r} in this table")
+        if isinstance(columns, ViewColumns) and not all(v.isascii() and v.isdigit() and len(v) < 16 for v in offsets):
+            raise Refused(400, "bad_request", "'_next' on this page is a row offset: a whole number")
 
     # -- responses ------------------------------------------------------------------------
     async def _forward(self, scope: Scope, receive, send) -> None:
@@ -258,8 +266,10 @@ def datasette_columns(datasette) -> Columns:
         db = datasette.databases[parts[0]]
         name = tilde_decode(parts[1])
         for candidate in (name, name.rsplit(".", 1)[0]):
-            if await db.table_exists(candidate) or candidate in await db.view_names():
+            if await db.table_exists(candidate):
                 return set(await db.table_columns(candidate))
+            if candidate in await db.view_names():
+                return ViewColumns(await db.table_columns(candidate))
         return None
 
     return columns

@@ -11,16 +11,22 @@ TABLES = {
     "evidence_block": {
         "description": "One row per evidence block (paragraph, heading, list item, table row, PDF text block...) "
                        "with its page, bbox, line range or paragraph index and its full locator. "
-                       "Search box: CJK substrings and English words (bigram-segmented FTS5).",
+                       "Search box: CJK substrings and English words (bigram-segmented FTS5). "
+                       "A view: the locator and section path are computed from evidence_block_row, "
+                       "the block's resource and section.",
         "fts_table": "evidence_fts",
         "fts_pk": "id",
         "sort": "id",
     },
     "evidence_fts": {"description": "FTS5 index over block text (CJK runs stored as overlapping bigrams).",
                      "hidden": True},
+    "evidence_block_row": {"description": "The stored block rows behind the evidence_block view.", "hidden": True},
+    "evidence_edge_row": {"description": "The stored edges behind the evidence_edge view (links, pages).",
+                          "hidden": True},
     "evidence_section": {"description": "Section tree of every resource (headings, PDF outline entries)."},
     "evidence_edge": {"description": "Deterministic graph: links between notes and resources, pages and sections "
-                                     "containing blocks. Every edge names the block it comes from."},
+                                     "containing blocks. Every edge names the block it comes from. A view: "
+                                     "the per-block edges are derived from the blocks' pages and sections."},
     "evidence_link": {"description": "Every link written in a note, how it resolved, and problems "
                                      "(outside_root, missing)."},
     "evidence_anchor": {"description": "Block ids from earlier builds and the block each now lands on."},

@@ -45,3 +45,22 @@ def test_vacuum_only_when_a_fifth_of_the_file_is_free(tmp_path):
     assert conn.execute("PRAGMA freelist_count").fetchone()[0] > 0
     assert layout.lay_out(conn) is True
     assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+
+
+def test_a_database_written_from_empty_is_compacted(tmp_path):
+    """Written from empty (hash-ordered index pages part full, pages freed by the FTS merge), a file is
+    rewritten compactly by `compact` even with less than a fifth of it free."""
+    conn = sqlite3.connect(tmp_path / "x.sqlite", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE evidence_fts USING fts5(text)")
+    conn.execute("CREATE TABLE t (k TEXT UNIQUE)")
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO t VALUES (?)", [(f"{(i * 7919) % 10007:05d}" * 8,) for i in range(10007)])
+    conn.executemany("INSERT INTO evidence_fts VALUES (?)", [("alpha beta",)] * 10)
+    conn.execute("DELETE FROM t WHERE rowid <= 1000")
+    conn.execute("COMMIT")
+    before = conn.execute("PRAGMA page_count").fetchone()[0]
+    assert 0 < conn.execute("PRAGMA freelist_count").fetchone()[0] < before * layout.VACUUM_FREE_SHARE
+    assert layout.lay_out(conn) is False  # an incremental build's file is left as it is
+    assert layout.lay_out(conn, compact=True) is True
+    assert conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert conn.execute("PRAGMA page_count").fetchone()[0] < before

@@ -1,16 +1,31 @@
-"""`evidence.sqlite` tables (SPEC §6). Columns may grow, never shrink."""
+"""`evidence.sqlite` tables (SPEC §6). Columns may grow, never shrink.
+
+SPEC §6's `evidence_block` and `evidence_edge` are views with every column they ever had: what is
+derivable per block is not stored (schema 5, issue 17): a block's locator, section path and JSON
+ranges are computed from `evidence_block_row` and its resource and section (`build/locator.py`), its
+`page_contains_block` / `section_contains_block` edges from its page and section; block text is stored
+once (`evidence_fts` is an external-content index over `evidence_block_row`). Writers write the `_row`
+tables; readers may read either (a view's unused joins cost nothing).
+"""
 
 from __future__ import annotations
 
 import sqlite3
 
+from mnote_evidence.build.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LOCATOR_SQL, SECTION_PATH_SQL
+
 SCHEMA_VERSION = "5"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
 # 5: evidence_link.label (a link's words, for backlinks without re-parsing),
 #    evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/scan.py),
 #    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all),
-#    index evidence_link_target
+#    index evidence_link_target;
+#    evidence_block and evidence_edge become views over evidence_block_row and evidence_edge_row (locator_json,
+#    section_path_json, the JSON ranges and per-block edges derived, not stored), evidence_fts external-content,
+#    evidence_resource.page_url
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
+STORED_EDGE_TYPES = (*LINK_EDGE_TYPES, "resource_contains_page")  # the rest are derived per block
+CREATED_BY = "mnote-evidence build"
 
 DDL = """
 CREATE TABLE IF NOT EXISTS evidence_resource (
@@ -33,33 +48,54 @@ CREATE TABLE IF NOT EXISTS evidence_resource (
     title TEXT,                       -- notes: front matter title, else the first heading; NULL: none
     source_size INTEGER,              -- size and st_mtime_ns when source_hash was computed; NULL: hash again
     source_mtime_ns INTEGER,          -- next build (refused, or written too recently to trust, build/scan.py)
-    links_hash TEXT                   -- notes: hash of its evidence_link rows and link edges as last written
+    links_hash TEXT,                  -- notes: hash of its evidence_link rows and link edges as last written
+    page_url TEXT                     -- site-relative URL of its page (build/urls.py page_url): openAction
 );
-CREATE TABLE IF NOT EXISTS evidence_block (
+CREATE TABLE IF NOT EXISTS evidence_block_row (  -- stored blocks; read them through the evidence_block view
     id INTEGER PRIMARY KEY,           -- also the rowid of evidence_fts
     block_id TEXT NOT NULL UNIQUE,
     resource_id TEXT NOT NULL REFERENCES evidence_resource(resource_id),
     ordinal INTEGER NOT NULL,         -- position in the resource, for neighbours
     kind TEXT NOT NULL,
-    text TEXT NOT NULL,
+    text TEXT NOT NULL,               -- also the content of evidence_fts (external content)
     section_id TEXT,
-    section_path_json TEXT NOT NULL DEFAULT '[]',
     page INTEGER,
     bbox_json TEXT,
-    char_range_json TEXT,
-    line_range_json TEXT,
+    char_start INTEGER,               -- charRange [char_start, char_end)
+    char_end INTEGER,
+    line_start INTEGER,               -- lineRange [line_start, line_end], 1-based, inclusive
+    line_end INTEGER,
     paragraph_index INTEGER,
     para_id TEXT,
-    locator_json TEXT NOT NULL,
     role TEXT NOT NULL DEFAULT 'body', -- body | furniture (running header, footer, page number)
     box_holds_text INTEGER,           -- PDF text blocks: 1 the text PyMuPDF reads in bbox holds the block's
                                       -- words, 0 it does not (locator at page precision); NULL not checked
     anchor TEXT                       -- Markdown: the author's block id (`^id`), unique in its resource
 );
-CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block(resource_id, ordinal);
-CREATE INDEX IF NOT EXISTS evidence_block_section ON evidence_block(section_id);
+CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block_row(resource_id, ordinal);
+-- no index on section_id: a section's blocks are found through their resource's (resource_id, section_id)
+-- SPEC §6's evidence_block: the stored columns, and those derived from them and from the block's
+-- resource and section (section_path_json, the JSON ranges, locator_json: build/locator.py). LEFT JOINs
+-- on unique keys: a query that reads no derived column never touches the joined tables.
+CREATE VIEW IF NOT EXISTS evidence_block AS SELECT
+    b.id, b.block_id, b.resource_id, b.ordinal, b.kind, b.text, b.section_id,
+    {section_path} AS section_path_json,
+    b.page, b.bbox_json,
+    {char_range} AS char_range_json,
+    {line_range} AS line_range_json,
+    b.paragraph_index, b.para_id,
+    {locator} AS locator_json,
+    b.role, b.box_holds_text, b.anchor
+FROM evidence_block_row b
+LEFT JOIN evidence_resource r ON r.resource_id = b.resource_id
+LEFT JOIN evidence_section s ON s.section_id = b.section_id;
+-- Block text is stored once: the index reads evidence_block_row (external content). What it indexes is
+-- the segmented text (build/text.py segment_for_index), so rows are removed with the 'delete' command
+-- and the same segmented values, re-segmented with 'delete-all' (build/index/writer.py); reading
+-- text from evidence_fts gives the stored (unsegmented) text; snippet()/highlight() are not used.
 CREATE VIRTUAL TABLE IF NOT EXISTS evidence_fts USING fts5(
-    text, block_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+    text, block_id UNINDEXED, content = 'evidence_block_row', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
 );
 CREATE TABLE IF NOT EXISTS evidence_section (
     section_id TEXT PRIMARY KEY,
@@ -73,19 +109,30 @@ CREATE TABLE IF NOT EXISTS evidence_section (
     block_count INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS evidence_section_resource ON evidence_section(resource_id);
-CREATE TABLE IF NOT EXISTS evidence_edge (
+CREATE TABLE IF NOT EXISTS evidence_edge_row (  -- stored edges (STORED_EDGE_TYPES); all: the evidence_edge view
     edge_id TEXT PRIMARY KEY,
     from_id TEXT NOT NULL,
     to_id TEXT NOT NULL,
     edge_type TEXT NOT NULL,
-    source_block_id TEXT NOT NULL REFERENCES evidence_block(block_id),
+    source_block_id TEXT NOT NULL REFERENCES evidence_block_row(block_id),
     confidence REAL NOT NULL,
-    created_by TEXT NOT NULL,
     resource_id TEXT NOT NULL         -- whose artifact produced it (replaced with it)
 );
-CREATE INDEX IF NOT EXISTS evidence_edge_from ON evidence_edge(from_id, edge_type);
-CREATE INDEX IF NOT EXISTS evidence_edge_to ON evidence_edge(to_id, edge_type);
-CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge(resource_id);
+CREATE INDEX IF NOT EXISTS evidence_edge_to ON evidence_edge_row(to_id);
+CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge_row(resource_id);
+-- SPEC §6's evidence_edge: the stored edges, and one page_contains_block / section_contains_block edge
+-- per block, derived from its page and section_id (edge_id: '<edge_type>:<block_id>').
+CREATE VIEW IF NOT EXISTS evidence_edge AS
+SELECT edge_id, from_id, to_id, edge_type, source_block_id, confidence, '{created_by}' AS created_by, resource_id
+FROM evidence_edge_row
+UNION ALL
+SELECT 'page_contains_block:' || block_id, resource_id || ':page-' || page, block_id, 'page_contains_block',
+       block_id, 1.0, '{created_by}', resource_id
+FROM evidence_block_row WHERE page IS NOT NULL
+UNION ALL
+SELECT 'section_contains_block:' || block_id, section_id, block_id, 'section_contains_block',
+       block_id, 1.0, '{created_by}', resource_id
+FROM evidence_block_row WHERE section_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS evidence_link (
     resource_id TEXT NOT NULL,        -- the note
     source_block_id TEXT NOT NULL,
@@ -124,7 +171,8 @@ CREATE TABLE IF NOT EXISTS build_meta (
     key TEXT PRIMARY KEY,
     value TEXT
 );
-"""
+""".format(section_path=SECTION_PATH_SQL, char_range=CHAR_RANGE_SQL, line_range=LINE_RANGE_SQL,
+           locator=LOCATOR_SQL, created_by=CREATED_BY)
 
 
 def create_schema(conn: sqlite3.Connection) -> None:

@@ -33,14 +33,12 @@ from typing import Any, Iterable
 from mnote_evidence.build.errors import IndexDamaged
 from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.index import anchors, layout
-from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, create_schema
+from mnote_evidence.build.index.schema import CREATED_BY, LINK_EDGE_TYPES, STORED_EDGE_TYPES, create_schema
 from mnote_evidence.build.knowledge.texts import pack_text
-from mnote_evidence.build.locator import locator
 from mnote_evidence.build.model import EdgeRow, LinkRow, ParsedResourceArtifact, ResourceRow
 from mnote_evidence.build import text
 from mnote_evidence.build.sqlite_ro import connect_ro
-
-CREATED_BY = "mnote-evidence build"
+from mnote_evidence.build.urls import page_url
 
 
 @dataclass
@@ -107,53 +105,61 @@ def is_valid_db(path: Path, thorough: bool = False) -> bool:
         return False
 
 
+def _fts_rows(conn: sqlite3.Connection, where: str, params: list) -> Iterable[tuple[str, int, str, str]]:
+    """('delete', rowid, indexed text, block_id) of the FTS rows of the blocks `where` selects: the values
+    an external-content index removes a row by (what it indexed: the segmented text)."""
+    for rowid, body, block_id in conn.execute(f"SELECT id, text, block_id FROM evidence_block_row WHERE {where}",
+                                              params):
+        yield "delete", rowid, text.segment_for_index(body), block_id
+
+
 def _delete_resource_rows(conn: sqlite3.Connection, resource_id: str) -> None:
-    conn.execute("DELETE FROM evidence_fts WHERE rowid IN "
-                 "(SELECT id FROM evidence_block WHERE resource_id = ?)", [resource_id])
-    for table in ("evidence_edge", "evidence_block", "evidence_section", "evidence_resource"):
+    conn.executemany("INSERT INTO evidence_fts (evidence_fts, rowid, text, block_id) VALUES (?, ?, ?, ?)",
+                     list(_fts_rows(conn, "resource_id = ?", [resource_id])))
+    for table in ("evidence_edge_row", "evidence_block_row", "evidence_section", "evidence_resource"):
         conn.execute(f"DELETE FROM {table} WHERE resource_id = ?", [resource_id])
 
 
 def _block_rows(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: int):
-    sections = artifact.section_by_id()
+    """`evidence_block_row` rows: what the `evidence_block` view and its locator are computed from."""
     for ordinal, block in enumerate(artifact.blocks):
-        path = sections[block.section_id].path if block.section_id else []
-        loc = locator(resource_path=artifact.source_path, kind=artifact.kind,
-                      owner_path=row.owner, source_map_path=row.source_map_path,
-                      block=block, section_path=path)
+        chars, lines = block.char_range or (None, None), block.line_range or (None, None)
         yield {
             "id": first_id + ordinal, "block_id": block.id, "resource_id": row.resource_id,
             "ordinal": ordinal, "kind": block.type, "text": block.text, "section_id": block.section_id,
-            "section_path_json": _json(path), "page": block.page, "bbox_json": _json(block.bbox),
-            "char_range_json": _json(block.char_range), "line_range_json": _json(block.line_range),
-            "paragraph_index": block.paragraph_index, "para_id": block.para_id,
-            "locator_json": _json(loc), "role": block.role,
+            "page": block.page, "bbox_json": _json(block.bbox),
+            "char_start": chars[0], "char_end": chars[1], "line_start": lines[0], "line_end": lines[1],
+            "paragraph_index": block.paragraph_index, "para_id": block.para_id, "role": block.role,
             "box_holds_text": None if block.box_holds_text is None else int(block.box_holds_text),
             "anchor": block.anchor,
         }
 
 
 def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[EdgeRow]:
-    """resource_contains_page, page_contains_block, section_contains_block; each from a block."""
-    first_on_page: dict[int, str] = {}
+    """resource_contains_page, from each page's first block. A block's page_contains_block and
+    section_contains_block edges are not stored: the `evidence_edge` view derives them (schema.py)."""
+    first_on_page: set[int] = set()
     for block in artifact.blocks:
-        edges = []
-        if block.page is not None:
-            page_node = f"{resource_id}:page-{block.page}"
-            if block.page not in first_on_page:
-                first_on_page[block.page] = block.id
-                edges.append((resource_id, page_node, "resource_contains_page"))
-            edges.append((page_node, block.id, "page_contains_block"))
-        if block.section_id:
-            edges.append((block.section_id, block.id, "section_contains_block"))
-        for frm, to, kind in edges:
-            yield edge_row(frm, to, kind, block.id, resource_id)
+        if block.page is not None and block.page not in first_on_page:
+            first_on_page.add(block.page)
+            yield edge_row(resource_id, f"{resource_id}:page-{block.page}", "resource_contains_page", block.id,
+                           resource_id)
 
 
 def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: str) -> EdgeRow:
     return {"edge_id": edge_id(frm, to, kind, source_block_id), "from_id": frm, "to_id": to,
             "edge_type": kind, "source_block_id": source_block_id, "confidence": 1.0,
             "created_by": CREATED_BY, "resource_id": resource_id}
+
+
+def _edge_rows(edges: Iterable[EdgeRow]) -> Iterable[dict]:
+    """`evidence_edge_row` rows: `created_by` is the view's constant (every stored edge is the build's);
+    the per-block edge types are the view's, never stored."""
+    for e in edges:
+        if e["created_by"] != CREATED_BY or e["edge_type"] not in STORED_EDGE_TYPES:
+            raise ValueError(f"evidence_edge_row holds the build's {STORED_EDGE_TYPES}, not {e['edge_type']!r} "
+                             f"by {e['created_by']!r}")
+        yield {k: v for k, v in e.items() if k != "created_by"}
 
 
 def _insert(conn: sqlite3.Connection, table: str, rows: Iterable[dict], ignore: bool = False) -> None:
@@ -183,12 +189,12 @@ def _sql_value(value: object) -> object:
 
 def _insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: int) -> int:
     row = update.row
-    _insert(conn, "evidence_resource", [row.to_sql()])
+    _insert(conn, "evidence_resource", [{**row.to_sql(), "page_url": page_url(row.path)}])
     artifact = update.artifact
     if artifact is None:
         return next_id
     blocks = list(_block_rows(artifact, row, next_id))
-    _insert(conn, "evidence_block", blocks)
+    _insert(conn, "evidence_block_row", blocks)
     conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
                         ((b["id"], text.segment_for_index(b["text"]), b["block_id"]) for b in blocks))
     _insert(conn, "evidence_section", ({
@@ -196,7 +202,7 @@ def _insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: in
         "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
         "parent_section_id": s.parent_id, "block_count": len(s.block_ids),
     } for s in artifact.sections))
-    _insert(conn, "evidence_edge", structural_edges(artifact, row.resource_id), ignore=True)
+    _insert(conn, "evidence_edge_row", _edge_rows(structural_edges(artifact, row.resource_id)), ignore=True)
     return next_id + len(blocks)
 
 
@@ -205,19 +211,22 @@ def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:
     marks = ",".join("?" * len(LINK_EDGE_TYPES))
     for rid, (rows, edges, digest) in sorted(changes.links.items()):
         conn.execute("DELETE FROM evidence_link WHERE resource_id = ?", [rid])
-        conn.execute(f"DELETE FROM evidence_edge WHERE resource_id = ? AND edge_type IN ({marks})",
+        conn.execute(f"DELETE FROM evidence_edge_row WHERE resource_id = ? AND edge_type IN ({marks})",
                      [rid, *LINK_EDGE_TYPES])
         conn.execute("UPDATE evidence_resource SET links_hash = ? WHERE resource_id = ?", [digest, rid])
         _insert(conn, "evidence_link", rows)
         if edges:  # an edge without a locatable source block is rejected (SPEC §6); its blocks are the note's
-            known = {r[0] for r in conn.execute("SELECT block_id FROM evidence_block WHERE resource_id = ?", [rid])}
-            _insert(conn, "evidence_edge", (e for e in edges if e["source_block_id"] in known), ignore=True)
+            known = {r[0] for r in conn.execute("SELECT block_id FROM evidence_block_row WHERE resource_id = ?", [rid])}
+            _insert(conn, "evidence_edge_row", _edge_rows(e for e in edges if e["source_block_id"] in known),
+                    ignore=True)
 
 
 def _resegment(conn: sqlite3.Connection) -> int:
-    """Rewrite every FTS row from its block's stored text with the current segmentation."""
-    rows = conn.execute("SELECT id, text, block_id FROM evidence_block ORDER BY id").fetchall()
-    conn.execute("DELETE FROM evidence_fts")
+    """Rewrite every FTS row from its block's stored text with the current segmentation. 'delete-all'
+    empties the index without reading what it held (rows indexed by another segmentation: the 'delete'
+    of a resource's rows before this, with this segmentation's values, is undone here too)."""
+    rows = conn.execute("SELECT id, text, block_id FROM evidence_block_row ORDER BY id").fetchall()
+    conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('delete-all')")
     conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
                      ((i, text.segment_for_index(t), b) for i, t, b in rows))
     return len(rows)
@@ -290,9 +299,10 @@ def _write_copy(db_path: Path, changes: IndexChanges) -> int:
     tmp, conn = _open_working_copy(db_path, fresh=changes.rebuild)
     try:
         conn.execute("BEGIN")
+        from_empty = conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0] == 0
         resegmented = _apply(conn, changes)
         conn.execute("COMMIT")
-        layout.lay_out(conn)  # for range-request readers (the static site's search box)
+        layout.lay_out(conn, compact=from_empty)  # for range-request readers (the static site's search box)
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.close()
         replace_file(tmp, db_path)
@@ -327,7 +337,7 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges) -> int:
                      changes.stamps)
     if changes.resegment:  # before the updates: their new rows are segmented as they are inserted
         resegmented = _resegment(conn)
-    next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block").fetchone()[0]
+    next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block_row").fetchone()[0]
     for update in changes.updates:
         next_id = _insert_update(conn, update, next_id)
         rid = update.row.resource_id

@@ -51,7 +51,8 @@ def resources(conn: sqlite3.Connection) -> list[Resource]:
 def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode]:
     rows = conn.execute(
         "SELECT s.section_id, s.title, s.level, s.parent_section_id, "
-        "(SELECT block_id FROM evidence_block b WHERE b.section_id = s.section_id ORDER BY ordinal LIMIT 1) "
+        "(SELECT block_id FROM evidence_block_row b WHERE b.resource_id = s.resource_id "
+        "AND b.section_id = s.section_id ORDER BY ordinal LIMIT 1) "
         "AS target FROM evidence_section s WHERE s.resource_id = ? ORDER BY rowid", [resource_id]).fetchall()
     nodes = {r["section_id"]: SectionNode(r["section_id"], r["title"], r["level"], r["target"]) for r in rows}
     roots = []
@@ -64,8 +65,8 @@ def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode
 def backlinks(conn: sqlite3.Connection, resource_id: str) -> list[Backlink]:
     marks = ",".join("?" * len(LINK_EDGE_TYPES))
     return [Backlink(r[0], r[1], r[2]) for r in conn.execute(
-        "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_edge e "
-        "JOIN evidence_block b ON b.block_id = e.source_block_id "
+        "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_edge_row e "
+        "JOIN evidence_block_row b ON b.block_id = e.source_block_id "
         "JOIN evidence_resource src ON src.resource_id = b.resource_id "
         f"WHERE e.to_id = ? AND e.edge_type IN ({marks}) ORDER BY 1, b.ordinal",
         [resource_id, *LINK_EDGE_TYPES])]

@@ -101,7 +101,7 @@
     for (var at = 0; at < ranked.length; at += 500) {
       var part = ranked.slice(at, at + 500).map(function (r) { return r.id; });
       (await db.query("SELECT b.id, r.source_root_relative_path AS path, r.kind, r.status, b.role, b.ordinal, " +
-        "b.page FROM evidence_block b JOIN evidence_resource r ON r.resource_id = b.resource_id " +
+        "b.page FROM evidence_block_row b JOIN evidence_resource r ON r.resource_id = b.resource_id " +
         "WHERE b.id IN (" + marks(part.length) + ")", part)).forEach(function (r) { info[r.id] = r; });
     }
     return ranked.filter(function (r) { return info[r.id]; }).map(function (r) {
@@ -146,14 +146,14 @@
     var chosen = passing.slice(0, want), texts = {};
     for (var at = 0; at < chosen.length; at += 500) {
       var ids = chosen.slice(at, at + 500).map(function (r) { return r.id; });
-      (await db.query("SELECT id, block_id, text, locator_json FROM evidence_block WHERE id IN (" + marks(ids.length) +
+      (await db.query("SELECT id, block_id, text FROM evidence_block_row WHERE id IN (" + marks(ids.length) +
         ")", ids)).forEach(function (t) { texts[t.id] = t; });
     }
     var hits = [];
     for (var c = 0; c < chosen.length; c += chunk) {
       var part = chosen.slice(c, c + chunk).map(function (r) {
         var t = texts[r.id];
-        return { blockId: t.block_id, path: r.path, kind: r.kind, text: t.text, loc: t.locator_json, role: r.role,
+        return { id: r.id, blockId: t.block_id, path: r.path, kind: r.kind, text: t.text, role: r.role,
                  ordinal: r.ordinal, page: r.page, score: round6(-r.rank * (0.5 + termPrecision(t.text, terms))) };
       });
       part.sort(function (a, b) {  // ties in document order: path, page (numerically), position, id
@@ -169,10 +169,10 @@
 
   async function countInResource(db, match, path, filters, cap) {  // fts.count_in_resource
     var row = (await db.query("SELECT min(b.id) AS lo, max(b.id) AS hi, r.resource_id AS rid FROM evidence_resource r " +
-      "JOIN evidence_block b USING (resource_id) WHERE r.source_root_relative_path = ?", [path]))[0];
+      "JOIN evidence_block_row b USING (resource_id) WHERE r.source_root_relative_path = ?", [path]))[0];
     if (!row || row.lo == null) return 0;
     var role = filters.includeFurniture ? "" : " AND b.role = '" + BODY + "'";
-    return (await db.query("SELECT count(*) AS n FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block b ON " +
+    return (await db.query("SELECT count(*) AS n FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block_row b ON " +
       "b.id = f.rowid WHERE evidence_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND b.resource_id = ?" + role +
       " LIMIT ?)", [match, row.lo, row.hi, row.rid, cap]))[0].n;
   }
@@ -203,6 +203,18 @@
       end = back > start ? back : end;
     }
     return (start ? ELLIPSIS : "") + text.slice(start, end).join("").trim() + (end < text.length ? ELLIPSIS : "");
+  }
+
+  // The locators of the hits shown (the evidence_block view computes them: build/locator.py), read for
+  // those only: each is a few more pages of the resource and section tables over range requests.
+  async function withLocators(db, hits) {
+    for (var at = 0; at < hits.length; at += 500) {
+      var part = hits.slice(at, at + 500), loc = {};
+      (await db.query("SELECT id, locator_json FROM evidence_block WHERE id IN (" + marks(part.length) + ")",
+        part.map(function (h) { return h.id; }))).forEach(function (t) { loc[t.id] = t.locator_json; });
+      part.forEach(function (h) { h.loc = loc[h.id]; });
+    }
+    return hits;
   }
 
   function resultOf(h, terms, siteRoot) {  // search_results.result
@@ -239,7 +251,7 @@
     if (!grouped) {
       var lean = !!(options && options.lean);
       r = await rank(db, query, offset + topK, chunkSize(topK), filters, null, 1, lean ? 0 : RANK_WINDOW);
-      var hits = r.hits.slice(offset, offset + topK), end = offset + hits.length;
+      var hits = await withLocators(db, r.hits.slice(offset, offset + topK)), end = offset + hits.length;
       out.results = hits.map(function (h) { return resultOf(h, r.terms, siteRoot); });
       out.total = r.total; out.totalIsLowerBound = !r.exhausted;
       if (hits.length === topK && (end < r.total || (lean && !r.exhausted)) && end < MAX_DEPTH) out.nextOffset = end;
@@ -252,6 +264,8 @@
       byPath[h.path].push(h);
     });
     out.results = []; out.groups = [];
+    var shownPaths = order.slice(offset, offset + topK);
+    await withLocators(db, [].concat.apply([], shownPaths.map(function (p) { return byPath[p].slice(0, perDocument); })));
     for (var i = offset; i < Math.min(order.length, offset + topK); i++) {
       var path = order[i], shown = byPath[path].slice(0, perDocument), found = r.perPath[path], exact = r.exhausted;
       if (!exact) {

@@ -44,6 +44,8 @@ def test_hostile_requests_are_4xx_with_a_message(app):
         ("GET", "/evidence/evidence_resource.json?_sort=nope", {}, 400),
         ("GET", "/evidence/evidence_resource.json?_sort_desc=nope", {}, 400),
         ("GET", "/evidence/evidence_block.json?_where=%00", {}, 400),
+        ("GET", "/evidence/evidence_block.json?_next=a", {}, 400),  # a view: pages by row offset
+        ("GET", "/evidence/evidence_block.json?_next=%C2%B2", {}, 400),
         ("GET", "/site/x%00", {}, 400),
         ("GET", "/site/" + "a" * 5000, {}, 414),
         ("GET", "/-/evidence/search?q=%ED%A0%80", {}, 400),
@@ -63,8 +65,9 @@ def test_hostile_requests_are_4xx_with_a_message(app):
         assert r.json()["error"]["message"]
     ok = _run(app, [("GET", "/evidence/evidence_resource.json?_sort=status", {}),
                     ("POST", "/-/evidence/search", {"content": b'{"query": "thread"}',
-                                                    "headers": {"origin": BASE}})])
-    assert [r.status_code for r in ok] == [200, 200]
+                                                    "headers": {"origin": BASE}}),
+                    ("GET", "/evidence/evidence_block.json?_next=20&_size=5", {})])
+    assert [r.status_code for r in ok] == [200, 200, 200]
 
 
 def test_every_response_is_hardened_and_attachments_are_inert(app, stale_site):
