@@ -1,11 +1,20 @@
-"""Small helpers shared by the benchmarks: timing and peak memory."""
+"""Small helpers shared by the benchmarks: timing, peak memory, the machine's load, a git ref's sources."""
 
 from __future__ import annotations
 
+import os
 import resource
+import shutil
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Callable
+
+REPO = Path(__file__).resolve().parent.parent
+WORK = REPO / "bench" / "_work"  # git-ignored
+TREE = ["mnote_evidence", "build", "functions", "schemas", "site_templates"]  # what the package is made of
 
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
@@ -30,3 +39,36 @@ def peak_rss_mb() -> float:
             return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+
+
+def machine() -> dict:
+    """Load average (1, 5, 15 min) and core count, recorded with every result: timings on a shared box
+    mean little without them."""
+    return {"loadavg": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
+
+
+def git_commit(ref: str = "HEAD") -> str:
+    """`ref`'s short commit; for HEAD, "+dirty" when the working tree has uncommitted changes to tracked files."""
+    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", ref], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    if ref == "HEAD" and subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", *TREE]).returncode:
+        sha += "+dirty"
+    return sha
+
+
+def baseline_tree(ref: str, bench: str) -> Path:
+    """`ref`'s package sources in bench/_work/<bench>/<ref>, importable with PYTHONPATH (no install), byte-compiled."""
+    dest = WORK / bench / ref.replace("/", "_")
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, *TREE], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    compile_tree(dest)
+    return dest
+
+
+def compile_tree(root: Path) -> None:
+    """Byte-compile as an install does: this machine sets PYTHONDONTWRITEBYTECODE, which would otherwise add
+    ~80 ms of compiling to every start of a child process."""
+    for folder in ("mnote_evidence", "build", "functions"):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / folder)], check=True)

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import baseline_tree, compile_tree  # noqa: E402
 from bench.real_workspace import WORK, assemble  # noqa: E402
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
 from mnote_evidence.functions.contracts import Context  # noqa: E402
@@ -48,7 +49,6 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 RESULT = HERE / "results/ask_startup.json"
 QUESTIONS = REPO / "tests/real_documents/questions.json"
-TREE = ["mnote_evidence", "build", "functions", "schemas", "site_templates"]  # what the package is made of
 
 
 def timed(fn) -> float:
@@ -67,16 +67,6 @@ def run_ok(cmd: list[str], env: dict) -> float:
     else:
         assert done.returncode == 0, done.stderr[-800:]
     return (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
-
-
-def baseline_tree(ref: str) -> Path:
-    """`ref`'s sources in bench/_work/ask_startup/<ref>, importable with PYTHONPATH (no install)."""
-    dest = HERE / "_work" / "ask_startup" / ref.replace("/", "_")
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, *TREE], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
 
 
 def main() -> None:
@@ -104,11 +94,6 @@ def main() -> None:
     print(text)
 
 
-def compile_tree(root: Path) -> None:
-    for folder in ("mnote_evidence", "build", "functions"):
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / folder)], check=True)
-
-
 def measure(url: str, out: Path, questions: list[dict], args) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "LIGHTRAG_URL": url}
     compile_tree(REPO)
@@ -125,8 +110,7 @@ def measure(url: str, out: Path, questions: list[dict], args) -> dict:
     envs = {name: env for name in commands}
     if args.baseline_ref:
         commands["baselineModule"] = [py, "-m", "mnote_evidence", "ask", "", *tail]
-        envs["baselineModule"] = {**env, "PYTHONPATH": str(baseline_tree(args.baseline_ref))}
-        compile_tree(Path(envs["baselineModule"]["PYTHONPATH"]))
+        envs["baselineModule"] = {**env, "PYTHONPATH": str(baseline_tree(args.baseline_ref, "ask_startup"))}
 
     def ask_fresh(question: str) -> None:
         ctx = Context(EvidenceDB(out / "evidence.sqlite"), "", LightRagConfig(url, timeout=120))

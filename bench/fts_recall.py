@@ -14,6 +14,7 @@ test, English case-insensitively as whole words). Designs, same rows:
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -22,6 +23,7 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -36,10 +38,10 @@ WORDS = ["thread", "scope", "evidence", "citation", "page", "index", "solvent", 
 QUERIES = ["线程作用域", "吗啉", "线程", "吡咯烷", "借用检查", "citation", "retention policy"]
 
 
-def corpus(n: int, seed: int = 7) -> list[str]:
+def paragraphs(seed: int = 7) -> Iterator[str]:
+    """An endless, seeded stream of mixed Chinese/English blocks (bench/scale.py's notes are made of it too)."""
     rnd = random.Random(seed)
-    out = []
-    for _ in range(n):
+    while True:
         parts = []
         for _ in range(rnd.randint(3, 9)):
             if rnd.random() < 0.6:
@@ -49,8 +51,11 @@ def corpus(n: int, seed: int = 7) -> list[str]:
                 parts.append(run)
             else:
                 parts.append(" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 5))))
-        out.append("，".join(p for p in parts if p) or "空")
-    return out
+        yield "，".join(p for p in parts if p) or "空"
+
+
+def corpus(n: int, seed: int = 7) -> list[str]:
+    return list(itertools.islice(paragraphs(seed), n))
 
 
 def truth(texts: list[str], q: str) -> set[int]:
