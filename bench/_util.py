@@ -72,3 +72,25 @@ def compile_tree(root: Path) -> None:
     ~80 ms of compiling to every start of a child process."""
     for folder in ("mnote_evidence", "build", "functions"):
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / folder)], check=True)
+
+
+def cpu_s() -> float:
+    """CPU time (user + system) of this process and the children it has reaped."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def interleaved(fns: dict[str, Callable[[], object]], rounds: int = 3) -> dict[str, dict]:
+    """Each function once per round, in turn, so load on the machine hits all alike. Per name: the wall times,
+    their min and median, and the min CPU time (this process + reaped children)."""
+    walls: dict[str, list[float]] = {name: [] for name in fns}
+    cpus: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            c, t = cpu_s(), time.perf_counter()
+            fn()
+            walls[name].append(time.perf_counter() - t)
+            cpus[name].append(cpu_s() - c)
+    return {name: {"wall_s": [round(x, 3) for x in walls[name]], "min_s": round(min(walls[name]), 3),
+                   "median_s": round(statistics.median(walls[name]), 3), "cpu_min_s": round(min(cpus[name]), 3)}
+            for name in fns}

@@ -1,15 +1,20 @@
-"""PDF provider throughput on a long real PDF, against raw PyMuPDF, liteparse and pdfplumber.
+"""PDF provider throughput on long real PDFs, against raw PyMuPDF, liteparse and pdfplumber.
 
-    python bench/pdf_provider.py [PDF]     (default: Debian r-doc-pdf's R-exts.pdf, 236 pages)
+    python bench/pdf_provider.py [PDF ...] [--rounds 3] [--pdfplumber-max-pages 500]
 
-Ours = blocks + bbox + sections + sidecar write. Baselines on the same pages,
-same run: raw `page.get_text("dict")` (the floor: what we call underneath),
-liteparse (the original design's parser; JSON output, OCR off) and pdfplumber
-`extract_words()`. Peak RSS of our provider is measured in a fresh process.
+Default PDFs (Debian's r-doc-pdf): R-exts.pdf (236 pages) and fullrefman.pdf (2,415 pages).
+Ours = blocks + bbox + sections + sidecar write. Baselines on the same pages, same run,
+interleaved round by round (min and median of --rounds): raw `page.get_text("dict")` (what
+we call underneath when a PDF has no outline), liteparse (the original design's parser; JSON
+output, OCR off, `max_pages` = the page count: its default stops at 1,000 pages) and
+pdfplumber `extract_words()` (one round; skipped above --pdfplumber-max-pages). `ours_vs_this`
+= our min wall time / that row's min wall time (below 1: ours is faster). Peak RSS of our
+provider is measured in a fresh process.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -19,14 +24,15 @@ from pathlib import Path
 import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import best_of  # noqa: E402
+from bench._util import interleaved, machine  # noqa: E402
 from mnote_evidence.build.providers.base import ParseInput  # noqa: E402
 from mnote_evidence.build.ocr.settings import OcrSettings  # noqa: E402
 from mnote_evidence.build.providers.pdf import PdfProvider  # noqa: E402
 from mnote_evidence.build.scan import file_sha256  # noqa: E402
 from mnote_evidence.build.sidecars import write_sidecars  # noqa: E402
 
-DEFAULT = Path("/usr/share/R/doc/manual/R-exts.pdf")
+MANUALS = Path("/usr/share/R/doc/manual")
+DEFAULTS = [MANUALS / "R-exts.pdf", MANUALS / "fullrefman.pdf"]
 
 
 def ours(pdf: Path, work: Path) -> int:
@@ -57,10 +63,11 @@ def pdfplumber_words(pdf: Path) -> int:
         return sum(len(page.extract_words()) for page in doc.pages)
 
 
-def liteparse_json(pdf: Path) -> int:
+def liteparse_json(pdf: Path, pages: int) -> int:
+    """liteparse's page count parsed (its default max_pages of 1,000 would cut a longer PDF short)."""
     from liteparse import LiteParse
 
-    result = LiteParse(ocr_enabled=False, output_format="json").parse(str(pdf))
+    result = LiteParse(ocr_enabled=False, output_format="json", max_pages=pages).parse(str(pdf))
     return len(getattr(result, "pages", []) or [])
 
 
@@ -72,27 +79,43 @@ def rss_of_ours(pdf: Path) -> float:
     return float(subprocess.check_output([sys.executable, "-c", code]).strip())
 
 
-def main() -> None:
-    pdf = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
+def measure(pdf: Path, rounds: int, pdfplumber_max: int) -> dict:
     with pymupdf.open(pdf) as doc:
         pages = doc.page_count
     work = Path(tempfile.mkdtemp())
+    start = machine()
     rss = rss_of_ours(pdf)
-    rows = {"ours (blocks+bbox+sections+sidecar)": best_of(lambda: ours(pdf, work)),
-            "ours, no-outline path (font-size headings)": best_of(lambda: ours_without_outline(pdf, work)),
-            "raw PyMuPDF get_text('dict')": best_of(lambda: raw_dict(pdf))}
-    for name, fn in (("pdfplumber extract_words()", pdfplumber_words), ("liteparse (json, no OCR)", liteparse_json)):
-        try:
-            rows[name] = best_of(lambda fn=fn: fn(pdf), repeat=1 if fn is pdfplumber_words else 3)
-        except Exception as exc:  # report, don't hide: the baseline could not run here
-            rows[name] = None
-            print(f"{name}: could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
-    ours_s = rows["ours (blocks+bbox+sections+sidecar)"]
-    result = {"pdf": str(pdf), "pages": pages, "peak_rss_mb_ours": round(rss, 1), "runs": {}}
-    for name, secs in rows.items():
-        result["runs"][name] = None if secs is None else {
-            "seconds": round(secs, 3), "ms_per_page": round(secs / pages * 1000, 2),
-            "ours_vs_this": round(ours_s / secs, 2)}
+    lite_pages = []
+    fns = {"ours (blocks+bbox+sections+sidecar)": lambda: ours(pdf, work),
+           "ours, no-outline path (font-size headings)": lambda: ours_without_outline(pdf, work),
+           "raw PyMuPDF get_text('dict')": lambda: raw_dict(pdf),
+           "liteparse (json, no OCR, max_pages = page count)": lambda: lite_pages.append(liteparse_json(pdf, pages))}
+    try:
+        import liteparse  # noqa: F401
+    except ImportError as exc:  # report, don't hide: the baseline could not run here
+        print(f"liteparse: could not run: {exc}", file=sys.stderr)
+        del fns["liteparse (json, no OCR, max_pages = page count)"]
+    rows = interleaved(fns, rounds)
+    if pages <= pdfplumber_max:
+        rows.update(interleaved({"pdfplumber extract_words()": lambda: pdfplumber_words(pdf)}, 1))
+    ours_s = rows["ours (blocks+bbox+sections+sidecar)"]["min_s"]
+    for row in rows.values():
+        row["ms_per_page"] = round(row["min_s"] / pages * 1000, 2)
+        row["ours_vs_this"] = round(ours_s / row["min_s"], 2)
+    return {"pdf": str(pdf), "pages": pages, "liteparse_pages_parsed": lite_pages[:1],
+            "peak_rss_mb_ours": round(rss, 1), "machine_start": start, "machine_end": machine(), "runs": rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("pdfs", nargs="*", type=Path, default=[p for p in DEFAULTS if p.exists()])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pdfplumber-max-pages", type=int, default=500)
+    args = ap.parse_args()
+    if not args.pdfs:
+        sys.exit("no PDF: install Debian's r-doc-pdf or name PDFs")
+    result = {"compares": "ours_vs_this = our provider's min wall time / this row's (same PDF, same run, interleaved)",
+              "pdfs": [measure(pdf, args.rounds, args.pdfplumber_max_pages) for pdf in args.pdfs]}
     print(json.dumps(result, indent=2))
 
 

@@ -132,7 +132,8 @@ def run_build(tree: Path, ws: Path, out: Path, jobs: int | None) -> dict:
             "peak_rss_mb": None if rss_kb is None else round(int(rss_kb) / 1024, 1),
             "peak_tree_rss_mb": round(peak[0] / 2**20, 1) if peak[0] else None,
             "parsed": report["parsed"], "unchanged": report["unchanged"], "changed": report["changed"],
-            "errors": len(report["errors"]), "load1": round(load, 2)}
+            "errors": len(report["errors"]), "pages_written": (report.get("site") or {}).get("pages_written"),
+            "load1": round(load, 2)}
 
 
 def du(path: Path) -> int:

@@ -1,0 +1,189 @@
+"""The figures bench/run's summary (bench/results/summary.md) quotes from each benchmark's results JSON.
+
+One function per benchmark: results dict in, markdown lines out, each line saying what its ratio compares.
+A key a bench no longer writes gives "?" in place of the number (the summary never fails on one bench's
+shape); the README's Benchmarks section quotes these lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def g(d: Any, path: str, default: Any = "?") -> Any:
+    """d["a"]["b"]... for path "a.b..." (list indexes as numbers); `default` when anything is missing."""
+    for part in path.split("."):
+        try:
+            d = d[int(part)] if isinstance(d, list) else d[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return default
+    return d
+
+
+def load(d: dict, key: str = "machine_start") -> str:
+    m = d.get(key) or {}
+    return f"load {g(m, 'loadavg.0')} on {g(m, 'cores')} cores"
+
+
+def scale(d: dict) -> list[str]:
+    rows = d.get("results", [])
+    lines = ["| notes | tree (commit) | full build s | peak RSS MiB (tree) | CPU s | DB / notes bytes | "
+             "edit: in build / whole process s | no-op: in build / whole process s | load |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in sorted(rows, key=lambda r: (r["notes"], r["ref"] != "baseline")):
+        f, e, n = r["full"], r["edit"], r["noop"]
+        lines.append(
+            f"| {r['notes']:,} | {r['ref']} ({r['commit']}) | {g(f, 'wall_s.min')} | {g(f, 'peak_rss_mb.min')} "
+            f"({g(f, 'peak_tree_rss_mb.min')}) | {g(f, 'cpu_s.min')} | {g(r, 'sizes.db_per_notes_byte')}× "
+            f"({g(r, 'sizes.db_bytes', 0) / 2**20:.1f} MiB) | {g(e, 'build_s.min')} / {g(e, 'wall_s.min')} "
+            f"(median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | {g(n, 'build_s.min')} / "
+            f"{g(n, 'wall_s.min')} (median {g(n, 'build_s.median')} / {g(n, 'wall_s.median')}) | "
+            f"{g(r, 'machine_start.loadavg.0')}–{g(r, 'machine_end.loadavg.0')} |")
+    lines.append("Full build: min wall time of whole `python -m mnote_evidence build` processes (3 rounds up to 1,000 "
+                 "notes, else 1); edit/no-op: min (median) of 3, `seconds` of the BuildReport / process wall time; "
+                 "peak RSS: largest process (/usr/bin/time), in brackets the whole process tree (sampled).")
+    return lines
+
+
+def pdf_provider(d: dict) -> list[str]:
+    out = []
+    for p in d.get("pdfs", []):
+        runs = p["runs"]
+        ours = runs["ours (blocks+bbox+sections+sidecar)"]
+        raw = next((v for k, v in runs.items() if k.startswith("raw PyMuPDF")), {})
+        lite = next((v for k, v in runs.items() if k.startswith("liteparse")), {})
+        plumber = runs.get("pdfplumber extract_words()", {})
+        nol = runs.get("ours, no-outline path (font-size headings)", {})
+        line = (f"- {p['pdf'].rsplit('/', 1)[-1]} ({p['pages']:,} pages; {load(p)}): ours {ours['min_s']} s "
+                f"(CPU {ours['cpu_min_s']} s, peak RSS {p['peak_rss_mb_ours']} MB) = **{g(raw, 'ours_vs_this')}×** "
+                f"raw `get_text(\"dict\")` ({g(raw, 'min_s')} s), {g(lite, 'ours_vs_this')}× liteparse "
+                f"({g(lite, 'min_s')} s, {g(p, 'liteparse_pages_parsed.0')} pages parsed)"
+                + (f", {plumber['ours_vs_this']}× pdfplumber" if plumber else "")
+                + f"; no-outline path {g(nol, 'min_s')} s = {round(g(nol, 'min_s', 0) / g(raw, 'min_s', 1), 2)}× raw")
+        out.append(line)
+    out.append("Ratios: our min wall time / the other's, same PDF, interleaved rounds in one process.")
+    return out
+
+
+def site_render(d: dict) -> list[str]:
+    im = d.get("page_images", {})
+    return [f"- page images, {d.get('pages')} pages at zoom {d.get('zoom')} ({load(d)}): ours (1 worker) "
+            f"{g(im, 'ours_1_worker.min_s')} s = **{d.get('ours_1_worker_vs_raw_in_memory')}×** raw `get_pixmap` + "
+            f"Pillow JPEG into memory, **{d.get('ours_1_worker_vs_raw_to_files')}×** the same raw loop writing "
+            f"files; {g(im, 'ours_1_worker.pages_per_s')} pages/s with 1 worker, "
+            f"{g(im, 'ours_2_workers.pages_per_s')} with 2 (2 workers / 1 = {d.get('ours_2_workers_vs_1')}× time)",
+            f"- one-paragraph edit (fixtures + that PDF, with site): in build {g(d, 'one_paragraph_edit.build_s')} s "
+            f"vs full {g(d, 'full_build.build_s')} s = **{d.get('edit_vs_full_percent_in_build')} %**; whole "
+            f"process {g(d, 'one_paragraph_edit.wall_s')} s vs {g(d, 'full_build.wall_s')} s = "
+            f"**{d.get('edit_vs_full_percent_whole_process')} %**; {g(d, 'one_paragraph_edit.pages_written')} "
+            "pages written"]
+
+
+def docx_provider(d: dict) -> list[str]:
+    return [f"- {d.get('paragraphs_in_body')} paragraphs: ours {d.get('ours_s')} s = **{d.get('ours_vs_floor')}×** "
+            f"the zipfile + lxml iterparse floor ({d.get('floor_zipfile_lxml_iterparse_s')} s); naive python-docx "
+            f"{d.get('naive_vs_floor')}×"]
+
+
+def noop_rebuild(d: dict) -> list[str]:
+    return [f"- {d.get('resources')} resources, --jobs {d.get('jobs')}: no-op {d.get('noop_rebuild_s')} s vs full "
+            f"{d.get('full_build_s')} s = **{d.get('noop_vs_full_percent')} %** (in process, `build()` only); "
+            f"one-note edit {d.get('one_note_edit_rebuild_s')} s"]
+
+
+def fts_recall(d: dict) -> list[str]:
+    out = [f"- {d.get('blocks'):,} blocks, SQLite {d.get('sqlite')}:"]
+    for name, row in (d.get("designs") or {}).items():
+        qs = row.get("queries", {})
+        recall = min((q.get("recall", 0) for q in qs.values()), default="?")
+        out.append(f"  - {name}: index {row.get('index_mib')} MiB, build {row.get('build_s')} s, worst recall {recall}")
+    return out
+
+
+def query_latency(d: dict) -> list[str]:
+    return [f"- {d.get('blocks'):,} blocks ({d.get('db_mib')} MiB): handler CPU p95 {g(d, 'cpu_ms.handler.p95')} ms "
+            f"vs raw FTS5 {g(d, 'cpu_ms.raw_fts5.p95')} ms = **{g(d, 'cpu_p95_ratio.handler')}×** (grouped "
+            f"{g(d, 'cpu_p95_ratio.handler_grouped')}×); wall p95 ratio handler {g(d, 'p95_ratio.handler')}×, "
+            f"HTTP endpoint {g(d, 'p95_ratio.endpoint')}×"]
+
+
+def mcp_roundtrip(d: dict) -> list[str]:
+    return [f"- stdio: MCP p50 {g(d, 'stdio.mcp_ms.p50')} ms vs in-process {g(d, 'stdio.in_process_ms.p50')} ms: "
+            f"overhead **{g(d, 'stdio.overhead_p50_ms')} ms p50** (load {g(d, 'load_average.0')}); streamable HTTP "
+            f"overhead {g(d, 'streamable_http.overhead_p50_ms')} ms"]
+
+
+def serve_load(d: dict) -> list[str]:
+    return [f"- {d.get('clients')} clients × {d.get('seconds')} s, {d.get('resources')} resources: "
+            f"{d.get('requests')} requests, **{d.get('errors')} errors**, p50 {g(d, 'latency_ms.p50')} ms, p99 "
+            f"{g(d, 'latency_ms.p99')} ms; save → searchable {d.get('save_to_searchable_s')} s"]
+
+
+def ask_startup(d: dict) -> list[str]:
+    m, r = d.get("medianMs", {}), d.get("overQueryData", {})
+    return [f"- `ask --json` (module) {m.get('module')} ms vs warm /query/data {m.get('queryData')} ms = "
+            f"**{r.get('module')}×**; baseline {d.get('baselineRef')}: {m.get('baselineModule')} ms = "
+            f"{r.get('baselineModule')}× (load {d.get('loadAverage')})"]
+
+
+def citation_truth(d: dict) -> list[str]:
+    o = d.get("ours", {})
+    return [f"- {d.get('questions')} questions, {o.get('citations')} citations: quotes in block "
+            f"{o.get('quoteFullyInBlockPct')} %, blocks in chunk {o.get('blockInChunkPct')} %, regions "
+            f"{o.get('regionsInChunkPct')} %, boxes {o.get('boxesHoldTextPct')} %; mapping CPU median "
+            f"{o.get('mappingCpuMsMedian')} ms (p95 {o.get('mappingCpuMsP95')}) vs baseline "
+            f"{g(d, 'baselineMain.mappingCpuMsMedian')} ms"]
+
+
+def furniture(d: dict) -> list[str]:
+    return [f"- {len(d.get('pdfs', {}))} PDFs, {d.get('queries')} queries: furniture in the top 10 "
+            f"{g(d, 'meanFurnitureShareTop10Pct.includeFurniture')} % with includeFurniture → "
+            f"**{g(d, 'meanFurnitureShareTop10Pct.default')} %** by default"]
+
+
+def ocr_truth(d: dict) -> list[str]:
+    return [f"- {name}: English word recall min {row.get('en_word_recall_min')}, Chinese character recall min "
+            f"{row.get('zh_char_recall_min')}" for name, row in (d.get("summary") or {}).items()]
+
+
+def ocr_engines(d: dict) -> list[str]:
+    out = [f"- {e['engine']} on {e['image']}: {e['seconds']} s, similarity {e['similarity']}"
+           for e in d.get("engines", [])]
+    return out + [f"- OCR cache: rebuild {g(d, 'cache.rebuild_with_ocr_cache_s')} s vs first build "
+                  f"{g(d, 'cache.first_build_s')} s"]
+
+
+def verify_quote(d: dict) -> list[str]:
+    c = d.get("cost", {})
+    return [f"- {c.get('blocks')} blocks: quote check per result p50 {g(c, 'quoteCheckPerResult.cpuMsP50')} ms CPU; "
+            f"verify_quote by blockId p95 {g(c, 'verifyQuote_blockId.wallMsP95')} ms; citations verified "
+            f"{g(d, 'citationTruth.agree')}"]
+
+
+def page_image_formats(d: Any) -> list[str]:
+    rows = d if isinstance(d, list) else d.get("rows", [])
+    return [f"- {r.get('format')} zoom {r.get('zoom')}: {r.get('pages_per_s')} pages/s, {r.get('kb_per_page')} KB/page, "
+            f"7 pt x-height {r.get('x_height_px_7pt')} px" for r in rows if isinstance(r, dict)]
+
+
+def static_search(d: dict) -> list[str]:
+    out = []
+    for label, row in d.items():
+        if isinstance(row, dict) and "corpus" in row:
+            out.append(f"- {label}: {row.get('blocks')} blocks, db {row.get('db_bytes')} bytes; range-request query "
+                       f"median {g(row, 'sqlite_range_laid_out.query_ms_median')} ms, Pagefind index "
+                       f"{g(row, 'pagefind.index_bytes')} bytes")
+    return out
+
+
+def generic(d: Any) -> list[str]:
+    """Top-level numbers and strings of a results file whose shape has no summary of its own (e.g. startup)."""
+    if not isinstance(d, dict):
+        return [f"- {str(d)[:300]}"]
+    return [f"- {k}: {v}" for k, v in d.items() if isinstance(v, (int, float, str)) and not k.startswith("_")][:20]
+
+
+SUMMARIES = {fn.__name__: fn for fn in (
+    scale, pdf_provider, site_render, docx_provider, noop_rebuild, fts_recall, query_latency, mcp_roundtrip,
+    serve_load, ask_startup, citation_truth, furniture, ocr_truth, ocr_engines, verify_quote,
+    page_image_formats, static_search)}
