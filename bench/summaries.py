@@ -28,21 +28,26 @@ def load(d: dict, key: str = "machine_start") -> str:
 def scale(d: dict) -> list[str]:
     rows = d.get("results", [])
     lines = ["| notes | tree (commit) | full build s | peak RSS MiB (tree) | CPU s | DB / notes bytes | "
-             "edit: in build / whole process s | no-op: in build / whole process s | load |",
+             "edit: in build / whole process / CPU s | no-op: in build / whole process / CPU s | load |",
              "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in sorted(rows, key=lambda r: (r["notes"], r["ref"] != "baseline")):
         f, e, n = r["full"], r["edit"], r["noop"]
         lines.append(
             f"| {r['notes']:,} | {r['ref']} ({r['commit']}) | {g(f, 'wall_s.min')} | {g(f, 'peak_rss_mb.min')} "
             f"({g(f, 'peak_tree_rss_mb.min')}) | {g(f, 'cpu_s.min')} | {g(r, 'sizes.db_per_notes_byte')}× "
-            f"({g(r, 'sizes.db_bytes', 0) / 2**20:.1f} MiB) | {g(e, 'build_s.min')} / {g(e, 'wall_s.min')} "
-            f"(median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | {g(n, 'build_s.min')} / "
-            f"{g(n, 'wall_s.min')} (median {g(n, 'build_s.median')} / {g(n, 'wall_s.median')}) | "
+            f"({g(r, 'sizes.db_bytes', 0) / 2**20:.1f} MiB) | {g(e, 'build_s.min')} / {g(e, 'wall_s.min')} / "
+            f"{g(e, 'cpu_s.min')} (median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | {g(n, 'build_s.min')} / "
+            f"{g(n, 'wall_s.min')} / {g(n, 'cpu_s.min')} (median {g(n, 'build_s.median')} / {g(n, 'wall_s.median')}) | "
             f"{g(r, 'machine_start.loadavg.0')}–{g(r, 'machine_end.loadavg.0')} |")
     lines.append("Full build: min wall time of whole `python -m mnote_evidence build` processes (3 rounds up to 1,000 "
-                 "notes, else 1); edit/no-op: min (median) of 3, `seconds` of the BuildReport / process wall time; "
+                 "notes, else 1); edit/no-op: min (median) of 3, `seconds` of the BuildReport / process wall time / "
+                 "process CPU time (user + system, workers included: what load on the machine does not inflate); "
                  "peak RSS: largest process (/usr/bin/time), in brackets the whole process tree (sampled).")
     return lines
+
+
+def ratio(a: Any, b: Any) -> Any:
+    return round(a / b, 2) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else "?"
 
 
 def pdf_provider(d: dict) -> list[str]:
@@ -54,14 +59,18 @@ def pdf_provider(d: dict) -> list[str]:
         lite = next((v for k, v in runs.items() if k.startswith("liteparse")), {})
         plumber = runs.get("pdfplumber extract_words()", {})
         nol = runs.get("ours, no-outline path (font-size headings)", {})
-        line = (f"- {p['pdf'].rsplit('/', 1)[-1]} ({p['pages']:,} pages; {load(p)}): ours {ours['min_s']} s "
-                f"(CPU {ours['cpu_min_s']} s, peak RSS {p['peak_rss_mb_ours']} MB) = **{g(raw, 'ours_vs_this')}×** "
-                f"raw `get_text(\"dict\")` ({g(raw, 'min_s')} s), {g(lite, 'ours_vs_this')}× liteparse "
-                f"({g(lite, 'min_s')} s, {g(p, 'liteparse_pages_parsed.0')} pages parsed)"
-                + (f", {plumber['ours_vs_this']}× pdfplumber" if plumber else "")
-                + f"; no-outline path {g(nol, 'min_s')} s = {round(g(nol, 'min_s', 0) / g(raw, 'min_s', 1), 2)}× raw")
-        out.append(line)
-    out.append("Ratios: our min wall time / the other's, same PDF, interleaved rounds in one process.")
+
+        def vs(row: dict) -> str:
+            return f"{ratio(ours['cpu_min_s'], row.get('cpu_min_s'))}× CPU ({ratio(ours['min_s'], row.get('min_s'))}× wall)"
+
+        out.append(f"- {p['pdf'].rsplit('/', 1)[-1]} ({p['pages']:,} pages; {load(p)}): ours {ours['cpu_min_s']} s CPU, "
+                   f"{ours['min_s']} s wall, peak RSS {p['peak_rss_mb_ours']} MB = **{vs(raw)}** raw "
+                   f"`get_text(\"dict\")` ({raw.get('cpu_min_s')} s CPU); {vs(lite)} liteparse "
+                   f"({g(p, 'liteparse_pages_parsed.0')} pages parsed)"
+                   + (f"; {vs(plumber)} pdfplumber" if plumber else "")
+                   + f"; no-outline path {ratio(nol.get('cpu_min_s'), raw.get('cpu_min_s'))}× raw CPU")
+    out.append("Ratios: our min time / the other's min, same PDF, interleaved rounds in one process; CPU = user + "
+               "system of the process (all threads), which load on the machine inflates far less than wall time.")
     return out
 
 
