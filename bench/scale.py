@@ -12,9 +12,9 @@ tree under test, working directory = that tree), run under /usr/bin/time:
 - `noop`: the same command again, nothing changed (--repeat times);
 - `edit`: one paragraph appended to one note (a different note each round, the same notes for every tree).
 Per run: wall time of the process, `seconds` of its BuildReport (the time inside `build()`, start-up
-excluded), CPU time (user + system of the process and the workers it reaped), peak RSS (`%M` of
-/usr/bin/time: the largest single process), peak RSS of the whole process tree (sampled every 0.2 s),
-and the load average before it started. After the last full build: bytes of evidence.sqlite, of the whole
+excluded), CPU time (user + system of the process, its forkserver and workers: this process becomes their
+subreaper and waits for them), peak RSS (`%M` of /usr/bin/time: the largest single process), peak
+memory of the whole process tree (summed PSS, sampled every 0.2 s), and the load average before it started. After the last full build: bytes of evidence.sqlite, of the whole
 output folder and of the notes. With --baseline-ref, the same runs on that git ref's sources (`git archive`)
 interleaved with the working tree's, so load on the machine hits both alike.
 Results (bench/results/scale.json) are written after each size; --resume keeps the sizes already measured
@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -38,7 +39,8 @@ from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import REPO, WORK, baseline_tree, compile_tree, git_commit, machine  # noqa: E402
+from bench._util import (  # noqa: E402
+    REPO, WORK, baseline_tree, become_subreaper, children_pids, compile_tree, git_commit, machine, reap_orphans)
 from bench.fts_recall import paragraphs  # noqa: E402
 
 GENERATOR = 1  # bump when make_notes changes what it writes (cached workspaces are keyed by it)
@@ -89,17 +91,24 @@ def workspace(n: int) -> tuple[Path, dict]:
     return ws, info
 
 
-def tree_rss_sampler(pid: int, stop: threading.Event, peak: list[int]) -> None:
+def tree_memory_sampler(pid: int, stop: threading.Event, peak: list[int]) -> None:
+    """Peak of the summed PSS (shared pages divided among their sharers) of `pid` and its descendants."""
     try:
         import psutil
     except ImportError:
         return
     while not stop.wait(0.2):
+        total = 0
         try:
             root = psutil.Process(pid)
-            total = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+            procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             continue
+        for p in procs:
+            try:
+                total += p.memory_full_info().pss
+            except (psutil.Error, AttributeError):
+                continue
         peak[0] = max(peak[0], total)
 
 
@@ -110,27 +119,31 @@ def run_build(tree: Path, ws: Path, out: Path, jobs: int | None) -> dict:
         cmd += ["--jobs", str(jobs)]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     load = os.getloadavg()[0]
+    subreaper = become_subreaper()
+    known = children_pids()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.NamedTemporaryFile("r", suffix=".time") as stats:
-        wrapped = [TIME, "-f", "%U %S %M", "-o", stats.name, *cmd] if os.access(TIME, os.X_OK) else cmd
+        wrapped = [TIME, "-f", "%M", "-o", stats.name, *cmd] if os.access(TIME, os.X_OK) else cmd
         stop, peak = threading.Event(), [0]
         t = time.perf_counter()
         proc = subprocess.Popen(wrapped, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        sampler = threading.Thread(target=tree_rss_sampler, args=(proc.pid, stop, peak), daemon=True)
+        sampler = threading.Thread(target=tree_memory_sampler, args=(proc.pid, stop, peak), daemon=True)
         sampler.start()
         stdout, stderr = proc.communicate()
         wall = time.perf_counter() - t
         stop.set()
         sampler.join()
+        reap_orphans(known)  # the build's forkserver and workers, which outlive it
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode:
             raise RuntimeError(f"build failed ({proc.returncode}): {stderr.decode(errors='replace')[-1500:]}")
-        user = sys_ = rss_kb = None
-        if wrapped is not cmd:
-            user, sys_, rss_kb = stats.read().split()[-3:]
+        rss_kb = stats.read().split()[-1] if wrapped is not cmd else None
     report = json.loads(stdout)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return {"wall_s": round(wall, 3), "build_s": round(report["seconds"], 3),
-            "cpu_s": None if user is None else round(float(user) + float(sys_), 2),
+            "cpu_s": round(cpu, 2), "cpu_includes_workers": subreaper,
             "peak_rss_mb": None if rss_kb is None else round(int(rss_kb) / 1024, 1),
-            "peak_tree_rss_mb": round(peak[0] / 2**20, 1) if peak[0] else None,
+            "peak_tree_pss_mb": round(peak[0] / 2**20, 1) if peak[0] else None,
             "parsed": report["parsed"], "unchanged": report["unchanged"], "changed": report["changed"],
             "errors": len(report["errors"]), "pages_written": (report.get("site") or {}).get("pages_written"),
             "load1": round(load, 2)}
@@ -150,7 +163,7 @@ def edit(ws: Path, n: int, round_: int) -> str:
 
 def stats(runs: list[dict]) -> dict:
     out = {"runs": runs}
-    for key in ("wall_s", "build_s", "cpu_s", "peak_rss_mb", "peak_tree_rss_mb"):
+    for key in ("wall_s", "build_s", "cpu_s", "peak_rss_mb", "peak_tree_pss_mb"):
         values = [r[key] for r in runs if r.get(key) is not None]
         if values:
             out[key] = {"min": min(values), "median": round(statistics.median(values), 3)}
