@@ -56,6 +56,12 @@ def git_commit(ref: str = "HEAD") -> str:
     return sha
 
 
+def code_commit(ref: str = "HEAD") -> str:
+    """The last commit up to `ref` that changed the package's sources (bench-only commits on top share its code)."""
+    return subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h", ref, "--", *TREE], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
 def baseline_tree(ref: str, bench: str) -> Path:
     """`ref`'s package sources in bench/_work/<bench>/<ref>, importable with PYTHONPATH (no install), byte-compiled."""
     dest = WORK / bench / ref.replace("/", "_")

@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import (  # noqa: E402
-    REPO, WORK, baseline_tree, become_subreaper, children_pids, compile_tree, git_commit, machine, reap_orphans)
+    REPO, WORK, baseline_tree, become_subreaper, children_pids, code_commit, compile_tree, git_commit, machine, reap_orphans)
 from bench.fts_recall import paragraphs  # noqa: E402
 
 GENERATOR = 1  # bump when make_notes changes what it writes (cached workspaces are keyed by it)
@@ -170,7 +170,8 @@ def stats(runs: list[dict]) -> dict:
     return out
 
 
-def measure(n: int, trees: dict[str, Path], commits: dict[str, str], args) -> list[dict]:
+def measure(n: int, trees: dict[str, Path], commits: dict[str, str], code_commits: dict[str, str],
+            args) -> list[dict]:
     pristine, info = workspace(n)
     dirs = {label: HERE / f"run-{label}-{n}" for label in trees}
     full: dict[str, list] = {label: [] for label in trees}
@@ -200,7 +201,8 @@ def measure(n: int, trees: dict[str, Path], commits: dict[str, str], args) -> li
         for d in dirs.values():
             shutil.rmtree(d, ignore_errors=True)
     end = machine()
-    return [{"notes": n, "ref": label, "commit": commits[label], "jobs": args.jobs or "default",
+    return [{"notes": n, "ref": label, "commit": commits[label], "code_commit": code_commits[label],
+             "jobs": args.jobs or "default",
              "workspace": info, "machine_start": start, "machine_end": end,
              "full": stats(full[label]), "noop": stats(noop[label]), "edit": stats(edits[label]),
              "sizes": sizes[label]} for label in trees]
@@ -226,13 +228,13 @@ def main() -> None:
     args = ap.parse_args()
     sizes = [int(x) for x in args.notes.split(",") if x] + ([100_000] if args.with_100k else [])
     compile_tree(REPO)
-    trees, commits = {"current": REPO}, {"current": git_commit()}
+    trees, commits, code = {"current": REPO}, {"current": git_commit()}, {"current": code_commit()}
     if args.baseline_ref:
         trees = {"baseline": baseline_tree(args.baseline_ref, "scale"), **trees}
-        commits["baseline"] = git_commit(args.baseline_ref)
+        commits["baseline"], code["baseline"] = git_commit(args.baseline_ref), code_commit(args.baseline_ref)
     old = json.loads(args.result.read_text()) if args.resume and args.result.exists() else {"results": []}
     done = {(r["notes"], r["ref"], r["commit"]) for r in old["results"]}
-    result = {"about": __doc__.split("\n")[0], "commits": commits, "results": []}
+    result = {"about": __doc__.split("\n")[0], "commits": commits, "code_commits": code, "results": []}
     for n in sizes:
         kept = [r for r in old["results"] if r["notes"] == n and (n, r["ref"], commits.get(r["ref"])) in done
                 and r["commit"] == commits.get(r["ref"])]
@@ -241,7 +243,7 @@ def main() -> None:
             result["results"] += kept
             continue
         print(f"{n} notes ...", file=sys.stderr)
-        result["results"] += measure(n, trees, commits, args)
+        result["results"] += measure(n, trees, commits, code, args)
         write(result, args.result)
     write(result, args.result)
     print(json.dumps(result, indent=1))

@@ -27,13 +27,14 @@ def load(d: dict, key: str = "machine_start") -> str:
 
 def scale(d: dict) -> list[str]:
     rows = d.get("results", [])
-    lines = ["| notes | tree (commit) | full build s | peak RSS MiB (tree PSS) | CPU s | DB / notes bytes | "
+    lines = ["| notes | tree: commit (last commit changing the package) | full build s | peak RSS MiB (tree PSS) | CPU s | DB / notes bytes | "
              "edit: in build / whole process / CPU s | no-op: in build / whole process / CPU s | load |",
              "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in sorted(rows, key=lambda r: (r["notes"], r["ref"] != "baseline")):
         f, e, n = r["full"], r["edit"], r["noop"]
         lines.append(
-            f"| {r['notes']:,} | {r['ref']} ({r['commit']}) | {g(f, 'wall_s.min')} | {g(f, 'peak_rss_mb.min')} "
+            f"| {r['notes']:,} | {r['ref']} {r['commit']}" + (f" (code {r['code_commit']})" if r.get("code_commit", r["commit"]) != r["commit"] else "") + " |"
+            f" {g(f, 'wall_s.min')} | {g(f, 'peak_rss_mb.min')} "
             f"({g(f, 'peak_tree_pss_mb.min')}) | {g(f, 'cpu_s.min')} | {g(r, 'sizes.db_per_notes_byte')}× "
             f"({g(r, 'sizes.db_bytes', 0) / 2**20:.1f} MiB) | {g(e, 'build_s.min')} / {g(e, 'wall_s.min')} / "
             f"{g(e, 'cpu_s.min')} (median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | {g(n, 'build_s.min')} / "
