@@ -195,6 +195,20 @@ def static_search(d: dict) -> list[str]:
     return out
 
 
+def startup(d: dict) -> list[str]:
+    """bench/startup.py: per command, wall and CPU ms (min of the rounds), this tree and the baseline ref's."""
+    cur, base = d.get("current", {}), d.get("baseline", {})
+    out = [f"- `python -c pass`: {g(d, 'bare.wallMs')} ms wall, {g(d, 'bare.cpuMs')} ms CPU "
+           f"(load {d.get('loadAverage')}, {d.get('rounds')} rounds, entry `{d.get('entry')}`)"]
+    for name, row in cur.items():
+        line = f"- `{name}`: {row.get('wallMs')} ms wall, {row.get('cpuMs')} ms CPU"
+        if name in base:
+            line += (f"; {d.get('baselineRef')}: {g(base, name + '.wallMs')} ms wall, "
+                     f"{g(base, name + '.cpuMs')} ms CPU")
+        out.append(line)
+    return out
+
+
 def generic(d: Any) -> list[str]:
     """Top-level numbers and strings of a results file whose shape has no summary of its own (e.g. startup)."""
     if not isinstance(d, dict):
@@ -205,4 +219,4 @@ def generic(d: Any) -> list[str]:
 SUMMARIES = {fn.__name__: fn for fn in (
     scale, pdf_provider, site_render, docx_provider, noop_rebuild, fts_recall, query_latency, mcp_roundtrip,
     serve_load, ask_startup, citation_truth, furniture, ocr_truth, ocr_engines, verify_quote,
-    page_image_formats, static_search)}
+    page_image_formats, static_search, startup)}
