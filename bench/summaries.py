@@ -40,6 +40,7 @@ def scale(d: dict) -> list[str]:
             f"{g(e, 'cpu_s.min')} (median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | {g(n, 'build_s.min')} / "
             f"{g(n, 'wall_s.min')} / {g(n, 'cpu_s.min')} (median {g(n, 'build_s.median')} / {g(n, 'wall_s.median')}) | "
             f"{g(r, 'machine_start.loadavg.0')}–{g(r, 'machine_end.loadavg.0')} |")
+    lines.append("")  # a paragraph, not one more table row
     lines.append("Full build: min wall time of whole `python -m mnote_evidence build` processes (3 rounds up to 1,000 "
                  "notes, else 1); edit/no-op: min (median) of 3, `seconds` of the BuildReport / process wall time / "
                  "process CPU time (user + system, workers included: what load on the machine does not inflate); "
