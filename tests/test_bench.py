@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import importlib.machinery
+import importlib.util
 import re
 import subprocess
 import sys
@@ -58,3 +61,23 @@ def test_summaries_show_a_missing_figure_as_a_question_mark():
     row = {"notes": 100, "ref": "current", "commit": "abc", "full": {}, "edit": {}, "noop": {}}
     lines = scale({"results": [row]})
     assert any(line.startswith("| 100 | current abc | ?") for line in lines)
+
+
+def test_summary_says_which_bench_failed_or_was_skipped():
+    loader = importlib.machinery.SourceFileLoader("bench_run", str(REPO / "bench/run"))
+    spec = importlib.util.spec_from_loader("bench_run", loader)
+    run = importlib.util.module_from_spec(spec)
+    sys.modules["bench_run"] = run  # dataclasses look their module up there
+    try:
+        loader.exec_module(run)
+    finally:
+        del sys.modules["bench_run"]
+    args = argparse.Namespace(quick=False, baseline_ref="abc123", summary_only=False)
+    failed = {"command": "python bench/pdf_provider.py", "seconds": 1.0, "commit": "c0ffee", "started": "now",
+              "machine_start": {"loadavg": [3.5, 1, 1]}, "machine_end": {"loadavg": [4.5, 1, 1]}, "exit": 1,
+              "error": "liteparse missing"}
+    text = run.summary({"pdf_provider": failed, "startup": {"skipped": "bench/startup.py does not exist"}},
+                       args, 90.0, "c0ffee")
+    assert "baseline ref abc123" in text and "total 1.5 min" in text
+    assert "**Failed**" in text and "liteparse missing" in text and "load 3.5 → 4.5" in text
+    assert "Skipped: bench/startup.py does not exist." in text
