@@ -23,6 +23,7 @@ none; the result has one flag per input block, in input order.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -84,15 +85,21 @@ def furniture_flags(blocks: list[PageBlock], heights: dict[int, float]) -> list[
     for i, band, y in edges:
         groups.setdefault((band, _key(texts[i])), []).append((i, y))
     for members in groups.values():
+        near, repeats = _Near([(y, j) for j, y in members]), {}
         for i, y in members:
-            if len({blocks[j].page for j, yy in members if abs(yy - y) <= SAME_Y}) >= MIN_REPEATS:
-                candidate[i] = True
+            if y not in repeats:
+                repeats[y] = len({blocks[j].page for j in near.within(y)}) >= MIN_REPEATS
+            candidate[i] = candidate[i] or repeats[y]
     flags = [False] * len(blocks)
+    bands = {band: _Near([(y, j) for j, b2, y in edges if b2 == band]) for band in ("top", "bottom")}
+    lines: dict[tuple[str, float], bool] = {}  # (band, y) -> a furniture line there; headers share a y
     for i, band, y in edges:
-        mates = [j for j, b2, y2 in edges if b2 == band and abs(y2 - y) <= SAME_Y]
-        pages = {blocks[j].page for j in mates}
-        found = {blocks[j].page for j in mates if candidate[j]}
-        if len(found) < MIN_LINE_PAGES or len(found) < LINE_SHARE * len(pages):
+        if (band, y) not in lines:
+            mates = bands[band].within(y)
+            pages = {blocks[j].page for j in mates}
+            found = {blocks[j].page for j in mates if candidate[j]}
+            lines[band, y] = len(found) >= MIN_LINE_PAGES and len(found) >= LINE_SHARE * len(pages)
+        if not lines[band, y]:
             continue  # not a furniture line: body text that happens to sit at the page's edge
         text = texts[i]
         flags[i] = candidate[i] or (len(text) <= MAX_FURNITURE_CHARS and bool(_DIGITS.search(text)))
@@ -101,6 +108,22 @@ def furniture_flags(blocks: list[PageBlock], heights: dict[int, float]) -> list[
         if not flags[i] and offset is not None and texts[i].isdigit() and int(texts[i]) - blocks[i].page == offset:
             flags[i] = True
     return flags
+
+
+class _Near:
+    """Blocks by their edge's y, for "which lie within `SAME_Y` of y" in log time (a long PDF has a
+    header on each of thousands of pages: comparing every pair was quadratic). Same answers as the
+    pairwise `abs(y2 - y) <= SAME_Y` it replaces."""
+
+    def __init__(self, items: list[tuple[float, int]]):
+        items.sort()
+        self.ys = [y for y, _ in items]
+        self.ids = [i for _, i in items]
+
+    def within(self, y: float) -> list[int]:
+        lo = bisect.bisect_left(self.ys, y - SAME_Y)
+        hi = bisect.bisect_right(self.ys, y + SAME_Y)
+        return [j for k, j in zip(range(lo, hi), self.ids[lo:hi]) if abs(self.ys[k] - y) <= SAME_Y]
 
 
 def _page_offset(blocks: list[PageBlock], flags: list[bool]) -> int | None:
