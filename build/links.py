@@ -45,11 +45,11 @@ class LinkResolver:
         # name -> [(folder, depth, path)]: what wikilink tie-breaking compares, computed once
         self._by_name: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
         for p in sorted(paths):
-            folder, name = posixpath.split(p)
-            entry = (folder, p.count("/"), p)
-            self._by_name[name.lower()].append(entry)
-            if name.lower().endswith(".md"):
-                self._by_name[name[:-3].lower()].append(entry)
+            folder, _, name = p.rpartition("/")  # posixpath.split, for normalised paths, at a third of its cost
+            entry, key = (folder, p.count("/"), p), name.lower()
+            self._by_name[key].append(entry)
+            if key.endswith(".md"):
+                self._by_name[key[:-3]].append(entry)
 
     def resolve(self, note: str, target: str, kind: str) -> Resolution:
         if kind in NAME_KINDS:

@@ -28,7 +28,7 @@ from mnote_evidence.build import versions
 from mnote_evidence.build.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES,
                                           DEFAULT_OUT)
 from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
-from mnote_evidence.build.formats import provider_for
+from mnote_evidence.build.formats import format_for, provider_for
 from mnote_evidence.build.fsutil import in_durable_batch
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
@@ -138,9 +138,17 @@ class _Build:
         self.prev: PreviousBuild = load_previous(self.db_path)
         self.changes = IndexChanges()
         self.stamp = now_ms()
+        self._versions: dict[str, str] = {}
         self.layout = options.sidecars or self.prev.meta.get("sidecar_layout") or LAYOUT_BESIDE
         if self.layout not in LAYOUTS:
             raise ValueError(f"sidecar layout must be one of {', '.join(LAYOUTS)} (got {self.layout!r})")
+
+    def _version(self, path: str) -> str:
+        """The version of `path`'s provider (a supported format), set up once per provider per build."""
+        spec = format_for(path).provider
+        if spec not in self._versions:
+            self._versions[spec] = provider_for(path, self.options.ocr).version()
+        return self._versions[spec]
 
     # -- rows -----------------------------------------------------------------
     def _row(self, f: SourceFile, owner: str | None, status: str, provider: str | None = None,
@@ -226,7 +234,7 @@ class _Build:
             if not self.screen(f, f.path):
                 progress.advance()
                 continue
-            if self._unchanged(f, f.path, provider_for(f.path, self.options.ocr).version()):
+            if self._unchanged(f, f.path, self._version(f.path)):
                 self.report.unchanged += 1
                 links[f.path] = None  # as the index holds them (build/linkgraph.py reads them if needed)
                 progress.advance()
@@ -256,8 +264,7 @@ class _Build:
             owner = owner_of.get(f.path)
             if not self.screen(f, owner):
                 continue
-            provider = provider_for(f.path, self.options.ocr)
-            version = provider.version()
+            version = self._version(f.path)
             if self._unchanged(f, owner, version):
                 self.report.unchanged += 1
                 continue

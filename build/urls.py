@@ -17,6 +17,7 @@ too, where the site's headers make them inert downloads (`render/headers.py`).
 from __future__ import annotations
 
 import posixpath
+from functools import cache
 from urllib.parse import quote
 
 from mnote_evidence.build.model import NOTE_SUFFIXES
@@ -44,6 +45,7 @@ def is_reserved(site_path: str) -> bool:
     return first.lower() in RESERVED_DIRS
 
 
+@cache  # pure; called for every resource several times per build
 def page_path(source_path: str) -> str:
     """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`;
     a page that would land on a reserved name goes to `_page/<source path>.html` (`index.md`)."""
@@ -62,6 +64,7 @@ def is_active(source_path: str) -> bool:
     return posixpath.splitext(source_path)[1].lower() in ACTIVE_SUFFIXES
 
 
+@cache
 def copy_path(source_path: str) -> str:
     """Site file holding the copy of a source's bytes: its own path, or `_file/<path>` when its name
     is reserved or a browser would execute it (`_file/` is served as a sandboxed download)."""

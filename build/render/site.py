@@ -420,7 +420,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         commit_pending()  # the pages are on disk before the state file says they are done
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
                                                         "ask": options.ask, "collisions": collisions},
-                                                       ensure_ascii=False, indent=0))
+                                                       ensure_ascii=False))  # no indent=: the C encoder, 10x faster
     finally:
         site.conn.close()
         site.report.seconds = round(time.perf_counter() - started, 3)
