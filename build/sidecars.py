@@ -121,8 +121,12 @@ def source_map(artifact: ParsedResourceArtifact, owner_path: str | None, paths: 
     return out
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: `json.dumps` with
+# options builds an encoder per call, a third of the sidecar time at 10,000 notes (issue 17)
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT.encode(value)
 
 
 def dumps(doc: dict[str, Any]) -> str:
