@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import baseline_tree, compile_tree  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -108,23 +109,6 @@ def import_profile(stderr: str, top: int = 8) -> dict:
             "loaded": sorted(label for module, label in HEAVY.items() if module in names)}
 
 
-def compile_tree(tree: Path) -> None:
-    for folder in ("mnote_evidence", "build", "functions"):
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / folder)], check=True,
-                       stdout=subprocess.DEVNULL)
-
-
-def baseline_tree(ref: str) -> Path:
-    """`ref`'s sources in bench/_work/startup/<ref>, importable with PYTHONPATH (no install)."""
-    dest = WORK / ("tree-" + ref.replace("/", "_"))
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "mnote_evidence", "build", "functions",
-                              "schemas", "site_templates"], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest
-
-
 def workspaces(name: str) -> tuple[Path, Path]:
     """A fresh copy of content_fixtures, and a markdown-only workspace (its notes alone); one pair per
     tree, as builds write sidecars into the workspace."""
@@ -193,7 +177,7 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     trees = {"current": REPO}
     if args.baseline_ref:
-        trees["baseline"] = baseline_tree(args.baseline_ref)
+        trees["baseline"] = baseline_tree(args.baseline_ref, "startup")
     for tree in trees.values():
         compile_tree(tree)
     server = None
