@@ -95,6 +95,7 @@ class LinkStage:
     resolved: list[Resolved] = field(default_factory=list)  # the links resolved now (all, the whole way)
     owner_of: dict[str, str | None] = field(default_factory=dict)
     fast: bool = False
+    resolver: LinkResolver | None = None  # built when a note changed; the renderer may reuse it
     _reader: _Previous | None = None
     _changed: set[str] = field(default_factory=set)  # the notes resolved now
 
@@ -123,7 +124,7 @@ class LinkStage:
                 self.links[note] = [link for link, _ in found]
             changed = set(self.links)
         if changed:  # (building a resolver indexes every path: not for a build with no note changed)
-            resolver = LinkResolver(present, aliases)
+            resolver = self.resolver = LinkResolver(present, aliases)
             self.resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
                              for note in sorted(changed) for link in self.links[note]]
         linkers: dict[str, set[str]] = {}

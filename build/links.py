@@ -40,7 +40,7 @@ def alias_map(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 class LinkResolver:
     def __init__(self, paths: set[str], aliases: dict[str, str] | None = None):
-        self._paths = paths
+        self.paths = paths  # (read-only: the renderer compares it, render/site.py)
         self.aliases = {a: p for a, p in (aliases or {}).items() if p in paths}
         # name -> [(folder, depth, path)]: what wikilink tie-breaking compares, computed once
         self._by_name: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
@@ -68,7 +68,7 @@ class LinkResolver:
         if joined == ".." or joined.startswith("../"):
             return Resolution(None, "outside_root")
         for candidate in (joined, joined + ".md"):
-            if candidate in self._paths:
+            if candidate in self.paths:
                 return Resolution(candidate)
         return Resolution(None, "missing")
 

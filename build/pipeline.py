@@ -405,11 +405,15 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
         if options.site:
+            from mnote_evidence.build.render.data import FromBuild
             from mnote_evidence.build.render.site import RenderOptions, render_site  # see TYPE_CHECKING above
 
             render_options = RenderOptions(jobs=options.jobs, images=options.page_images,
                                            max_page_images=options.max_page_images, ask=options.lightrag is not None)
-            run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress)
+            # the rows this run read and what it wrote since: the renderer reads only the rows written
+            known = (FromBuild(run.prev.resources.values(), changes.resource_ids_written(), graph.resolver)
+                     if run.prev.resources and not (changes.rebuild or changes.resegment) else None)
+            run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress, known)
             run.report.warnings += run.report.site.warnings
         run.report.seconds = round(time.perf_counter() - started, 3)
         return run.report

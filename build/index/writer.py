@@ -66,6 +66,12 @@ class IndexChanges:
     resegment: bool = False  # re-segment the FTS rows of resources not updated (segmentation changed)
     knowledge_texts: dict[str, str] = field(default_factory=dict)  # path -> text just sent to LightRAG
 
+    def resource_ids_written(self) -> set[str]:
+        """Every resource id whose `evidence_resource` row `_apply` inserts, updates or deletes: the
+        other rows stay as they were read before the write (`render/data.py` `FromBuild`)."""
+        return ({u.row.resource_id for u in self.updates} | set(self.stale) | set(self.removed)
+                | {rid for _, _, rid in self.stamps} | set(self.links))
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)

@@ -102,17 +102,18 @@ def _templates_hash() -> str:
 
 
 class _Site:
-    def __init__(self, root: Path, out: Path, db_path: Path, options: RenderOptions):
+    def __init__(self, root: Path, out: Path, db_path: Path, options: RenderOptions,
+                 from_build: data.FromBuild | None = None):
         self.root, self.out, self.db_path, self.options = root, out, db_path, options
         self.conn = data.connect_ro(db_path)
         self.env = _environment()
         self.report = RenderReport()
-        self.resources = data.resources(self.conn)
+        self.resources = data.resources(self.conn, from_build)
         self.by_path = {r.path: r for r in self.resources}
-        self.resolver = LinkResolver({r.path for r in self.resources if r.status != STATUS_STALE},
-                                     alias_map(self.conn.execute(
-                                         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-                                         "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")))
+        self.resolver = _resolver({r.path for r in self.resources if r.status != STATUS_STALE}, alias_map(
+            self.conn.execute("SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+                              "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")),
+            from_build.resolver if from_build else None)
         self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
         self.generated = {page_path(r.path) for r in self.resources}
         self._collisions()
@@ -245,6 +246,15 @@ class _Site:
         return self.env.get_template("index.html").render(ctx)
 
 
+def _resolver(paths: set[str], aliases: dict[str, str], built: LinkResolver | None) -> LinkResolver:
+    """The build's resolver when it resolves exactly as one over `paths` and `aliases` would
+    (same paths, same aliases among them), else a new one (indexing 10,000 paths costs 0.05 s)."""
+    if built is not None and built.paths == paths and built.aliases == {a: p for a, p in aliases.items()
+                                                                         if p in paths}:
+        return built
+    return LinkResolver(paths, aliases)
+
+
 def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for a in aliases:
@@ -341,7 +351,7 @@ def _unchanged_site(db_path: Path, options: RenderOptions, on_progress: OnProgre
 
 @in_durable_batch  # pages are synced together, and before the state file that records them
 def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
-                on_progress: OnProgress | None = None) -> RenderReport:
+                on_progress: OnProgress | None = None, from_build: data.FromBuild | None = None) -> RenderReport:
     """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images.
 
     Incremental twice over: only the pages the build named (`dirty.dirty_since`: rewritten resources, and the
@@ -356,7 +366,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
-    site = _Site(root, out, db_path, options)
+    site = _Site(root, out, db_path, options, from_build)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
         site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
