@@ -18,11 +18,10 @@ the library itself loads with the first file parsed (`build/libraries.py`; tests
 from __future__ import annotations
 
 import importlib
-import posixpath
 from dataclasses import dataclass
 from functools import cache
 
-from mnote_evidence.build.model import NOTE_SUFFIXES, Kind
+from mnote_evidence.build.model import NOTE_SUFFIXES, Kind, suffix_of
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import Provider
 
@@ -62,7 +61,7 @@ BY_SUFFIX = _by_suffix(FORMATS)
 
 def format_for(path: str) -> Format | None:
     """The format that reads `path` (root-relative or any path), by its suffix; None if none does."""
-    return BY_SUFFIX.get(posixpath.splitext(path)[1].lower())
+    return BY_SUFFIX.get(suffix_of(path).lower())
 
 
 def kind_for(path: str) -> Kind:

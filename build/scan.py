@@ -99,30 +99,44 @@ def skip_dir(name: str) -> bool:
 def scan(root: Path, exclude: list[Path] | None = None,
          known: Mapping[str, tuple[Stamp, str]] | None = None) -> list[SourceFile]:
     """All files under `root`, sorted by path (deterministic order). `known`: path -> (stamp, hash) the
-    previous build recorded; a file with the same stamp keeps that hash without being read."""
+    previous build recorded; a file with the same stamp keeps that hash without being read.
+
+    One `os.scandir` per folder and one `lstat` per file (`DirEntry.stat`), its type from the folder
+    listing: what `os.walk` reads, without a `Path` per entry or a second `lstat` per folder."""
     root = root.resolve()
     known = known or {}
     trust_before = time.time_ns() - RACY_NS
-    excluded = [p.resolve() for p in (exclude or [])]
+    excluded = {str(p.resolve()) for p in (exclude or [])}
     found: list[SourceFile] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(dirpath)
-        keep = []
-        for name in sorted(dirnames):
-            full = here / name
-            # `root` is resolved, so `full` is a real path unless it is a symlink (handled below)
-            if skip_dir(name) or full in excluded:
-                continue
-            if full.is_symlink():
-                found.append(_refused_link(root, full, is_dir=True))
-                continue
-            keep.append(name)
-        dirnames[:] = keep
-        prefix = "" if here == root else here.relative_to(root).as_posix() + "/"
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            found.append(_entry(root, os.path.join(dirpath, name), prefix + name, known, trust_before))
+    folders = [(str(root), "")]  # (full path, root-relative prefix)
+    while folders:
+        folder, prefix = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:  # unreadable folder: skipped, as os.walk does
+            continue
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()  # follows a symlink, as os.walk sorts entries (a link to a folder)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                # `root` is resolved, so the path is a real path unless it is a symlink (handled below)
+                if skip_dir(name) or entry.path in excluded:
+                    continue
+                if entry.is_symlink():
+                    found.append(_refused_link(root, Path(entry.path), is_dir=True))
+                else:
+                    folders.append((entry.path, prefix + name + "/"))
+            elif not name.startswith("."):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError as exc:
+                    found.append(_unreadable(prefix + name, exc))
+                    continue
+                found.append(_entry(root, entry.path, prefix + name, known, trust_before, st))
     found.sort(key=lambda f: f.path)
     return found
 
@@ -147,12 +161,19 @@ def _refused_link(root: Path, full: Path, is_dir: bool) -> SourceFile:
                        "link to the real path instead"))
 
 
+def _unreadable(rel: str, exc: OSError) -> SourceFile:
+    return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
+
+
 def _entry(root: Path, full: str, rel: str, known: Mapping[str, tuple[Stamp, str]] = {},
-           trust_before: int = 0) -> SourceFile:
-    try:
-        st = os.lstat(full)  # one system call for most files: a link is followed below
-    except OSError as exc:
-        return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
+           trust_before: int = 0, st: os.stat_result | None = None) -> SourceFile:
+    """One file's entry; `st`: its `lstat`, when the caller has it (one system call for most files:
+    a link is followed below)."""
+    if st is None:
+        try:
+            st = os.lstat(full)
+        except OSError as exc:
+            return _unreadable(rel, exc)
     if stat.S_ISLNK(st.st_mode):
         refused = _refused_link(root, Path(full), is_dir=False)
         target = Path(full).resolve() if refused.refused[0] != "symlink_broken" else None

@@ -20,7 +20,7 @@ import posixpath
 from functools import cache
 from urllib.parse import quote
 
-from mnote_evidence.build.model import NOTE_SUFFIXES
+from mnote_evidence.build.model import NOTE_SUFFIXES, suffix_of
 
 
 DB_NAME = "evidence.sqlite"
@@ -49,8 +49,8 @@ def is_reserved(site_path: str) -> bool:
 def page_path(source_path: str) -> str:
     """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`;
     a page that would land on a reserved name goes to `_page/<source path>.html` (`index.md`)."""
-    stem, suffix = posixpath.splitext(source_path)
-    page = stem + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
+    suffix = suffix_of(source_path)
+    page = source_path[:-len(suffix)] + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
     return f"{MOVED_PAGES_DIR}/{source_path}.html" if is_reserved(page) else page
 
 
@@ -61,7 +61,7 @@ ACTIVE_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xht", ".shtml", ".svg"
 
 def is_active(source_path: str) -> bool:
     """True for files browsers execute (HTML, SVG, XML, scripts): their copies are served inert."""
-    return posixpath.splitext(source_path)[1].lower() in ACTIVE_SUFFIXES
+    return suffix_of(source_path).lower() in ACTIVE_SUFFIXES
 
 
 @cache

@@ -46,8 +46,10 @@ def load_previous(db_path: Path) -> PreviousBuild:
             knowledge, hashes = _knowledge(conn)
             return PreviousBuild({}, meta, knowledge, meta.get("schema_version") or "unrecorded",
                                  sent_hashes=hashes)
-        resources = {r["source_root_relative_path"]: ResourceRow.from_sql(r)
-                     for r in conn.execute("SELECT * FROM evidence_resource")}
+        cursor = conn.cursor()
+        cursor.row_factory = None  # plain tuples, read by position (`ResourceRow.from_values`)
+        resources = {r[1]: ResourceRow.from_values(r)
+                     for r in cursor.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource")}
         knowledge, hashes = _knowledge(conn)
         return PreviousBuild(resources, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes)
     finally:

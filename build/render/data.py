@@ -59,13 +59,15 @@ class FromBuild:
 
 def resources(conn: sqlite3.Connection, known: FromBuild | None = None) -> list[Resource]:
     """Every resource row, by path; with `known`, the rows not written since are taken from it."""
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, read by position (`Resource.from_values`)
     if known is None:
-        return [Resource.from_sql(r)
-                for r in conn.execute("SELECT * FROM evidence_resource ORDER BY source_root_relative_path")]
+        return [Resource.from_values(r) for r in cursor.execute(
+            f"SELECT {Resource.SQL_COLUMNS} FROM evidence_resource ORDER BY source_root_relative_path")]
     by_id = {r.resource_id: r for r in known.rows if r.resource_id not in known.written}
-    for r in conn.execute("SELECT * FROM evidence_resource WHERE resource_id IN (SELECT value FROM json_each(?))",
-                          [json.dumps(sorted(known.written))]):
-        by_id[r["resource_id"]] = Resource.from_sql(r)
+    for r in cursor.execute(f"SELECT {Resource.SQL_COLUMNS} FROM evidence_resource "
+                            "WHERE resource_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(known.written))]):
+        by_id[r[0]] = Resource.from_values(r)
     return sorted(by_id.values(), key=lambda r: r.path)  # code point order: SQLite's BINARY order of UTF-8
 
 
