@@ -20,6 +20,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock, paragraph
 from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
@@ -81,6 +82,25 @@ def keep_deep_text_plugin(md: MarkdownIt) -> None:
         state.line = max(state.line, line)
 
     md.block.tokenize = tokenize
+
+
+KEEP_PARSED = 32  # parsed notes held for the renderer, at most (the oldest goes first)
+_kept: dict[str, list[Token]] = {}
+
+
+def parse_note(text: str, keep: bool = False) -> list[Token]:
+    """A note's tokens. A build parses a changed note for the index (the provider, `keep=True`) and,
+    in the same process, again for its page (the renderer): kept tokens are handed to the next call
+    with the same text instead, once (the renderer annotates them), so the note is parsed once."""
+    tokens = _kept.pop(text, None)
+    if tokens is not None:
+        return tokens
+    tokens = markdown_parser().parse(text)
+    if keep:
+        while len(_kept) >= KEEP_PARSED:
+            del _kept[next(iter(_kept))]
+        _kept[text] = tokens
+    return tokens
 
 
 @lru_cache(maxsize=1)

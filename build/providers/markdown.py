@@ -21,7 +21,7 @@ from typing import Callable
 from markdown_it.token import Token
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.markdown_syntax import markdown_parser
+from mnote_evidence.build.markdown_syntax import parse_note
 from mnote_evidence.build.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
@@ -208,7 +208,7 @@ class MarkdownProvider:
 
     def parse_text(self, path: str, source_hash: str, text: str,
                    warnings: list[Warning_] | None = None) -> ParsedResourceArtifact:
-        tokens = markdown_parser().parse(text)
+        tokens = parse_note(text, keep=True)  # the renderer takes them (markdown_syntax.py)
         offsets = _line_offsets(text)
         new_block_id = BlockIdAllocator(path)
         tree = SectionTree(path)

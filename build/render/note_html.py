@@ -27,7 +27,7 @@ from typing import Callable
 
 from markdown_it.token import Token
 
-from mnote_evidence.build.markdown_syntax import markdown_parser
+from mnote_evidence.build.markdown_syntax import markdown_parser, parse_note
 from mnote_evidence.build.model import Block
 from mnote_evidence.build.providers.markdown import block_tokens
 from mnote_evidence.build.providers.markdown_properties import Properties
@@ -73,7 +73,7 @@ def render_note(text: str, note_path: str, blocks: list[Block], aliases: dict[st
                 links: NoteLinks, page: str | None = None) -> str:
     """The note's HTML; its links are relative to `page` (default: the note's own page)."""
     md = markdown_parser()
-    tokens = md.parse(text)
+    tokens = parse_note(text)  # the provider's, when it just parsed this text here (parsed once)
     _attach_ids(tokens, blocks, aliases)
     env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page or page_path(note_path)}
     return _Renderer(md).render(tokens, md.options, env)

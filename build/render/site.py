@@ -34,6 +34,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 
+from mnote_evidence import __version__
 from mnote_evidence.build.assets import asset_dir
 from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
 from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text, commit_pending, in_durable_batch
@@ -103,7 +104,7 @@ def _templates_hash() -> str:
 
 class _Site:
     def __init__(self, root: Path, out: Path, db_path: Path, options: RenderOptions,
-                 from_build: data.FromBuild | None = None):
+                 from_build: data.FromBuild | None = None, state: dict[str, Any] | None = None):
         self.root, self.out, self.db_path, self.options = root, out, db_path, options
         self.conn = data.connect_ro(db_path)
         self.env = _environment()
@@ -116,7 +117,12 @@ class _Site:
             from_build.resolver if from_build else None)
         self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
         self.generated = {page_path(r.path) for r in self.resources}
-        self._collisions()
+        # the collisions depend on the paths alone: those the state recorded for the same paths stand
+        self.paths_key = _paths_key(self.resources)
+        if state and state.get("paths_key") == self.paths_key and isinstance(state.get("collisions"), list):
+            self.report.problems.extend(state["collisions"])
+        else:
+            self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
         self.sentences = Sentences(self.conn)
@@ -246,6 +252,11 @@ class _Site:
         return self.env.get_template("index.html").render(ctx)
 
 
+def _paths_key(resources: list[data.Resource]) -> str:
+    """Every resource path, in order, and this code's version: what `_Site._collisions` depends on."""
+    return hashlib.sha256("\0".join([__version__, *(r.path for r in resources)]).encode()).hexdigest()[:20]
+
+
 def _resolver(paths: set[str], aliases: dict[str, str], built: LinkResolver | None) -> LinkResolver:
     """The build's resolver when it resolves exactly as one over `paths` and `aliases` would
     (same paths, same aliases among them), else a new one (indexing 10,000 paths costs 0.05 s)."""
@@ -366,7 +377,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
-    site = _Site(root, out, db_path, options, from_build)
+    site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
         site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
@@ -429,7 +440,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             atomic_write_text(out / HEADERS_FILE, headers_file())
         commit_pending()  # the pages are on disk before the state file says they are done
         atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
-                                                        "ask": options.ask, "collisions": collisions},
+                                                        "ask": options.ask, "collisions": collisions,
+                                                        "paths_key": site.paths_key},
                                                        ensure_ascii=False))  # no indent=: the C encoder, 10x faster
     finally:
         site.conn.close()

@@ -1,0 +1,152 @@
+"""A one-note edit does its work once (issue 17 point 1): counted calls, not timers.
+
+Real builds of the sample workspace with the site rendered. An edit reads the resource rows once
+(the renderer takes the build's rows and re-reads only those written), builds one link resolver,
+parses the edited note once (the provider's tokens go to the renderer), reuses the recorded path
+collisions, and a small batch of files is fsynced file by file instead of a `syncfs` of the whole
+file system. Each count would fail if the double work came back; the results are compared with a
+fresh read of the index, so the shortcuts change nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import time
+
+import pytest
+from mnote_evidence.build import fsutil, links, markdown_syntax, model
+from mnote_evidence.build.index import previous
+from mnote_evidence.build.render import data, site
+from tests.conftest import run_build
+
+DAY_AGO = time.time() - 86400
+EDITED = "Projects/Meeting Notes/Kickoff.md"
+
+
+def _aged_build(workspace, out):
+    for path in workspace.rglob("*"):
+        if path.is_file():
+            os.utime(path, (DAY_AGO, DAY_AGO))
+    return run_build(workspace, out, site=True)
+
+
+def _edit(workspace, rel: str = EDITED) -> str:
+    note = workspace / rel
+    text = note.read_text("utf-8") + "\nOne more paragraph, appended by the edit.\n"
+    note.write_text(text, "utf-8")
+    return text
+
+
+def _count(monkeypatch, owner, name: str, calls: list) -> None:
+    original = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+
+
+def test_an_edit_reads_the_resource_rows_once_and_renders_from_the_same_rows(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    total = len(previous.load_previous(out / "evidence.sqlite").resources)
+    _edit(workspace)
+    read: list = []
+    _count(monkeypatch, model.ResourceRow, "from_values", read)
+    _count(monkeypatch, model.ResourceRow, "from_sql", read)
+    seen: list = []
+    init = site._Site.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        seen.append(list(self.resources))
+    monkeypatch.setattr(site._Site, "__init__", spy)
+    report = run_build(workspace, out, site=True)
+    assert report.parsed == 1 and report.site.pages_written >= 1
+    assert total < len(read) <= total + 5, (total, len(read))  # once, plus the few rows the edit wrote
+    conn = data.connect_ro(out / "evidence.sqlite")
+    try:
+        assert seen == [data.resources(conn)]  # what a fresh read of the whole table gives
+    finally:
+        conn.close()
+
+
+def test_an_edit_builds_one_link_resolver(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    built: list = []
+    _count(monkeypatch, links.LinkResolver, "__init__", built)
+    run_build(workspace, out, site=True)
+    assert len(built) == 1
+
+
+def test_the_renderer_builds_its_own_resolver_when_the_paths_differ():
+    built = links.LinkResolver({"a.md", "b.md"}, {"x": "a.md"})
+    assert site._resolver({"a.md", "b.md"}, {"x": "a.md", "y": "gone.md"}, built) is built
+    assert site._resolver({"a.md", "b.md", "c.md"}, {"x": "a.md"}, built) is not built
+    assert site._resolver({"a.md", "b.md"}, {"x": "b.md"}, built) is not built
+
+
+def test_an_edited_note_is_parsed_once(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    text = _edit(workspace)
+    parsed: list = []
+    _count(monkeypatch, markdown_syntax.MarkdownIt, "parse", parsed)
+    report = run_build(workspace, out, site=True)
+    assert report.parsed == 1 and report.site.pages_written >= 1
+    assert [args[1] for args in parsed].count(text) == 1
+    assert "One more paragraph" in (out / EDITED.replace(".md", ".html")).read_text("utf-8")
+    assert not markdown_syntax._kept  # handed to the renderer, not left behind
+
+
+def test_kept_tokens_are_bounded_and_handed_out_once(monkeypatch):
+    monkeypatch.setattr(markdown_syntax, "_kept", {})
+    first = markdown_syntax.parse_note("# one\n", keep=True)
+    assert markdown_syntax.parse_note("# one\n") is first
+    assert markdown_syntax.parse_note("# one\n") is not first  # taken: parsed again
+    for i in range(markdown_syntax.KEEP_PARSED + 5):
+        markdown_syntax.parse_note(f"# {i}\n", keep=True)
+    assert len(markdown_syntax._kept) == markdown_syntax.KEEP_PARSED
+
+
+def test_an_edit_reuses_the_recorded_collisions_and_an_added_file_checks_again(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    full = _aged_build(workspace, out)
+    checked: list = []
+    _count(monkeypatch, site._Site, "_collisions", checked)
+    _edit(workspace)
+    edited = run_build(workspace, out, site=True)
+    assert checked == [] and edited.site.problems == full.site.problems
+    (workspace / "index.md").write_text("# A reserved name\n", "utf-8")  # its page moves: reported
+    added = run_build(workspace, out, site=True)
+    assert len(checked) == 1
+    assert [p["code"] for p in added.site.problems if p["path"] == "index.md"] == ["reserved_name"]
+
+
+def test_a_small_batch_fsyncs_its_files_and_a_large_one_syncs_the_file_system(tmp_path, monkeypatch):
+    syncfs: list = []
+    fsyncs: list = []
+    monkeypatch.setattr(fsutil, "_syncfs_ok", lambda path: syncfs.append(path) or True)
+    real_fsync = os.fsync
+    monkeypatch.setattr(fsutil.os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
+    with fsutil.durable_batch():
+        fsutil.atomic_write_text(tmp_path / "page.html", "page")
+        fsutil.atomic_write_text(tmp_path / "d" / "sidecar.json", "{}")
+    assert syncfs == [] and len(fsyncs) == 4  # two files, then their two folders
+    assert (tmp_path / "page.html").read_text() == "page"
+    if fsutil._syncfs() is None:
+        pytest.skip("no syncfs(2) here: every batch fsyncs its files")
+    fsyncs.clear()
+    with fsutil.durable_batch():
+        for i in range(fsutil.FSYNC_EACH_MAX + 1):
+            fsutil.atomic_write_text(tmp_path / f"{i}.txt", str(i))
+    assert syncfs and len(fsyncs) == 1  # the files: one syncfs; their one folder: an fsync
+
+
+@pytest.mark.parametrize("path", ["a", "a.md", ".a", "..a", ".a.b", "a.", "a..", "a.b.c", "x/.y.pdf", "x.d/y",
+                                  "x.d/.y", "..", ".", "a/..md", "x/y.PDF", "", "a/b.", "ab/.", "a.b/", "研究/化学.docx"])
+def test_suffix_of_is_splitext(path):
+    assert model.suffix_of(path) == posixpath.splitext(path)[1]
