@@ -67,23 +67,66 @@ def atomic_write_bytes(path: Path, data: bytes) -> bool:
             return False
     except OSError:
         pass
+    tmp = _temp_beside(path, data, sync=batch is None)
+    if batch is None:
+        _replace(tmp, path)
+    else:
+        batch.add(tmp, path, len(data))
+    return True
+
+
+def _temp_beside(path: Path, data: bytes, sync: bool) -> Path:
+    """`data` in a new temp file next to `path` (fsync'ed if `sync`), with the mode `path` will have."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, file_mode(path))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            if batch is None:
+            if sync:
                 f.flush()
                 os.fsync(f.fileno())
-        if batch is None:
-            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    if batch is not None:
-        batch.add(Path(tmp), path, len(data))
-    return True
+    return Path(tmp)
+
+
+def _replace(tmp: Path, path: Path) -> None:
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def stage_bytes(path: Path, data: bytes) -> Path | None:
+    """The first half of a batched `atomic_write_bytes`, for a worker process: `data` in a temp file
+    beside `path`, neither synced nor renamed (the build process does both: `adopt`); None if `path`
+    already holds exactly `data`."""
+    try:
+        if path.read_bytes() == data:
+            return None
+    except OSError:
+        pass
+    return _temp_beside(path, data, sync=False)
+
+
+def adopt(tmp: Path, path: Path) -> None:
+    """The second half: the staged `tmp` replaces `path` as `atomic_write_bytes` would (it joins the
+    current `durable_batch`, else it is fsync'ed and renamed now)."""
+    batch = _batch.get()
+    if batch is None:
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        _replace(tmp, path)
+        return
+    if path in batch.pending:  # written before in this batch: that goes in first
+        batch.commit()
+    batch.add(tmp, path, tmp.stat().st_size)
 
 
 class _Batch:

@@ -6,14 +6,15 @@
 files (notes) several per task (`parse_many`), and retries the files of a worker that crashed one
 per fresh process, so only the file that really crashes is recorded as `parse_crashed`.
 `parse_all` picks in-process or the pool: the pool only when there are jobs > 1 and enough work
-to repay starting it.
+to repay starting it. With a `prepare` (build/prepare.py) each result is finished where it was
+parsed (sidecars staged, FTS values segmented), in the worker or here alike.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import as_completed
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mnote_evidence.build.formats import provider_for
 from mnote_evidence.build.model import ParsedResourceArtifact, ProviderError
@@ -22,8 +23,11 @@ from mnote_evidence.build.providers import ParseInput
 from mnote_evidence.build.scan import SourceFile
 from mnote_evidence.build.workers import BudgetExceeded, time_budget, worker_pool
 
+if TYPE_CHECKING:
+    from mnote_evidence.build.prepare import Prepare
+
 BATCH_BYTES = 1 << 20  # a batch of small files stops growing at about this many bytes
-OnResult = Callable[[str, "ParsedResourceArtifact | ProviderError"], None]
+OnResult = Callable[[str, Any], None]  # (path, what `parse_one`, then `prepare` if any, made of it)
 
 
 def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
@@ -43,10 +47,14 @@ def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> Parse
         return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
 
 
-def parse_many(root: str, files: list[tuple[str, str]], ocr: OcrSettings) -> list:
+def parse_many(root: str, files: list[tuple[str, str]], ocr: OcrSettings, prepare: Prepare | None = None) -> list:
     """Worker entry point for a batch of small files ((path, source hash) each): `parse_one` on each,
-    so one task carries many notes (a task per 2 KB note costs more in the pool than its parse)."""
-    return [parse_one(root, path, source_hash, ocr) for path, source_hash in files]
+    so one task carries many notes (a task per 2 KB note costs more in the pool than its parse),
+    then `prepare` on each result."""
+    results = [parse_one(root, path, source_hash, ocr) for path, source_hash in files]
+    if prepare is None:
+        return results
+    return [prepare(path, result) for (path, _), result in zip(files, results)]
 
 
 def batches(files: list[SourceFile], max_files: int, max_bytes: int = BATCH_BYTES) -> list[list[SourceFile]]:
@@ -64,29 +72,38 @@ def batches(files: list[SourceFile], max_files: int, max_bytes: int = BATCH_BYTE
 
 
 def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings,
-                  advance: Callable[[int], None], batch: int = 1, on_result: OnResult | None = None) -> dict:
+                  advance: Callable[[int], None], batch: int = 1, on_result: OnResult | None = None,
+                  prepare: Prepare | None = None) -> dict:
     """Parse in worker processes, up to `batch` files per task (see `batches`). A worker that
     dies (a crash inside a native library) breaks the pool; the files it took down are retried
     one per fresh process, so only the file that really crashes is recorded as `parse_crashed`."""
-    results: dict[str, ParsedResourceArtifact | ProviderError] = {}
+    results: dict[str, Any] = {}
     with worker_pool(jobs) as pool:
-        futures = {pool.submit(parse_many, str(root), [(f.path, f.source_hash) for f in group], ocr): group
+        futures = {pool.submit(parse_many, str(root), [(f.path, f.source_hash) for f in group], ocr,
+                               _only(prepare, group)): group
                    for group in batches(files, batch)}
-        for fut in as_completed(futures):
-            try:
-                for f, result in zip(futures[fut], fut.result()):
+        try:
+            for fut in as_completed(futures):
+                try:
+                    done = fut.result()
+                except Exception:  # the worker died: its files are retried below
+                    continue
+                for f, result in zip(futures[fut], done):
                     results[f.path] = result
-                    if on_result is not None:
+                    if on_result is not None:  # outside the `try`: its error (disk full) is the build's
                         on_result(f.path, result)
                 advance(len(futures[fut]))
-            except Exception:
-                pass
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
     for f in files:
         if f.path in results:
             continue
         with worker_pool(1) as solo:
             try:
-                results[f.path] = solo.submit(parse_one, str(root), f.path, f.source_hash, ocr).result()
+                results[f.path] = solo.submit(parse_many, str(root), [(f.path, f.source_hash)], ocr,
+                                              _only(prepare, [f])).result()[0]
             except Exception:
                 results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
         if on_result is not None:
@@ -95,18 +112,24 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
     return results
 
 
+def _only(prepare: Prepare | None, group: list[SourceFile]) -> Prepare | None:
+    return None if prepare is None else prepare.only([f.path for f in group])
+
+
 def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, advance: Callable[[int], None],
-              batch: int = 1, min_pool: int = 2, on_result: OnResult | None = None) -> dict:
+              batch: int = 1, min_pool: int = 2, on_result: OnResult | None = None,
+              prepare: Prepare | None = None) -> dict:
     """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
-    (fewer would not repay the start of the workers), else here, one by one. `on_result(path,
-    result)` is called as each result arrives (in no particular order): this process's share of
-    the work (writing sidecars) overlaps the workers' parsing instead of following it."""
+    (fewer would not repay the start of the workers), else here, one by one; each result then
+    goes through `prepare` where it was parsed. `on_result(path, result)` is called as each result
+    arrives (in no particular order): this process's share of the work (adopting the staged
+    sidecars) overlaps the workers' parsing instead of following it."""
     if jobs <= 1 or len(files) < max(2, min_pool):
-        results: dict[str, ParsedResourceArtifact | ProviderError] = {}
+        results: dict[str, Any] = {}
         for f in files:
-            results[f.path] = parse_one(str(root), f.path, f.source_hash, ocr)
+            results[f.path] = parse_many(str(root), [(f.path, f.source_hash)], ocr, _only(prepare, [f]))[0]
             if on_result is not None:
                 on_result(f.path, results[f.path])
             advance(1)
         return results
-    return parse_in_pool(files, root, jobs, ocr, advance, batch, on_result)
+    return parse_in_pool(files, root, jobs, ocr, advance, batch, on_result, prepare)

@@ -52,12 +52,13 @@ from mnote_evidence.build.model import (
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.parse import parse_all
+from mnote_evidence.build.prepare import Prepare, Prepared, adopt_prepared
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.redact import redact
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.scan import SourceFile, scan
-from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, SidecarWriter, paths_at,
+from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at,
                                            remove_sidecars, reusable, source_map_path, write_sidecars)
 from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.urls import DB_NAME
@@ -183,15 +184,22 @@ class _Build:
             remove_sidecars(self.root, SidecarPaths(prev.artifact_path, prev.source_map_path))
 
     def _accept(self, f: SourceFile, owner: str | None, artifact: ParsedResourceArtifact,
-                reused_from: str | None = None, written: SidecarPaths | None = None) -> None:
-        """Record a parse (its sidecars written now, or already: `written`)."""
+                reused_from: str | None = None, prepared: Prepared | None = None) -> None:
+        """Record a parse (its sidecars written now, or already where it was parsed: `prepared`)."""
         prev = self.prev.resources.get(f.path)
-        paths = written or write_sidecars(self.root, artifact, owner, self.layout)
+        paths = prepared.paths if prepared else write_sidecars(self.root, artifact, owner, self.layout)
         self._drop_old_sidecars(prev, keep=paths)
         if reused_from and reused_from != paths.source_map:  # moved, not copied
             remove_sidecars(self.root, paths_at(reused_from, artifact))
         row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
-        self.changes.updates.append(ResourceUpdate(row, artifact))
+        self.changes.updates.append(ResourceUpdate(row, artifact, prepared.segmented if prepared else None))
+
+    def _parse(self, todo: list[tuple[SourceFile, str | None]], progress: StageProgress, **kwargs) -> dict:
+        """Parse `todo` ((file, owner) each); each result comes back prepared (build/prepare.py) and its
+        staged sidecars join this step's durable batch as it arrives."""
+        prepare = Prepare(str(self.root), self.layout, {f.path: owner for f, owner in todo})
+        return parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance,
+                         on_result=lambda _path, result: adopt_prepared(result), prepare=prepare, **kwargs)
 
     def _unchanged(self, f: SourceFile, owner: str | None, version: str) -> bool:
         """Same bytes, same provider version, same owner (and sidecars where the layout puts them):
@@ -240,9 +248,7 @@ class _Build:
                 progress.advance()
                 continue
             todo.append(f)
-        written = SidecarWriter(self.root, self.layout, {f.path: f.path for f in todo})
-        results = parse_all(todo, self.root, self.options.jobs, self.options.ocr, progress.advance,
-                            batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL, on_result=written)
+        results = self._parse([(f, f.path) for f in todo], progress, batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL)
         progress.finish()
         self.report.parsed += len(todo)
         for f in todo:  # in path order: deterministic
@@ -252,9 +258,9 @@ class _Build:
                 self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
                                    provider.name, provider.version())
                 continue
-            self._accept(f, f.path, result, written=written.paths[f.path])
+            self._accept(f, f.path, result.artifact, prepared=result)
             links[f.path] = [NoteLink(b.id, link["target"], link["kind"], link.get("label"))
-                             for b in result.blocks for link in b.links]
+                             for b in result.artifact.blocks for link in b.links]
         return links
 
     @in_durable_batch
@@ -283,9 +289,7 @@ class _Build:
         if not todo:
             return
         self.report.parsed += len(todo)
-        written = SidecarWriter(self.root, self.layout, {f.path: owner for f, owner in todo})
-        results = parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance,
-                            on_result=written)
+        results = self._parse(todo, progress)
         progress.finish()
         for f, owner in todo:  # in path order: deterministic
             result = results[f.path]
@@ -293,7 +297,7 @@ class _Build:
                 p = provider_for(f.path, self.options.ocr)
                 self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
             else:
-                self._accept(f, owner, result, written=written.paths[f.path])
+                self._accept(f, owner, result.artifact, prepared=result)
 
     def vanished(self, present: set[str]) -> None:
         for path, prev in sorted(self.prev.resources.items()):

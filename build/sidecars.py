@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.fsutil import atomic_write_text, stage_bytes
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
     SOURCE_MAP_SCHEMA,
@@ -160,17 +160,25 @@ def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str
     return paths
 
 
-class SidecarWriter:
-    """Writes each parse's sidecars as its result arrives (while the workers parse on), keeping
-    where it wrote them (`paths`) for the build, which then records the results in path order."""
-
-    def __init__(self, root: Path, layout: str, owner_of: dict[str, str | None]):
-        self.root, self.layout, self.owner_of = root, layout, owner_of
-        self.paths: dict[str, SidecarPaths] = {}
-
-    def __call__(self, path: str, result: ParsedResourceArtifact | Exception) -> None:
-        if isinstance(result, ParsedResourceArtifact):  # a ProviderError writes nothing
-            self.paths[path] = write_sidecars(self.root, result, self.owner_of[path], self.layout)
+def stage_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None,
+                   layout: str = LAYOUT_BESIDE) -> tuple[SidecarPaths, list[tuple[Path, Path]]]:
+    """`write_sidecars` in a worker process: the same bytes in temp files beside their places, as
+    (temp, sidecar) pairs in writing order, for the build process to `fsutil.adopt` (one sync per
+    batch, then the renames); a sidecar that already holds its bytes has no pair."""
+    paths = sidecar_paths(artifact, owner_path, layout)
+    files = [(paths.text, artifact.text)] if paths.text is not None else []
+    files.append((paths.source_map, dumps(source_map(artifact, owner_path, paths))))
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for rel, content in files:
+            tmp = stage_bytes(root / rel, content.encode("utf-8"))
+            if tmp is not None:
+                staged.append((tmp, root / rel))
+    except BaseException:  # none or all: no temp file of a half-staged pair is left behind
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    return paths, staged
 
 
 def remove_sidecars(root: Path, paths: SidecarPaths) -> None:

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from mnote_evidence.build import fsutil, parse, pipeline
+from mnote_evidence.build import fsutil, parse, pipeline, text
 from mnote_evidence.build.render import page_pool
 from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site
 
@@ -31,7 +31,27 @@ def _files(out: Path) -> dict[str, bytes]:
 
 
 def _sidecars(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.source-map.json"))}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.name.endswith((".source-map.json", ".parse.md", ".ocr.md"))}
+
+
+def _rows(out: Path) -> dict[str, list[tuple]]:
+    """The index's rows (the build's timestamps left out), and what its FTS index holds: every indexed
+    token with its block and position (fts5vocab), i.e. the segmented values the workers computed."""
+    conn = sqlite3.connect(out / "evidence.sqlite")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, evidence_fts, instance)")
+        stamps = {"updated_at_ms", "source_mtime_ns"}
+        tables = ["evidence_resource", "evidence_block_row", "evidence_section", "evidence_edge_row",
+                  "evidence_link", "temp.vocab"]
+        rows = {}
+        for table in tables:
+            cur = conn.execute(f"SELECT * FROM {table}")
+            keep = [i for i, d in enumerate(cur.description) if d[0] not in stamps]
+            rows[table] = sorted(tuple(r[i] for i in keep) for r in cur)
+        return rows
+    finally:
+        conn.close()
 
 
 def test_pool_build_writes_the_same_site_and_sidecars_as_one_process(tmp_path, monkeypatch):
@@ -49,6 +69,25 @@ def test_pool_build_writes_the_same_site_and_sidecars_as_one_process(tmp_path, m
     assert a.keys() == b.keys()
     assert [k for k in a if a[k] != b[k]] == []
     assert _sidecars(serial_ws) == _sidecars(pool_ws)
+    assert any(k.endswith(".parse.md") for k in _sidecars(pool_ws))  # attachments' text too
+    serial_rows, pooled_rows = _rows(tmp_path / "a" / "out"), _rows(tmp_path / "b" / "out")
+    assert len(pooled_rows["temp.vocab"]) > 1000 and len(pooled_rows["evidence_block_row"]) > 100
+    assert {t: r for t, r in pooled_rows.items() if r != serial_rows[t]} == {}
+    assert pooled_rows["temp.vocab"] == _segmented_here(tmp_path / "b" / "out")
+
+
+def _segmented_here(out: Path) -> list[tuple]:
+    """The FTS index of the blocks' text segmented in this process (`text.segment_for_index`)."""
+    conn = sqlite3.connect(out / "evidence.sqlite")
+    try:
+        blocks = conn.execute("SELECT id, text FROM evidence_block_row").fetchall()
+    finally:
+        conn.close()
+    mem = sqlite3.connect(":memory:")
+    mem.execute("CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')")
+    mem.executemany("INSERT INTO f (rowid, text) VALUES (?, ?)", [(i, text.segment_for_index(t)) for i, t in blocks])
+    mem.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, f, instance)")
+    return sorted(mem.execute("SELECT * FROM temp.vocab"))
     assert not [p for p in (tmp_path / "b").rglob("*.tmp")]  # every batch committed
 
 

@@ -49,6 +49,9 @@ class ResourceUpdate:
 
     row: ResourceRow
     artifact: ParsedResourceArtifact | None = None
+    # (SEGMENTATION_VERSION, the FTS value of each block), computed where it was parsed (build/prepare.py);
+    # None, or of another version: segmented here
+    segmented: tuple[str, list[str]] | None = None
 
 
 @dataclass
@@ -213,7 +216,7 @@ def _insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: in
     blocks = list(_block_rows(artifact, row, next_id))
     _insert(conn, "evidence_block_row", blocks)
     conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
-                        ((b["id"], text.segment_for_index(b["text"]), b["block_id"]) for b in blocks))
+                     zip((b["id"] for b in blocks), _fts_values(update), (b["block_id"] for b in blocks)))
     _insert(conn, "evidence_section", ({
         "section_id": s.id, "resource_id": row.resource_id, "title": s.title, "level": s.level,
         "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
@@ -221,6 +224,14 @@ def _insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: in
     } for s in artifact.sections))
     _insert(conn, "evidence_edge_row", _edge_rows(structural_edges(artifact, row.resource_id)), ignore=True)
     return next_id + len(blocks)
+
+
+def _fts_values(update: ResourceUpdate) -> list[str]:
+    """The FTS value of each block of `update`: the ones segmented with it, if by this segmentation."""
+    blocks = update.artifact.blocks if update.artifact else []
+    if update.segmented and update.segmented[0] == text.SEGMENTATION_VERSION and len(update.segmented[1]) == len(blocks):
+        return update.segmented[1]
+    return [text.segment_for_index(b.text) for b in blocks]
 
 
 def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:

@@ -1,0 +1,65 @@
+"""A parse's outputs made ready where it ran (a worker process), so the build process only records them
+(issue 17: at 10,000 notes the sidecar JSON and the FTS segmentation were most of its serial work).
+
+`Prepare(root, layout, owners)` is called in the worker on each `parse_one` result (build/parse.py):
+an artifact becomes a `Prepared` with its sidecars staged (`sidecars.stage_sidecars`: temp files,
+written but neither synced nor renamed) and the FTS value of each block segmented
+(`text.segment_for_index`, tagged with the `SEGMENTATION_VERSION` it was made with); a `ProviderError`
+passes through. `adopt_prepared` runs in the build process as each result arrives: the staged files
+join its `fsutil.durable_batch` (one sync per batch, then the renames: SPEC §2's durability is the
+build process's, as before), and a storage error met in the worker (disk full) is raised there.
+
+Invariants: the sidecar bytes and FTS values are those a `--jobs 1` build writes (same functions);
+the index uses the segmented values only if their version is the one it writes (`writer._fts_values`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mnote_evidence.build import text
+from mnote_evidence.build.fsutil import adopt
+from mnote_evidence.build.model import ParsedResourceArtifact, ProviderError
+from mnote_evidence.build.sidecars import SidecarPaths, stage_sidecars
+
+
+@dataclass
+class Prepared:
+    artifact: ParsedResourceArtifact
+    paths: SidecarPaths | None = None
+    staged: list[tuple[Path, Path]] | None = None  # (temp file, sidecar), in writing order
+    segmented: tuple[str, list[str]] | None = None  # (SEGMENTATION_VERSION, one value per block)
+    error: OSError | None = None  # staging failed (disk full...): raised in the build process
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """Picklable: sent with each task to the worker (`owners`: the owner note of each file of the task)."""
+
+    root: str
+    layout: str
+    owners: dict[str, str | None]
+
+    def only(self, paths: list[str]) -> Prepare:
+        """This, with the owners of `paths` only (what one task needs to carry)."""
+        return Prepare(self.root, self.layout, {p: self.owners[p] for p in paths})
+
+    def __call__(self, path: str, result: ParsedResourceArtifact | ProviderError) -> Prepared | ProviderError:
+        if not isinstance(result, ParsedResourceArtifact):
+            return result
+        segmented = (text.SEGMENTATION_VERSION, [text.segment_for_index(b.text) for b in result.blocks])
+        try:
+            paths, staged = stage_sidecars(Path(self.root), result, self.owners[path], self.layout)
+        except OSError as exc:
+            return Prepared(result, error=exc)
+        return Prepared(result, paths, staged, segmented)
+
+
+def adopt_prepared(result: Prepared | ProviderError) -> None:
+    """In the build process, as `result` arrives: its staged sidecars join the current durable batch."""
+    if isinstance(result, Prepared):
+        if result.error is not None:
+            raise result.error
+        for tmp, path in result.staged or ():
+            adopt(tmp, path)
