@@ -353,8 +353,9 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges) -> int:
     """Every change, inside the caller's transaction; returns the FTS rows re-segmented."""
     resegmented = 0
     stamp = now_ms()
-    previous = {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
-                for u in changes.updates}
+    empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM evidence_resource)").fetchone()[0]
+    previous = {} if empty else {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
+                                 for u in changes.updates}  # from empty: no old rows to read or delete
     for rid in changes.removed + list(previous):
         _delete_resource_rows(conn, rid)
     for rid in changes.removed:
@@ -369,7 +370,7 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges) -> int:
     for update in changes.updates:
         next_id = _insert_update(conn, update, next_id)
         rid = update.row.resource_id
-        if previous[rid]:
+        if previous.get(rid):
             anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
     _replace_links(conn, changes)
     if changes.knowledge is not None:
