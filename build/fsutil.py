@@ -3,7 +3,8 @@ errors (disk full, permission denied) as one clear line (SPEC §9).
 
 Invariants: a write either replaces the file whole or leaves the old one, and its data is on
 disk before it is renamed into place; writes inside `durable_batch()` share one sync per batch
-(what a crash can lose then is described there); a new file gets mode 0666 & ~umask like any file the user
+(what a crash can lose then is described there; a temp file written by another process,
+`stage_bytes`, joins the batch through `adopt`); a new file gets mode 0666 & ~umask like any file the user
 creates (not mkstemp's 0600), so a web server running as another user can read
 the site; an existing file's mode is kept.
 """

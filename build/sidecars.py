@@ -16,7 +16,8 @@ removes the sidecar folders it leaves empty (never a user folder).
 
 `*.ocr.md` replaces `*.parse.md` when the text came from OCR. Files are written
 atomically and only when their bytes change (the build writes a stage's sidecars in one
-`fsutil.durable_batch`: on disk together, before the index points at them); the same input gives
+`fsutil.durable_batch`: on disk together, before the index points at them; a parse worker stages
+them as temp files, `stage_sidecars`, that the build process syncs and renames); the same input gives
 byte-identical files (no timestamps inside). A sidecar whose `sourceHash` and
 `providerVersion` match the file is reused instead of parsing again, which is
 also how a deleted `evidence.sqlite` is rebuilt without re-parsing.

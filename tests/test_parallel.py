@@ -184,3 +184,23 @@ def test_default_jobs_are_the_usable_cpus(monkeypatch):
     monkeypatch.setattr(defaults.os, "sched_getaffinity", lambda pid: set(), raising=False)
     assert defaults.usable_cpus() == 1
     assert 1 <= defaults.DEFAULT_JOBS <= (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_sidecar_that_cannot_be_staged_fails_the_build_where_it_arrives(tmp_path, jobs):
+    """A storage error while a worker stages sidecars (here: `.mnote` is a file, so `.mnote/sidecars/`
+    cannot be made) is raised in the build process, not swallowed as a crashed worker or a parse error;
+    nothing half-staged is left behind."""
+    from mnote_evidence.build.ocr.settings import OcrSettings
+    from mnote_evidence.build.prepare import Prepare, adopt_prepared
+    from mnote_evidence.build.scan import scan
+
+    for i in range(3):
+        (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nSome text {i}.\n", "utf-8")
+    (tmp_path / ".mnote").write_text("in the way", "utf-8")
+    files = [f for f in scan(tmp_path) if f.path.endswith(".md")]
+    prepare = Prepare(str(tmp_path), "beside", {f.path: f.path for f in files})
+    with pytest.raises(OSError), fsutil.durable_batch():
+        parse.parse_all(files, tmp_path, jobs, OcrSettings(), lambda n: None, batch=1, min_pool=1,
+                        on_result=lambda _path, result: adopt_prepared(result), prepare=prepare)
+    assert not [p for p in tmp_path.rglob("*.tmp")]
