@@ -2,9 +2,12 @@
 
 Input: every indexable note with its links as just parsed, or `None` when the note is unchanged
 (its links are the ones the previous index holds). Output: who owns each attachment
-(`owner_of`), the `evidence_link` rows and link edges of each note whose rows differ from
+(`owner_of`), the `evidence_link` rows of each note whose rows or link edges differ from
 the index's (`IndexChanges.links`, compared by `ResourceRow.links_hash`), and what the site
-must look at again (`render_dirty`).
+must look at again (`render_dirty`). Link edges are not written: the index's
+`evidence_link_edge` view derives them from the rows (schema 6); they are classified here
+(`_edge_type`, the view's `LINK_TYPE_SQL` in Python) only so that a note whose edges change
+type (its target became a note, or changed owner) is marked changed and re-rendered.
 
 A link's resolution depends on the note's path, the link, the scanned file set and the
 alias map (`build/links.py`). So when the file set and the alias map are those of the
@@ -15,7 +18,7 @@ on the target being a note, or owned by the linking note) recomputed. The previo
 are read by targeted queries (by note, by target: `evidence_link` indexes), never whole.
 Otherwise ("the whole way": a file added, removed or refused, an alias changed, an index of
 another schema) every note's links are resolved again, as a fresh build does.
-Either way a note's rows and edges are written only when their hash changed.
+Either way a note's rows are written only when their hash changed.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild
-from mnote_evidence.build.index.writer import IndexChanges, edge_row
+from mnote_evidence.build.index.writer import IndexChanges
 from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
 from mnote_evidence.build.model import STATUS_STALE, LinkRow, NoteLink
 from mnote_evidence.build.scan import SourceFile
@@ -144,6 +147,11 @@ class LinkStage:
         finally:
             self._reader.close()
 
+    def _edge_type(self, note: str, target: str, notes: set[str]) -> str:
+        """A link edge's type, as the `evidence_link_edge` view computes it (schema.py `LINK_TYPE_SQL`)."""
+        return ("markdown_links_to" if target in notes else
+                "document_contains_resource" if self.owner_of.get(target) == note else "resource_refers_to")
+
     def _record(self, changes: IndexChanges) -> None:
         notes = set(self.links)
         rewritten = {u.row.path for u in changes.updates}
@@ -170,21 +178,17 @@ class LinkStage:
                              "kind": link.kind, "target_path": hit.path, "problem": hit.problem,
                              "label": link.label})
                 if hit.path and hit.path != note:
-                    kind = ("markdown_links_to" if hit.path in notes else
-                            "document_contains_resource" if self.owner_of.get(hit.path) == note else
-                            "resource_refers_to")
-                    edges.append((hit.path, kind, link.source_block_id))
+                    edges.append((hit.path, self._edge_type(note, hit.path, notes), link.source_block_id))
             digest = _links_hash(rows, edges)
             prev = self.prev.resources.get(note)
             if note in rewritten or prev is None or prev.links_hash != digest:
-                changes.links[note_id] = (rows, [edge_row(note_id, resource_id(t), k, b, note_id)
-                                                 for t, k, b in edges], digest)
+                changes.links[note_id] = (rows, digest)
                 dirty_pages.add(note)
                 dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
                 dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
         for path, prev in self.prev.resources.items():  # no longer a note with links (stale, error, gone)
             if prev.links_hash is not None and path not in notes:
-                changes.links[prev.resource_id] = ([], [], None)
+                changes.links[prev.resource_id] = ([], None)
         # what the old rows of rewritten notes pointed at (their backlinks and tags change too)
         path_of = {r.resource_id: p for p, r in self.prev.resources.items()}
         old_rows = self._reader.links_of({path_of[rid] for rid in changes.links if rid in path_of})

@@ -16,7 +16,6 @@ import json
 import sqlite3
 from typing import Any
 
-from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
 from mnote_evidence.build.locator import OPEN_ACTION
 from mnote_evidence.build.formats import indexed_kinds
 from mnote_evidence.build.model import ROLE_BODY
@@ -72,22 +71,18 @@ def _passes(hit: Hit, kinds: list[str] | None, prefix: str | None) -> bool:
 def _graph(conn: sqlite3.Connection, seeds: list[Hit], query: str, kinds, prefix) -> list[tuple[Hit, float, Via]]:
     """Follow link edges from each FTS hit: notes that link to its resource (their linking
     block), and resources its block links to (their best block for the query)."""
-    marks = ",".join("?" * len(LINK_EDGE_TYPES))
     found: list[tuple[Hit, float, Via]] = []
-    for seed in seeds:
+    for seed in seeds:  # link edges: the evidence_link_edge view (build/index/schema.py)
         rows = conn.execute(
-            "SELECT e.source_block_id, e.edge_type FROM evidence_edge_row e JOIN evidence_resource r "
-            f"ON r.resource_id = e.to_id WHERE r.source_root_relative_path = ? AND e.edge_type IN ({marks})",
-            [seed.resource_path, *LINK_EDGE_TYPES]).fetchall()
+            "SELECT e.source_block_id, e.edge_type FROM evidence_link_edge e JOIN evidence_resource r "
+            "ON r.resource_id = e.to_id WHERE r.source_root_relative_path = ?", [seed.resource_path]).fetchall()
         for source_block, edge_type in rows:
             hit = _hit_for(conn, source_block)
             if hit:
                 found.append((hit, seed.score * GRAPH_DECAY,
                               {"edgeType": edge_type, "direction": "in", "fromEvidenceId": seed.block_id}))
-        for to_id, edge_type in conn.execute(  # a link edge's resource is its source block's (indexed)
-                "SELECT to_id, edge_type FROM evidence_edge_row WHERE resource_id = (SELECT resource_id FROM "
-                f"evidence_block_row WHERE block_id = ?) AND source_block_id = ? AND edge_type IN ({marks})",
-                [seed.block_id, seed.block_id, *LINK_EDGE_TYPES]).fetchall():
+        for to_id, edge_type in conn.execute(
+                "SELECT to_id, edge_type FROM evidence_link_edge WHERE source_block_id = ?", [seed.block_id]).fetchall():
             hit = _best_block_of(conn, to_id, query)
             if hit:
                 found.append((hit, seed.score * GRAPH_DECAY,

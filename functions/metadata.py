@@ -21,12 +21,16 @@ TABLES = {
     "evidence_fts": {"description": "FTS5 index over block text (CJK runs stored as overlapping bigrams).",
                      "hidden": True},
     "evidence_block_row": {"description": "The stored block rows behind the evidence_block view.", "hidden": True},
-    "evidence_edge_row": {"description": "The stored edges behind the evidence_edge view (links, pages).",
+    "evidence_edge_row": {"description": "The stored edges behind the evidence_edge view (pages).",
                           "hidden": True},
+    "evidence_link_edge": {"description": "Link edges between notes and resources, derived from evidence_link "
+                                          "(one per linking block and target); part of evidence_edge.",
+                           "hidden": True},
     "evidence_section": {"description": "Section tree of every resource (headings, PDF outline entries)."},
     "evidence_edge": {"description": "Deterministic graph: links between notes and resources, pages and sections "
                                      "containing blocks. Every edge names the block it comes from. A view: "
-                                     "the per-block edges are derived from the blocks' pages and sections."},
+                                     "link edges are derived from evidence_link, the per-block edges from the "
+                                     "blocks' pages and sections."},
     "evidence_link": {"description": "Every link written in a note, how it resolved, and problems "
                                      "(outside_root, missing)."},
     "evidence_anchor": {"description": "Block ids from earlier builds and the block each now lands on."},

@@ -14,7 +14,7 @@ import sqlite3
 
 from mnote_evidence.build.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LOCATOR_SQL, SECTION_PATH_SQL
 
-SCHEMA_VERSION = "5"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
+SCHEMA_VERSION = "6"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
 # 5: evidence_link.label (a link's words, for backlinks without re-parsing),
 #    evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/scan.py),
 #    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all),
@@ -22,10 +22,16 @@ SCHEMA_VERSION = "5"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
 #    evidence_block and evidence_edge become views over evidence_block_row and evidence_edge_row (locator_json,
 #    section_path_json, the JSON ranges and per-block edges derived, not stored), evidence_fts external-content,
 #    evidence_resource.page_url
+# 6: link edges derived from evidence_link (the evidence_link_edge view), not stored; evidence_edge_row holds
+#    resource_contains_page only; index evidence_edge_to dropped
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
-STORED_EDGE_TYPES = (*LINK_EDGE_TYPES, "resource_contains_page")  # the rest are derived per block
+STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link
 CREATED_BY = "mnote-evidence build"
+# the type of a link edge from note n to resource t (evidence_link_edge; build/linkgraph.py `_edge_type`)
+LINK_TYPE_SQL = ("(CASE WHEN t.kind = 'markdown' AND t.status = 'ok' THEN 'markdown_links_to' "
+                 "WHEN t.owner_document_path = n.source_root_relative_path THEN 'document_contains_resource' "
+                 "ELSE 'resource_refers_to' END)")
 
 DDL = """
 CREATE TABLE IF NOT EXISTS evidence_resource (
@@ -118,13 +124,34 @@ CREATE TABLE IF NOT EXISTS evidence_edge_row (  -- stored edges (STORED_EDGE_TYP
     confidence REAL NOT NULL,
     resource_id TEXT NOT NULL         -- whose artifact produced it (replaced with it)
 );
-CREATE INDEX IF NOT EXISTS evidence_edge_to ON evidence_edge_row(to_id);
 CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge_row(resource_id);
--- SPEC §6's evidence_edge: the stored edges, and one page_contains_block / section_contains_block edge
--- per block, derived from its page and section_id (edge_id: '<edge_type>:<block_id>').
+-- A note's link edges (LINK_EDGE_TYPES), derived from its evidence_link rows that resolved to another
+-- resource: one per (linking block, target), edge_id '<edge_type>:<block_id>:<target resource_id>'. The
+-- type is the target's: an indexed note (markdown, ok) -> markdown_links_to; a resource the linking note
+-- owns -> document_contains_resource; else resource_refers_to (build/linkgraph.py hashes the same
+-- classification into links_hash, so a note whose edges change is re-rendered). Readers filter on
+-- to_id (evidence_link_target index) or source_block_id / from_id (evidence_link_resource).
+CREATE VIEW IF NOT EXISTS evidence_link_edge AS
+SELECT {link_type} || ':' || l.source_block_id || ':' || t.resource_id AS edge_id,
+       l.resource_id AS from_id, t.resource_id AS to_id, {link_type} AS edge_type,
+       l.source_block_id, 1.0 AS confidence, '{created_by}' AS created_by, l.resource_id AS resource_id
+FROM evidence_link l
+JOIN evidence_resource n ON n.resource_id = l.resource_id
+JOIN evidence_resource t ON t.source_root_relative_path = l.target_path
+JOIN evidence_block_row b ON b.block_id = l.source_block_id AND b.resource_id = l.resource_id
+WHERE l.target_path <> n.source_root_relative_path
+  AND NOT EXISTS (SELECT 1 FROM evidence_link d WHERE d.resource_id = l.resource_id  -- first of repeats
+                  AND +d.source_block_id = l.source_block_id AND +d.target_path = l.target_path
+                  AND d.rowid < l.rowid);
+-- SPEC §6's evidence_edge: the stored edges, the link edges, and one page_contains_block /
+-- section_contains_block edge per block, derived from its page and section_id (edge_id:
+-- '<edge_type>:<block_id>').
 CREATE VIEW IF NOT EXISTS evidence_edge AS
 SELECT edge_id, from_id, to_id, edge_type, source_block_id, confidence, '{created_by}' AS created_by, resource_id
 FROM evidence_edge_row
+UNION ALL
+SELECT edge_id, from_id, to_id, edge_type, source_block_id, confidence, created_by, resource_id
+FROM evidence_link_edge
 UNION ALL
 SELECT 'page_contains_block:' || block_id, resource_id || ':page-' || page, block_id, 'page_contains_block',
        block_id, 1.0, '{created_by}', resource_id
@@ -171,7 +198,7 @@ CREATE TABLE IF NOT EXISTS build_meta (
     key TEXT PRIMARY KEY,
     value TEXT
 );
-""".format(section_path=SECTION_PATH_SQL, char_range=CHAR_RANGE_SQL, line_range=LINE_RANGE_SQL,
+""".format(link_type=LINK_TYPE_SQL, section_path=SECTION_PATH_SQL, char_range=CHAR_RANGE_SQL, line_range=LINE_RANGE_SQL,
            locator=LOCATOR_SQL, created_by=CREATED_BY)
 
 

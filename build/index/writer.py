@@ -14,8 +14,8 @@ Two ways, each all-or-nothing for every reader:
   that rewrites every FTS row): the previous file (if any) is copied to a temporary file
   next to it, the changes are applied there with no journal, laid out (`layout.lay_out`)
   and renamed over the old file. Cost: O(index).
-A changed resource replaces only its own rows; a note's links and link edges are replaced
-only when they changed (`IndexChanges.links`, keyed by the note).
+A changed resource replaces only its own rows; a note's links are replaced only when they
+changed (`IndexChanges.links`, keyed by the note); its link edges are the `evidence_link_edge` view's.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any, Iterable
 from mnote_evidence.build.errors import IndexDamaged
 from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.index import anchors, layout
-from mnote_evidence.build.index.schema import CREATED_BY, LINK_EDGE_TYPES, STORED_EDGE_TYPES, create_schema
+from mnote_evidence.build.index.schema import CREATED_BY, STORED_EDGE_TYPES, create_schema
 from mnote_evidence.build.knowledge.texts import pack_text
 from mnote_evidence.build.model import EdgeRow, LinkRow, ParsedResourceArtifact, ResourceRow
 from mnote_evidence.build import text
@@ -59,9 +59,10 @@ class IndexChanges:
     updates: list[ResourceUpdate] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # resource ids to mark stale
     removed: list[str] = field(default_factory=list)  # resource ids to delete
-    # note resource id -> (its evidence_link rows, its link-type edges, their hash): replaces what the note had;
-    # ([], [], None) drops it. Only notes whose links or their resolutions changed (or were re-parsed) are here.
-    links: dict[str, tuple[list[LinkRow], list[EdgeRow], str | None]] = field(default_factory=dict)
+    # note resource id -> (its evidence_link rows, their and its link edges' hash): replaces what the note had;
+    # ([], None) drops it. Only notes whose links, their resolutions or edge types changed (or were re-parsed)
+    # are here. Link edges are not stored: the evidence_link_edge view derives them (schema.py).
+    links: dict[str, tuple[list[LinkRow], str | None]] = field(default_factory=dict)
     stamps: list[tuple[int | None, int | None, str]] = field(default_factory=list)  # (size, mtime_ns, id): unchanged
     meta: dict[str, str] = field(default_factory=dict)
     knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
@@ -235,18 +236,13 @@ def _fts_values(update: ResourceUpdate) -> list[str]:
 
 
 def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:
-    """Replace the links and link edges of each note in `changes.links` (and record their hash)."""
-    marks = ",".join("?" * len(LINK_EDGE_TYPES))
-    for rid, (rows, edges, digest) in sorted(changes.links.items()):
+    """Replace the links of each note in `changes.links` (and record their hash). Its link edges follow:
+    the `evidence_link_edge` view derives them from these rows (an edge whose source block is not one of
+    the note's blocks is left out there, SPEC §6)."""
+    for rid, (rows, digest) in sorted(changes.links.items()):
         conn.execute("DELETE FROM evidence_link WHERE resource_id = ?", [rid])
-        conn.execute(f"DELETE FROM evidence_edge_row WHERE resource_id = ? AND edge_type IN ({marks})",
-                     [rid, *LINK_EDGE_TYPES])
         conn.execute("UPDATE evidence_resource SET links_hash = ? WHERE resource_id = ?", [digest, rid])
         _insert(conn, "evidence_link", rows)
-        if edges:  # an edge without a locatable source block is rejected (SPEC §6); its blocks are the note's
-            known = {r[0] for r in conn.execute("SELECT block_id FROM evidence_block_row WHERE resource_id = ?", [rid])}
-            _insert(conn, "evidence_edge_row", _edge_rows(e for e in edges if e["source_block_id"] in known),
-                    ignore=True)
 
 
 def _resegment(conn: sqlite3.Connection) -> int:
@@ -359,7 +355,7 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges) -> int:
     for rid in changes.removed + list(previous):
         _delete_resource_rows(conn, rid)
     for rid in changes.removed:
-        changes.links.setdefault(rid, ([], [], None))
+        changes.links.setdefault(rid, ([], None))
     conn.executemany("UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? "
                      "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
     conn.executemany("UPDATE evidence_resource SET source_size = ?, source_mtime_ns = ? WHERE resource_id = ?",

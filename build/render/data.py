@@ -13,7 +13,6 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from mnote_evidence.build.index.schema import LINK_EDGE_TYPES
 from mnote_evidence.build.model import ResourceRow as Resource
 from mnote_evidence.build.sqlite_ro import connect_ro  # noqa: F401  (the renderer opens the index as data.connect_ro)
 
@@ -86,13 +85,11 @@ def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode
 
 
 def backlinks(conn: sqlite3.Connection, resource_id: str) -> list[Backlink]:
-    marks = ",".join("?" * len(LINK_EDGE_TYPES))
-    return [Backlink(r[0], r[1], r[2]) for r in conn.execute(
-        "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_edge_row e "
+    return [Backlink(r[0], r[1], r[2]) for r in conn.execute(  # link edges: a view (index/schema.py)
+        "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_link_edge e "
         "JOIN evidence_block_row b ON b.block_id = e.source_block_id "
         "JOIN evidence_resource src ON src.resource_id = b.resource_id "
-        f"WHERE e.to_id = ? AND e.edge_type IN ({marks}) ORDER BY 1, b.ordinal",
-        [resource_id, *LINK_EDGE_TYPES])]
+        "WHERE e.to_id = ? ORDER BY 1, b.ordinal", [resource_id])]
 
 
 def aliases(conn: sqlite3.Connection, resource_id: str) -> list[Alias]:
