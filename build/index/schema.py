@@ -23,14 +23,17 @@ SCHEMA_VERSION = "6"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
 #    section_path_json, the JSON ranges and per-block edges derived, not stored), evidence_fts external-content,
 #    evidence_resource.page_url
 # 6: link edges derived from evidence_link (the evidence_link_edge view), not stored; evidence_edge_row holds
-#    resource_contains_page only; index evidence_edge_to dropped
+#    resource_contains_page only; index evidence_edge_to dropped; evidence_link_target on
+#    (target_path, source_block_id)
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link
 CREATED_BY = "mnote-evidence build"
-# the type of a link edge from note n to resource t (evidence_link_edge; build/linkgraph.py `_edge_type`)
+# the type of a link edge from note l.resource_id to resource t (evidence_link_edge; build/linkgraph.py
+# `_edge_type`); the linking note's path is read only for a target that is not a note
 LINK_TYPE_SQL = ("(CASE WHEN t.kind = 'markdown' AND t.status = 'ok' THEN 'markdown_links_to' "
-                 "WHEN t.owner_document_path = n.source_root_relative_path THEN 'document_contains_resource' "
+                 "WHEN t.owner_document_path = (SELECT o.source_root_relative_path FROM evidence_resource o "
+                 "WHERE o.resource_id = l.resource_id) THEN 'document_contains_resource' "
                  "ELSE 'resource_refers_to' END)")
 
 DDL = """
@@ -131,18 +134,17 @@ CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge_row(resource_
 -- owns -> document_contains_resource; else resource_refers_to (build/linkgraph.py hashes the same
 -- classification into links_hash, so a note whose edges change is re-rendered). Readers filter on
 -- to_id (evidence_link_target index) or source_block_id / from_id (evidence_link_resource).
+-- t.resource_id <> l.resource_id: not a link to the note itself (paths and ids are one to one).
 CREATE VIEW IF NOT EXISTS evidence_link_edge AS
 SELECT {link_type} || ':' || l.source_block_id || ':' || t.resource_id AS edge_id,
        l.resource_id AS from_id, t.resource_id AS to_id, {link_type} AS edge_type,
        l.source_block_id, 1.0 AS confidence, '{created_by}' AS created_by, l.resource_id AS resource_id
 FROM evidence_link l
-JOIN evidence_resource n ON n.resource_id = l.resource_id
 JOIN evidence_resource t ON t.source_root_relative_path = l.target_path
 JOIN evidence_block_row b ON b.block_id = l.source_block_id AND b.resource_id = l.resource_id
-WHERE l.target_path <> n.source_root_relative_path
-  AND NOT EXISTS (SELECT 1 FROM evidence_link d WHERE d.resource_id = l.resource_id  -- first of repeats
-                  AND +d.source_block_id = l.source_block_id AND +d.target_path = l.target_path
-                  AND d.rowid < l.rowid);
+WHERE t.resource_id <> l.resource_id
+  AND NOT EXISTS (SELECT 1 FROM evidence_link d WHERE d.target_path = l.target_path  -- first of repeats
+                  AND d.source_block_id = l.source_block_id AND d.rowid < l.rowid);
 -- SPEC §6's evidence_edge: the stored edges, the link edges, and one page_contains_block /
 -- section_contains_block edge per block, derived from its page and section_id (edge_id:
 -- '<edge_type>:<block_id>').
@@ -170,7 +172,8 @@ CREATE TABLE IF NOT EXISTS evidence_link (
     label TEXT                        -- the link's words as written (backlinks mark them); NULL: none
 );
 CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
-CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path);  -- who links here (build/linkgraph.py)
+-- who links here (build/linkgraph.py, backlinks), and a link's repeats in its block (evidence_link_edge)
+CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path, source_block_id);
 CREATE TABLE IF NOT EXISTS knowledge_source (
     source_root_relative_path TEXT PRIMARY KEY,
     lightrag_doc_id TEXT,
