@@ -75,14 +75,16 @@ def _graph(conn: sqlite3.Connection, seeds: list[Hit], query: str, kinds, prefix
     for seed in seeds:  # link edges: the evidence_link_edge view (build/index/schema.py)
         rows = conn.execute(
             "SELECT e.source_block_id, e.edge_type FROM evidence_link_edge e JOIN evidence_resource r "
-            "ON r.resource_id = e.to_id WHERE r.source_root_relative_path = ?", [seed.resource_path]).fetchall()
+            "ON r.resource_id = e.to_id WHERE r.source_root_relative_path = ? ORDER BY e.link_rowid",
+            [seed.resource_path]).fetchall()
         for source_block, edge_type in rows:
             hit = _hit_for(conn, source_block)
             if hit:
                 found.append((hit, seed.score * GRAPH_DECAY,
                               {"edgeType": edge_type, "direction": "in", "fromEvidenceId": seed.block_id}))
         for to_id, edge_type in conn.execute(
-                "SELECT to_id, edge_type FROM evidence_link_edge WHERE source_block_id = ?", [seed.block_id]).fetchall():
+                "SELECT to_id, edge_type FROM evidence_link_edge WHERE source_block_id = ? ORDER BY link_rowid",
+                [seed.block_id]).fetchall():
             hit = _best_block_of(conn, to_id, query)
             if hit:
                 found.append((hit, seed.score * GRAPH_DECAY,

@@ -138,7 +138,8 @@ CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge_row(resource_
 CREATE VIEW IF NOT EXISTS evidence_link_edge AS
 SELECT {link_type} || ':' || l.source_block_id || ':' || t.resource_id AS edge_id,
        l.resource_id AS from_id, t.resource_id AS to_id, {link_type} AS edge_type,
-       l.source_block_id, 1.0 AS confidence, '{created_by}' AS created_by, l.resource_id AS resource_id
+       l.source_block_id, 1.0 AS confidence, '{created_by}' AS created_by, l.resource_id AS resource_id,
+       l.rowid AS link_rowid          -- written order (schema 5's edge rowid order): readers ORDER BY it
 FROM evidence_link l
 JOIN evidence_resource t ON t.source_root_relative_path = l.target_path
 JOIN evidence_block_row b ON b.block_id = l.source_block_id AND b.resource_id = l.resource_id
