@@ -62,11 +62,9 @@ CANNED_QUERIES = {
         "title": "Backlinks of a note or file",
         "description": "Blocks of other notes that link to this path, with the linking text.",
         "sql": "SELECT src.source_root_relative_path AS from_note, b.block_id, b.text, e.edge_type "
-               "FROM evidence_edge e JOIN evidence_resource dst ON dst.resource_id = e.to_id "
+               "FROM evidence_link_edge e JOIN evidence_resource dst ON dst.resource_id = e.to_id "
                "JOIN evidence_block b ON b.block_id = e.source_block_id "
                "JOIN evidence_resource src ON src.resource_id = b.resource_id "
-               "WHERE dst.source_root_relative_path = :path "
-               "AND e.edge_type IN ('markdown_links_to', 'document_contains_resource', 'resource_refers_to') "
-               "ORDER BY 1, b.ordinal",
+               "WHERE dst.source_root_relative_path = :path ORDER BY 1, b.ordinal",  # link edges only
     },
 }
