@@ -4,14 +4,20 @@ Rendering a page is CPU work (a note is parsed by markdown-it again for its HTML
 fill in); on a full build of 10,000 notes it is the largest stage. `write_pages` renders the
 pages whose key changed: here, one by one, when there are few (or `jobs` is 1), else in a pool
 of `jobs` workers (`build/workers.py`: they die with the build), each of which opens the index
-read-only and builds its own `_Site` once, then renders and writes `PAGE_BATCH` pages per task.
+read-only and builds its own `_Site` once, then renders `PAGE_BATCH` pages per task into temp files
+(`fsutil.stage_bytes`) that this process puts in place within its own `durable_batch` (`fsutil.adopt`):
+one sync per `fsutil.BATCH_FILES` pages whichever process wrote them, not one per task (a `syncfs`
+flushes everything waiting on the file system, so syncing every 32 pages made a 10,000-page render
+pay for the whole machine's writes hundreds of times). What crosses between processes per task is
+the task's paths and, back, per page its problems and a temp file name: nothing grows with the site.
 
 Invariants: the same pages, byte for byte, whichever way they are rendered (a worker's `_Site`
 is built from the same index, root and options); problems (`sidecar_missing`, `note_changed`)
 are reported in resource order either way; a resource without a page rule raises `UnknownKind`
-either way; each page is written atomically, inside the caller's `durable_batch` here and a
-batch of its own per task in a worker, so it is on disk before the state file records it. A
-worker that crashes breaks only the pool: what it had not written is rendered here instead.
+either way; each page is written atomically and joins the caller's `durable_batch` either way, so
+it is on disk before the state file records it (a kill can leave temp files, never a partial
+page). A worker that crashes breaks only the pool: what it had not handed back is rendered here
+instead (its temp files stay behind, as a kill's would).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mnote_evidence.build.errors import UnknownKind
-from mnote_evidence.build.fsutil import atomic_write_text, durable_batch
+from mnote_evidence.build.fsutil import adopt, atomic_write_text, stage_bytes
 from mnote_evidence.build.urls import page_path
 from mnote_evidence.build.workers import worker_pool
 
@@ -69,7 +75,9 @@ def _in_pool(site: _Site, paths: list[str], jobs: int, problems: dict[str, Probl
         futures = [pool.submit(_render_batch, batch) for batch in batches]
         for fut in as_completed(futures):
             done = fut.result()
-            for path, outcome in done:
+            for path, outcome, written in done:
+                if written is not None:  # (temp file, bytes): in place with this process's batch
+                    adopt(Path(written[0]), site.out / page_path(path))
                 if isinstance(outcome, tuple):  # (kind, page rule) of an UnknownKind
                     raise UnknownKind(path, *outcome)
                 problems[path] = outcome
@@ -82,18 +90,19 @@ def _start(site_class: type, root: str, out: str, db_path: str, options: Any) ->
     _worker_site = site_class(Path(root), Path(out), Path(db_path), options)
 
 
-def _render_batch(paths: list[str]) -> list[tuple[str, Any]]:
-    """Worker task: write these pages; for each, its problems (or an UnknownKind's kind and rule)."""
+def _render_batch(paths: list[str]) -> list[tuple[str, Any, tuple[str, int] | None]]:
+    """Worker task: render these pages into temp files; for each, its problems (or an UnknownKind's kind
+    and rule) and its temp file with its size (None: the page on disk already has these bytes)."""
     site = _worker_site
     assert site is not None
-    out: list[tuple[str, Any]] = []
-    with durable_batch():
-        for path in paths:
-            known = len(site.report.problems)
-            try:
-                _write(site, path)
-            except UnknownKind as exc:  # its own arguments do not survive pickling: sent as data
-                out.append((path, (exc.kind, exc.page)))
-                return out
-            out.append((path, site.report.problems[known:]))
+    out: list[tuple[str, Any, tuple[str, int] | None]] = []
+    for path in paths:
+        known = len(site.report.problems)
+        try:
+            data = site.render_resource(site.by_path[path]).encode("utf-8")
+        except UnknownKind as exc:  # its own arguments do not survive pickling: sent as data
+            out.append((path, (exc.kind, exc.page), None))
+            return out
+        tmp = stage_bytes(site.out / page_path(path), data)
+        out.append((path, site.report.problems[known:], None if tmp is None else (str(tmp), len(data))))
     return out
