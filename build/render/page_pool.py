@@ -17,12 +17,13 @@ is built from the same index, root and options); problems (`sidecar_missing`, `n
 are reported in resource order either way; a resource without a page rule raises `UnknownKind`
 either way; each page is written atomically and joins the caller's `durable_batch` either way, so
 it is on disk before the state file records it (a kill can leave temp files, never a partial
-page). A worker that crashes breaks only the pool: what it had not handed back is rendered here
-instead (its temp files stay behind, as a kill's would).
+page). A worker that crashes breaks only the pool: what was not handed back is rendered here
+instead, and the temp files the workers wrote for those pages are removed.
 """
 
 from __future__ import annotations
 
+import glob
 from concurrent.futures import BrokenExecutor, Future, as_completed
 from itertools import chain, islice
 from pathlib import Path
@@ -64,12 +65,18 @@ def write_pages(site: _Site, paths: Iterable[str], jobs: int, advance: Callable[
         for path in order:
             if path not in problems:
                 known = len(site.report.problems)
+                _drop_temps(site.out / page_path(path))  # written by a worker whose answer was lost
                 _write(site, path)
                 problems[path] = site.report.problems[known:]
                 del site.report.problems[known:]
                 advance(1)
     for path in order:  # in resource order, as if rendered here
         site.report.problems.extend(problems[path])
+
+
+def _drop_temps(page: Path) -> None:
+    for tmp in page.parent.glob(f".{glob.escape(page.name)}.*.tmp"):  # `fsutil.write_temp`'s names
+        tmp.unlink(missing_ok=True)
 
 
 def _write(site: _Site, path: str) -> None:
