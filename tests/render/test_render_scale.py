@@ -20,7 +20,7 @@ import random
 import sqlite3
 from pathlib import Path
 
-from mnote_evidence.build import fsutil
+from mnote_evidence.build import fsutil, markdown_syntax
 from mnote_evidence.build.render import data, page_pool
 from mnote_evidence.build.render.site import RenderOptions, _Site, render_site
 from mnote_evidence.build.urls import page_path
@@ -58,6 +58,7 @@ def _counted_render(root: Path, out: Path, site_dir: Path, monkeypatch) -> tuple
         conn.set_trace_callback(lambda sql: statements.__setitem__(0, statements[0] + 1))
         return conn
     monkeypatch.setattr(data, "connect_ro", counting)
+    monkeypatch.setattr(markdown_syntax, "_kept", {})  # the build's parses (kept for a few notes): every size parses
     profile = cProfile.Profile()
     profile.enable()
     report = render_site(root, site_dir, out / "evidence.sqlite", RenderOptions(jobs=1))
