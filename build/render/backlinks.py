@@ -58,8 +58,18 @@ def _find(text: str, label: str) -> int:
     """Where `label` stands as words of its own (not inside a longer word), else its first occurrence."""
     if not label:
         return -1
-    m = re.search(rf"(?<!\w){re.escape(label)}(?!\w)", text)
-    return m.start() if m else text.find(label)
+    # as `(?<!\w)label(?!\w)` would find it, without compiling a pattern per label (thousands of
+    # distinct labels overflow `re`'s cache: every backlink compiled one); `\w` is `isalnum()` or `_`
+    at = first = text.find(label)
+    while at >= 0:
+        if not _word(text[at - 1:at]) and not _word(text[at + len(label):at + len(label) + 1]):
+            return at
+        at = text.find(label, at + 1)
+    return first
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def _cut(text: str, start: int, limit: int) -> str:

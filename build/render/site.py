@@ -389,29 +389,31 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
         current = {page_path(res.path) for res in site.resources}
-        changed: list[str] = []
-        keys = {res.path: _page_key(site, res, salt) for res in todo}
-        for res in todo:
-            page = page_path(res.path)
-            key = keys[res.path]
-            if site._copyable(res):
-                _drop_active_copy(out, res.path, site.generated)
-                _copy_source(root, out, res.path)
-            if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
-                folder = out / page_images.image_folder(res.source_hash, options.images)
-                missing = page_images.missing_pages(folder, min(res.page_count, options.max_page_images),
-                                                    options.images)
-                if missing:
-                    image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
-                                                               options.images))
-            if pages.get(page, {}).get("key") == key and (out / page).exists():
-                site.report.pages_unchanged += 1
-                rendering.advance()
-            else:
-                changed.append(res.path)  # written below, in the worker pool when there are many
-                pages[page] = {"key": key, "source": res.path}
-                site.report.pages_written += 1
-        page_pool.write_pages(site, changed, options.jobs, rendering.advance)
+        keys: dict[str, str] = {}
+
+        def changed():  # keyed one by one, each changed page handed on at once: the pool starts rendering
+            for res in todo:  # while the rest are keyed and copied here
+                page = page_path(res.path)
+                key = keys[res.path] = _page_key(site, res, salt)
+                if site._copyable(res):
+                    _drop_active_copy(out, res.path, site.generated)
+                    _copy_source(root, out, res.path)
+                if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
+                    folder = out / page_images.image_folder(res.source_hash, options.images)
+                    missing = page_images.missing_pages(folder, min(res.page_count, options.max_page_images),
+                                                        options.images)
+                    if missing:
+                        image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
+                                                                   options.images))
+                if pages.get(page, {}).get("key") == key and (out / page).exists():
+                    site.report.pages_unchanged += 1
+                    rendering.advance()
+                else:
+                    pages[page] = {"key": key, "source": res.path}
+                    site.report.pages_written += 1
+                    yield res.path  # written in the worker pool when there are many
+        page_pool.write_pages(site, changed(), options.jobs, rendering.advance,
+                              distinct=len({page_path(r.path) for r in todo}) == len(todo))
         if since is not None:
             site.report.pages_unchanged += len(site.resources) - len(todo)
         site.report.tag_pages = tag_pages.write(site, out, pages, current,
