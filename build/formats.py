@@ -57,6 +57,7 @@ def _by_suffix(formats: tuple[Format, ...]) -> dict[str, Format]:
 
 
 BY_SUFFIX = _by_suffix(FORMATS)
+_KIND_BY_SUFFIX = {suffix: fmt.kind for suffix, fmt in BY_SUFFIX.items()}  # kind_for: one look-up per file
 
 
 def format_for(path: str) -> Format | None:
@@ -65,8 +66,7 @@ def format_for(path: str) -> Format | None:
 
 
 def kind_for(path: str) -> Kind:
-    fmt = format_for(path)
-    return fmt.kind if fmt else Kind.OTHER
+    return _KIND_BY_SUFFIX.get(suffix_of(path).lower(), Kind.OTHER)
 
 
 def suffixes(kind: Kind) -> tuple[str, ...]:

@@ -50,6 +50,7 @@ from mnote_evidence.build.model import (
     ParsedResourceArtifact,
     ProviderError,
     ResourceRow,
+    suffix_of,
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.parse import parse_all
@@ -140,17 +141,23 @@ class _Build:
         self.prev: PreviousBuild = load_previous(self.db_path)
         self.changes = IndexChanges()
         self.stamp = now_ms()
-        self._versions: dict[str, str] = {}
+        self._versions: dict[str, str] = {}  # by provider spec
+        self._suffix_versions: dict[str, str] = {}  # by suffix as written (`_version`)
         self.layout = options.sidecars or self.prev.meta.get("sidecar_layout") or LAYOUT_BESIDE
         if self.layout not in LAYOUTS:
             raise ValueError(f"sidecar layout must be one of {', '.join(LAYOUTS)} (got {self.layout!r})")
 
     def _version(self, path: str) -> str:
-        """The version of `path`'s provider (a supported format), set up once per provider per build."""
-        spec = format_for(path).provider
-        if spec not in self._versions:
-            self._versions[spec] = provider_for(path, self.options.ocr).version()
-        return self._versions[spec]
+        """The version of `path`'s provider (a supported format), set up once per provider per build;
+        looked up by the suffix as written (asked for every file: one dict look-up each)."""
+        suffix = suffix_of(path)
+        version = self._suffix_versions.get(suffix)
+        if version is None:
+            spec = format_for(path).provider
+            if spec not in self._versions:
+                self._versions[spec] = provider_for(path, self.options.ocr).version()
+            version = self._suffix_versions[suffix] = self._versions[spec]
+        return version
 
     # -- rows -----------------------------------------------------------------
     def _row(self, f: SourceFile, owner: str | None, status: str, provider: str | None = None,

@@ -5,7 +5,10 @@ Real builds of the sample workspace with the site rendered. An edit reads the re
 parses the edited note once (the provider's tokens go to the renderer), reuses the recorded path
 collisions, and a small batch of files is fsynced file by file instead of a `syncfs` of the whole
 file system. Each count would fail if the double work came back; the results are compared with a
-fresh read of the index, so the shortcuts change nothing.
+fresh read of the index, so the shortcuts change nothing. An edit counts only its own tags again
+(the others' counts are kept in the site state), its pages need no list of every page when the
+paths are the ones the last render had, the front page sorts its recent changes once, and a file's
+provider version is looked up once per suffix.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 import pytest
 from mnote_evidence.build import fsutil, links, markdown_syntax, model
 from mnote_evidence.build.index import previous
-from mnote_evidence.build.render import data, site
+from mnote_evidence.build.render import data, front, site, tag_pages
 from tests.conftest import run_build
 
 DAY_AGO = time.time() - 86400
@@ -151,3 +154,65 @@ def test_a_small_batch_fsyncs_its_files_and_a_large_one_syncs_the_file_system(tm
                                   "x.d/.y", "..", ".", "a/..md", "x/y.PDF", "", "a/b.", "ab/.", "a.b/", "研究/化学.docx"])
 def test_suffix_of_is_splitext(path):
     assert model.suffix_of(path) == posixpath.splitext(path)[1]
+
+
+REVIEW = "Obsidian/Review.md"  # tagged #planning, as is Project Plan.md
+
+
+def _tag_files(out) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "_tags").rglob("*.html"))}
+
+
+def test_an_edit_counts_only_its_own_tags_and_the_tag_pages_are_as_a_fresh_build_writes_them(
+        workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    counted: list = []
+    _count(monkeypatch, tag_pages, "tag_counts", counted)
+    _edit(workspace, REVIEW)  # its tag stays: the #planning page is keyed again, nothing is counted over all
+    assert run_build(workspace, out, site=True).parsed == 1
+    assert counted == []
+    note = workspace / REVIEW  # a tag added, one removed (#planning stays on Project Plan.md)
+    note.write_text(note.read_text("utf-8").replace("#planning", "#Hazard-Log #hazard-log"), "utf-8")
+    assert run_build(workspace, out, site=True).site.tag_pages >= 2
+    assert counted == []
+    fresh = tmp_path / "fresh"
+    run_build(workspace, fresh, site=True)
+    assert len(counted) == 1  # a first render counts every tag
+    assert _tag_files(out) == _tag_files(fresh)
+    assert "_tags/hazard-log.html" in _tag_files(out)
+    conn = data.connect_ro(out / "evidence.sqlite")
+    try:
+        state = site._load_state(out)
+        assert state["pages"]["_tags/index.html"]["counts"] == tag_pages.tag_counts(conn)
+    finally:
+        conn.close()
+
+
+def test_an_edit_with_the_same_paths_lists_no_page_and_a_removed_note_leaves_a_tombstone(
+        workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    full = _aged_build(workspace, out)
+    listed: list = []
+    _count(monkeypatch, site, "page_path", listed)
+    _edit(workspace)
+    edited = run_build(workspace, out, site=True)
+    assert edited.site.pages_written >= 1 and edited.site.tombstones == 0
+    assert len(listed) < full.site.pages_written + full.site.pages_unchanged  # the edited pages only
+    (workspace / EDITED).unlink()
+    assert run_build(workspace, out, site=True).site.tombstones == 0  # stale: its page says so
+    assert run_build(workspace, out, site=True).site.tombstones == 1  # removed: the path is gone
+    assert "tombstone" in site._load_state(out)["pages"][EDITED.replace(".md", ".html")]["key"]
+
+
+def test_recent_changes_are_the_first_of_the_sorted_rows(monkeypatch):
+    rows = [data.Resource.from_values([f"id{i}", f"n/{i % 7}-{i}.md", None, "markdown" if i % 3 else "pdf", "stale" if i % 11 == 0
+                                       else "ok", None, None, "", None, None, None, None, None, 0, "[]",
+                                       i % 5, None, None, None, None]) for i in range(60)]
+    live = [r for r in rows if r.status != "stale"]
+    assert front.recent(rows) == sorted(live, key=lambda r: (-r.updated_at_ms, r.kind != "markdown", r.path))[:8]
+    page = front.FrontPage(rows, None, None, False)
+    sorts: list = []
+    _count(monkeypatch, front, "recent", sorts)
+    page.key([]), page.context(), page.key([])
+    assert len(sorts) == 1

@@ -19,10 +19,12 @@ Invariants: every URL is relative to `index.html`; nothing here writes files.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import posixpath
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from mnote_evidence.build.model import KIND_MARKDOWN, NOTE_SUFFIXES, STATUS_OK, STATUS_STALE
@@ -46,9 +48,10 @@ def home_note(resources: list[data.Resource]) -> data.Resource | None:
 
 
 def recent(resources: list[data.Resource], n: int = RECENT) -> list[data.Resource]:
-    """The `n` resources changed most recently by the index's record (newest first, ties by path)."""
-    live = [r for r in resources if r.status != STATUS_STALE]
-    return sorted(live, key=lambda r: (-r.updated_at_ms, r.kind != KIND_MARKDOWN, r.path))[:n]
+    """The `n` resources changed most recently by the index's record (newest first, ties by path).
+    `heapq.nsmallest` is `sorted(...)[:n]` without sorting all 10,000 rows of a large workspace."""
+    live = (r for r in resources if r.status != STATUS_STALE)
+    return heapq.nsmallest(n, live, key=lambda r: (-r.updated_at_ms, r.kind != KIND_MARKDOWN, r.path))
 
 
 def tree(resources: list[data.Resource]) -> dict[str, Any]:
@@ -88,9 +91,13 @@ class FrontPage:
         note = home_note(resources)
         return cls(resources, note, note_key(note) if note else None, ask)
 
+    @cached_property
+    def recent_changes(self) -> list[data.Resource]:
+        return recent(self.resources)  # asked by the key and again by the context: computed once
+
     def key(self, salt: list[Any]) -> str:
         rows = [(r.path, r.kind, r.status, r.error_code, r.error_message, r.warnings) for r in self.resources]
-        payload = [rows, [(r.path, r.updated_at_ms) for r in recent(self.resources)],
+        payload = [rows, [(r.path, r.updated_at_ms) for r in self.recent_changes],
                    self.note.path if self.note else None, self.note_key, self.ask, salt]
         return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()[:20]
 
@@ -102,7 +109,7 @@ class FrontPage:
     def context(self) -> dict[str, Any]:
         """The template context of `index.html` (without the base context, the note body and the tree's
         HTML: `tree(self.resources)` rendered by `_tree.html`)."""
-        changed = recent(self.resources)
+        changed = self.recent_changes
         return {
             "recent": [{"res": r, "name": posixpath.basename(r.path), "folder": posixpath.dirname(r.path),
                         "when": _day(r.updated_at_ms), "url": relative_url(INDEX, page_path(r.path))}

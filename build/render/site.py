@@ -29,6 +29,7 @@ import posixpath
 import shutil
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,6 @@ class _Site:
                               "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")),
             from_build.resolver if from_build else None)
         self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
-        self.generated = {page_path(r.path) for r in self.resources}
         # the collisions depend on the paths alone: those the state recorded for the same paths stand
         self.paths_key = _paths_key(self.resources)
         if state and state.get("paths_key") == self.paths_key and isinstance(state.get("collisions"), list):
@@ -190,8 +190,17 @@ class _Site:
         res = self.by_path.get(path)
         return (res.title if res is not None and res.title else None) or posixpath.basename(path)
 
+    @cached_property
+    def _pages(self) -> set[str]:
+        return {page_path(r.path) for r in self.resources}
+
+    def is_page(self, site_path: str) -> bool:
+        """True when `site_path` is some resource's page. Every page ends in `.html` (`urls.page_path`), so
+        other paths (the copy of every non-HTML file) are answered without listing the 10,000 pages."""
+        return site_path.endswith(".html") and site_path in self._pages
+
     def _copyable(self, res: data.Resource) -> bool:
-        return bool(res.source_hash) and res.status != STATUS_STALE and copy_path(res.path) not in self.generated
+        return bool(res.source_hash) and res.status != STATUS_STALE and not self.is_page(copy_path(res.path))
 
     # -- one page per resource ----------------------------------------------------
     def render_resource(self, res: data.Resource) -> str:
@@ -300,10 +309,10 @@ def _load_state(out: Path) -> dict[str, Any]:
         return {}
 
 
-def _drop_active_copy(out: Path, rel: str, generated: set[str]) -> None:
+def _drop_active_copy(out: Path, rel: str, is_page) -> None:
     """Delete a copy an older build made of an HTML/SVG/... attachment beside our pages (it now
     lives under `_file/`), unless that name is a page or a reserved file of ours."""
-    if copy_path(rel) != rel and not is_reserved(rel) and rel not in generated:
+    if copy_path(rel) != rel and not is_reserved(rel) and not is_page(rel):
         (out / rel).unlink(missing_ok=True)
 
 
@@ -388,7 +397,10 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         todo = site.resources if since is None else [site.by_path[p] for p in since["resources"] if p in site.by_path]
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
-        current = {page_path(res.path) for res in site.resources}
+        # the pages that stay (the rest get tombstones): with the paths the last render had, its pages stand
+        # and only tag pages can go (`tag_pages.write` drops them); else every resource's page, listed
+        same_paths = state.get("paths_key") == site.paths_key
+        current = set() if same_paths else {page_path(res.path) for res in site.resources}
         keys: dict[str, str] = {}
 
         def changed():  # keyed one by one, each changed page handed on at once: the pool starts rendering
@@ -396,7 +408,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 page = page_path(res.path)
                 key = keys[res.path] = _page_key(site, res, salt)
                 if site._copyable(res):
-                    _drop_active_copy(out, res.path, site.generated)
+                    _drop_active_copy(out, res.path, site.is_page)
                     _copy_source(root, out, res.path)
                 if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
                     folder = out / page_images.image_folder(res.source_hash, options.images)
@@ -418,7 +430,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             site.report.pages_unchanged += len(site.resources) - len(todo)
         site.report.tag_pages = tag_pages.write(site, out, pages, current,
                                                 only=None if since is None else since.get("tags", []))
-        for page, entry in list(pages.items()):
+        for page, entry in ([] if same_paths else list(pages.items())):
             if page not in current and entry.get("key") != "tombstone":
                 atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))
                 pages[page] = {"key": "tombstone", "source": entry["source"]}

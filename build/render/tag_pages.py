@@ -4,7 +4,8 @@ A tag is a `tag` row of `evidence_link`: a `#tag` written in a block, or a front
 tag (its block is the note's `properties` block). `_tags/<tag>.html` lists every
 block carrying the tag, grouped by note, each linking its block anchor; tags compare
 case-insensitively (`#Project` and `#project` share a page, named in lower case).
-`_tags/index.html` lists every tag with its count. Incremental like resource pages:
+`_tags/index.html` lists every tag with its count (kept in the site state, so an edit counts only its own
+tags again). Incremental like resource pages:
 a tag page is written when its content key changes; a tag that no longer exists
 loses its page (it was never a citation target, so no tombstone is left).
 """
@@ -56,14 +57,31 @@ def tag_counts(conn) -> dict[str, int]:
         "USING (resource_id) WHERE l.kind = 'tag' AND r.status = 'ok' GROUP BY 1 ORDER BY 1"))
 
 
+def _counts(conn, pages: dict[str, Any], only: list[str] | None,
+            entries: dict[str, list[dict[str, str]]]) -> dict[str, int]:
+    """Every tag's count: those the state recorded with the tag index (`pages[INDEX]["counts"]`), with the
+    tags in `only` counted again from their `entries` (one per block: what `tag_counts` counts, see
+    there); a tag whose blocks are all gone drops out. `only` names every tag whose links changed
+    since the site was rendered (`render_dirty`), so the others' counts stand. Without a recorded
+    count (an older state) or `only`, all are counted (a scan of every tag link: 40 ms at 10,000 notes)."""
+    recorded = pages.get(INDEX, {}).get("counts")
+    if only is None or not isinstance(recorded, dict):
+        return tag_counts(conn)
+    counts = dict(recorded)
+    for (tag,) in conn.execute("SELECT lower(value) FROM json_each(?)", [json.dumps(only)]):  # SQL's lower()
+        counts.pop(tag, None)
+    counts.update({tag: len(blocks) for tag, blocks in entries.items()})
+    return dict(sorted(counts.items()))  # code point order, as SQLite's ORDER BY of UTF-8 text
+
+
 def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[str] | None = None) -> int:
     """Write changed tag pages and the tag index; drop pages of vanished tags. Returns pages written.
     `only`: the tags whose pages may have changed (the build's `render_dirty`); None: every tag."""
     if only is not None and not only:  # no tag changed: every tag page and the index stay as they are
         current.update(p for p, e in pages.items() if e.get("tag"))
         return 0
-    counts = tag_counts(site.conn)
     tags = tag_entries(site.conn, only)
+    counts = _counts(site.conn, pages, only, tags)
     template, salt = site.env.get_template("tag.html"), site.templates_salt
     written = 0
     wanted: dict[str, str | None] = {tag_page(t): t for t in counts}
@@ -95,4 +113,6 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[
         if entry.get("tag") and page not in wanted and page != INDEX:
             (out / page).unlink(missing_ok=True)
             del pages[page]
+    if INDEX in pages:
+        pages[INDEX]["counts"] = counts  # the next edit counts only its own tags again (`_counts`)
     return written
