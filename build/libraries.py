@@ -13,12 +13,16 @@ and applies the settings every use relies on:
 
 A provider's or OCR engine's version names its library's version, and a build reads every
 provider's version (`versions.current`, the unchanged-file check) whether or not it parses a file
-of that kind: `library_version` reads it from the package metadata, without importing the library.
-`tests/test_startup.py` checks which commands load them.
+of that kind: `library_version` reads it from the package metadata, without importing the library
+(nor `importlib.metadata`, whose import alone cost a one-note edit 20 ms, when an installed
+`*.dist-info` folder answers). `tests/test_startup.py` checks which commands load them.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from functools import cache
 from types import ModuleType
 
@@ -27,10 +31,53 @@ from mnote_evidence.build.pixels import MAX_PIXELS
 
 @cache
 def library_version(distribution: str) -> str:
-    """An installed library's version, from its package metadata (e.g. "pymupdf" -> "1.28.2")."""
-    from importlib.metadata import version  # ~20 ms: builds only
+    """An installed library's version, from its package metadata (e.g. "pymupdf" -> "1.28.2"): what
+    `importlib.metadata.version` answers, which it is asked only when `_dist_info_version` cannot say."""
+    found = _dist_info_version(distribution)
+    if found is not None:
+        return found
+    from importlib.metadata import version  # ~20 ms
 
     return version(distribution)
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()  # as importlib.metadata compares distribution names
+
+
+def _dist_info_version(distribution: str) -> str | None:
+    """The `Version:` of `distribution`'s metadata folder in the first `sys.path` folder holding one,
+    searched in order as `importlib.metadata` searches; None (ask it) when that is not exactly one
+    `*.dist-info` folder with a `METADATA` file (an `.egg-info`, two versions, ...) or none is found."""
+    want = _normal(distribution)
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:  # not a folder (a zip, a path hook's name): importlib.metadata may know better
+            if entry and os.path.exists(entry):
+                return None
+            continue
+        found = [n for n in names if n.lower().endswith((".dist-info", ".egg-info"))
+                 and _normal(n.lower().rpartition(".")[0].partition("-")[0]) == want]
+        if not found:
+            continue
+        if len(found) > 1 or not found[0].lower().endswith(".dist-info"):
+            return None
+        return _metadata_version(os.path.join(entry or ".", found[0], "METADATA"))
+    return None
+
+
+def _metadata_version(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    return None  # the headers ended without one
+                if line.startswith("Version:"):
+                    return line[len("Version:"):].strip()
+    except OSError:
+        pass
+    return None
 
 
 @cache

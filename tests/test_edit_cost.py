@@ -8,7 +8,8 @@ file system. Each count would fail if the double work came back; the results are
 fresh read of the index, so the shortcuts change nothing. An edit counts only its own tags again
 (the others' counts are kept in the site state), its pages need no list of every page when the
 paths are the ones the last render had, the front page sorts its recent changes once, and a file's
-provider version is looked up once per suffix.
+provider version is looked up once per suffix, its library's version without importing
+`importlib.metadata`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import posixpath
 import time
 
 import pytest
-from mnote_evidence.build import fsutil, links, markdown_syntax, model
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from mnote_evidence.build import fsutil, libraries, links, markdown_syntax, model
 from mnote_evidence.build.index import previous
 from mnote_evidence.build.render import data, front, site, tag_pages
 from tests.conftest import run_build
@@ -216,3 +220,23 @@ def test_recent_changes_are_the_first_of_the_sorted_rows(monkeypatch):
     _count(monkeypatch, front, "recent", sorts)
     page.key([]), page.context(), page.key([])
     assert len(sorts) == 1
+
+
+@pytest.mark.parametrize("name", ["pymupdf", "PyMuPDF", "python-docx", "python_docx", "pillow", "markdown-it-py"])
+def test_a_library_version_is_what_importlib_metadata_says(name):
+    assert libraries._dist_info_version(name) == version(name)
+
+
+def test_a_library_version_asks_importlib_metadata_unless_one_dist_info_answers(tmp_path, monkeypatch):
+    for folder, metadata in [("a_lib-1.0.dist-info", "Name: a-lib\nVersion: 1.0\n\nVersion: 9\n"),
+                             ("b_lib-2.0.egg-info", None), ("c_lib-1.dist-info", ""), ("c_lib-2.dist-info", "")]:
+        (tmp_path / folder).mkdir()
+        if metadata is not None:
+            (tmp_path / folder / "METADATA").write_text(metadata)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "absent"), str(tmp_path)])
+    assert libraries._dist_info_version("A.Lib") == "1.0"
+    assert libraries._dist_info_version("b-lib") is None  # an .egg-info: importlib.metadata reads it
+    assert libraries._dist_info_version("c-lib") is None  # two of them: importlib.metadata picks
+    assert libraries._dist_info_version("d-lib") is None
+    with pytest.raises(PackageNotFoundError):
+        libraries.library_version.__wrapped__("d-lib")
