@@ -57,7 +57,6 @@ def _by_suffix(formats: tuple[Format, ...]) -> dict[str, Format]:
 
 
 BY_SUFFIX = _by_suffix(FORMATS)
-_KIND_BY_SUFFIX = {suffix: fmt.kind for suffix, fmt in BY_SUFFIX.items()}  # kind_for: one look-up per file
 
 
 def format_for(path: str) -> Format | None:
@@ -66,7 +65,8 @@ def format_for(path: str) -> Format | None:
 
 
 def kind_for(path: str) -> Kind:
-    return _KIND_BY_SUFFIX.get(suffix_of(path).lower(), Kind.OTHER)
+    fmt = BY_SUFFIX.get(suffix_of(path).lower())  # as format_for, without a second call: asked for every file
+    return fmt.kind if fmt else Kind.OTHER
 
 
 def suffixes(kind: Kind) -> tuple[str, ...]:
