@@ -24,7 +24,7 @@ SCHEMA_VERSION = "6"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
 #    evidence_resource.page_url
 # 6: link edges derived from evidence_link (the evidence_link_edge view), not stored; evidence_edge_row holds
 #    resource_contains_page only; index evidence_edge_to dropped; evidence_link_target on
-#    (target_path, source_block_id)
+#    (target_path, source_block_id); evidence_block_row.block_id's UNIQUE is the index evidence_block_id
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link
@@ -62,7 +62,8 @@ CREATE TABLE IF NOT EXISTS evidence_resource (
 );
 CREATE TABLE IF NOT EXISTS evidence_block_row (  -- stored blocks; read them through the evidence_block view
     id INTEGER PRIMARY KEY,           -- also the rowid of evidence_fts
-    block_id TEXT NOT NULL UNIQUE,
+    block_id TEXT NOT NULL,           -- unique: evidence_block_id (an index of its own, so a database
+                                      -- written from empty fills the table first, writer.py BULK_INDEXES)
     resource_id TEXT NOT NULL REFERENCES evidence_resource(resource_id),
     ordinal INTEGER NOT NULL,         -- position in the resource, for neighbours
     kind TEXT NOT NULL,
@@ -81,6 +82,7 @@ CREATE TABLE IF NOT EXISTS evidence_block_row (  -- stored blocks; read them thr
                                       -- words, 0 it does not (locator at page precision); NULL not checked
     anchor TEXT                       -- Markdown: the author's block id (`^id`), unique in its resource
 );
+CREATE UNIQUE INDEX IF NOT EXISTS evidence_block_id ON evidence_block_row(block_id);
 CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block_row(resource_id, ordinal);
 -- no index on section_id: a section's blocks are found through their resource's (resource_id, section_id)
 -- SPEC §6's evidence_block: the stored columns, and those derived from them and from the block's

@@ -324,7 +324,10 @@ def _write_copy(db_path: Path, changes: IndexChanges) -> int:
     try:
         conn.execute("BEGIN")
         from_empty = conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0] == 0
+        deferred = _defer_indexes(conn) if from_empty else []
         resegmented = _apply(conn, changes)
+        for ddl in deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
+            conn.execute(ddl)
         conn.execute("COMMIT")
         layout.lay_out(conn, compact=from_empty)  # for range-request readers (the static site's search box)
         conn.execute("PRAGMA journal_mode=DELETE")
@@ -335,6 +338,25 @@ def _write_copy(db_path: Path, changes: IndexChanges) -> int:
         conn.close()
         tmp.unlink(missing_ok=True)
         raise
+
+
+BULK_TABLES = ("evidence_block_row", "evidence_section", "evidence_edge_row")  # written once per block / section
+BULK_CACHE_KIB = 64 * 1024  # page cache of a write from empty (SQLite's default: 2 MiB)
+
+
+def _defer_indexes(conn: sqlite3.Connection) -> list[str]:
+    """A write from empty (inside its transaction): drop the secondary indexes of `BULK_TABLES` and
+    return their DDL (schema.py's) to create once the rows are in; a larger page cache for the load.
+    `_apply` from empty never looks rows of these tables up (no old rows to read or delete), so no
+    query needs them meanwhile; a duplicate block id fails the unique index's creation instead of an
+    insert, the build alike. At 10,000 notes (470,000 blocks) this halved the block inserts' time."""
+    conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
+    marks = ", ".join("?" * len(BULK_TABLES))
+    rows = conn.execute(f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+                        f"AND tbl_name IN ({marks}) ORDER BY name", BULK_TABLES).fetchall()
+    for name, _ in rows:
+        conn.execute(f"DROP INDEX {name}")
+    return [ddl for _, ddl in rows]
 
 
 def replace_file(tmp: Path, db_path: Path) -> None:
