@@ -118,7 +118,7 @@ def adopt(tmp: Path, path: Path) -> None:
     current `durable_batch`, else it is fsync'ed and renamed now)."""
     batch = _batch.get()
     if batch is None:
-        _fsync_path(tmp)
+        fsync_path(tmp)
         _replace(tmp, path)
         return
     if path in batch.pending:  # written before in this batch: that goes in first
@@ -219,10 +219,10 @@ def _sync(paths: list[Path]) -> None:
         if _syncfs() is not None and all(_syncfs_ok(path) for path in devices.values()):
             return
     for path in paths:
-        _fsync_path(path)
+        fsync_path(path)
 
 
-def _fsync_path(path: Path) -> None:
+def fsync_path(path: Path) -> None:
     """fsync a file or folder by its path."""
     fd = os.open(path, os.O_RDONLY)
     try:

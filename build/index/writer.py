@@ -34,6 +34,7 @@ from typing import Any, Iterable
 
 from mnote_evidence.build.errors import IndexDamaged
 from mnote_evidence.build.ids import edge_id
+from mnote_evidence.build.fsutil import fsync_path
 from mnote_evidence.build.index import anchors, layout
 from mnote_evidence.build.index.schema import CREATED_BY, STORED_EDGE_TYPES, create_schema
 from mnote_evidence.build.knowledge.texts import pack_text
@@ -325,7 +326,7 @@ def _write_copy(db_path: Path, changes: IndexChanges) -> int:
         conn.execute("BEGIN")
         from_empty = conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0] == 0
         deferred = _defer_indexes(conn) if from_empty else []
-        resegmented = _apply(conn, changes)
+        resegmented = _apply(conn, changes, from_empty)
         for ddl in deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
             conn.execute(ddl)
         conn.execute("COMMIT")
@@ -361,18 +362,16 @@ def _defer_indexes(conn: sqlite3.Connection) -> list[str]:
 
 def replace_file(tmp: Path, db_path: Path) -> None:
     """fsync `tmp`, rename it over `db_path`, fsync the folder: readers see the old file or the new one."""
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
+    fsync_path(tmp)
     os.replace(tmp, db_path)
-    _fsync_dir(db_path.parent)
+    fsync_path(db_path.parent)
 
 
-def _apply(conn: sqlite3.Connection, changes: IndexChanges) -> int:
+def _apply(conn: sqlite3.Connection, changes: IndexChanges, from_empty: bool = False) -> int:
     """Every change, inside the caller's transaction; returns the FTS rows re-segmented."""
     resegmented = 0
     stamp = now_ms()
-    empty = conn.execute("SELECT NOT EXISTS (SELECT 1 FROM evidence_resource)").fetchone()[0]
-    previous = {} if empty else {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
+    previous = {} if from_empty else {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
                                  for u in changes.updates}  # from empty: no old rows to read or delete
     for rid in changes.removed + list(previous):
         _delete_resource_rows(conn, rid)
@@ -408,14 +407,6 @@ def _write_knowledge_texts(conn: sqlite3.Connection, changes: IndexChanges) -> N
     if changes.knowledge is not None:
         conn.execute("DELETE FROM knowledge_text WHERE source_root_relative_path NOT IN "
                      "(SELECT source_root_relative_path FROM knowledge_source WHERE lightrag_doc_id IS NOT NULL)")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def cleanup_stray_temps(db_path: Path) -> None:
