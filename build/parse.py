@@ -7,7 +7,9 @@ files (notes) several per task (`parse_many`), and retries the files of a worker
 per fresh process, so only the file that really crashes is recorded as `parse_crashed`.
 `parse_all` picks in-process or the pool: the pool only when there are jobs > 1 and enough work
 to repay starting it. With a `prepare` (build/prepare.py) each result is finished where it was
-parsed (sidecars staged, FTS values segmented), in the worker or here alike.
+parsed (sidecars staged, FTS values segmented), in the worker or here alike. With an `on_result`
+each result is handed over as it arrives and not kept (`InOrder` passes them on in the build's
+order), so the build can record and drop each one while the workers parse the rest.
 """
 
 from __future__ import annotations
@@ -28,6 +30,24 @@ if TYPE_CHECKING:
 
 BATCH_BYTES = 1 << 20  # a batch of small files stops growing at about this many bytes
 OnResult = Callable[[str, Any], None]  # (path, what `parse_one`, then `prepare` if any, made of it)
+
+
+class InOrder:
+    """An `OnResult` that calls `emit(path, result)` in the order of `paths` whatever order the results
+    arrive in: an early one waits until those before it are in (the pool finishes tasks out of order;
+    the build records resources in path order, which decides the index's block ids)."""
+
+    def __init__(self, paths: list[str], emit: OnResult):
+        self.paths, self.emit = paths, emit
+        self.early: dict[str, Any] = {}
+        self.next = 0  # index in `paths` of the next result to emit
+
+    def __call__(self, path: str, result: Any) -> None:
+        self.early[path] = result
+        while self.next < len(self.paths) and self.paths[self.next] in self.early:
+            ready = self.paths[self.next]
+            self.next += 1
+            self.emit(ready, self.early.pop(ready))
 
 
 def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
@@ -76,8 +96,17 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
                   prepare: Prepare | None = None) -> dict:
     """Parse in worker processes, up to `batch` files per task (see `batches`). A worker that
     dies (a crash inside a native library) breaks the pool; the files it took down are retried
-    one per fresh process, so only the file that really crashes is recorded as `parse_crashed`."""
+    one per fresh process, so only the file that really crashes is recorded as `parse_crashed`.
+    Returns every result, or with `on_result` none (each was handed to it)."""
     results: dict[str, Any] = {}
+    done: set[str] = set()
+
+    def deliver(path: str, result: Any) -> None:
+        done.add(path)
+        if on_result is None:
+            results[path] = result
+        else:  # outside the pool's `try` below: its error (disk full) is the build's
+            on_result(path, result)
     with worker_pool(jobs) as pool:
         futures = {pool.submit(parse_many, str(root), [(f.path, f.source_hash) for f in group], ocr,
                                _only(prepare, group)): group
@@ -85,29 +114,26 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
         try:
             for fut in as_completed(futures):
                 try:
-                    done = fut.result()
+                    parsed = fut.result()
                 except Exception:  # the worker died: its files are retried below
                     continue
-                for f, result in zip(futures[fut], done):
-                    results[f.path] = result
-                    if on_result is not None:  # outside the `try`: its error (disk full) is the build's
-                        on_result(f.path, result)
+                for f, result in zip(futures[fut], parsed):
+                    deliver(f.path, result)
                 advance(len(futures[fut]))
         except BaseException:
             for fut in futures:
                 fut.cancel()
             raise
     for f in files:
-        if f.path in results:
+        if f.path in done:
             continue
         with worker_pool(1) as solo:
             try:
-                results[f.path] = solo.submit(parse_many, str(root), [(f.path, f.source_hash)], ocr,
-                                              _only(prepare, [f])).result()[0]
+                result = solo.submit(parse_many, str(root), [(f.path, f.source_hash)], ocr,
+                                     _only(prepare, [f])).result()[0]
             except Exception:
-                results[f.path] = ProviderError("parse_crashed", "the parser process crashed on this file")
-        if on_result is not None:
-            on_result(f.path, results[f.path])
+                result = ProviderError("parse_crashed", "the parser process crashed on this file")
+        deliver(f.path, result)
         advance(1)
     return results
 
@@ -122,14 +148,18 @@ def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, 
     """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
     (fewer would not repay the start of the workers), else here, one by one; each result then
     goes through `prepare` where it was parsed. `on_result(path, result)` is called as each result
-    arrives (in no particular order): this process's share of the work (adopting the staged
-    sidecars) overlaps the workers' parsing instead of following it."""
+    arrives (in no particular order; `InOrder` restores one) and the result is not kept: this
+    process's share of the work (adopting the staged sidecars, recording the result, writing its
+    index rows) overlaps the workers' parsing instead of following it. Returns the results not
+    handed to an `on_result` (all, or none)."""
     if jobs <= 1 or len(files) < max(2, min_pool):
         results: dict[str, Any] = {}
         for f in files:
-            results[f.path] = parse_many(str(root), [(f.path, f.source_hash)], ocr, _only(prepare, [f]))[0]
-            if on_result is not None:
-                on_result(f.path, results[f.path])
+            result = parse_many(str(root), [(f.path, f.source_hash)], ocr, _only(prepare, [f]))[0]
+            if on_result is None:
+                results[f.path] = result
+            else:
+                on_result(f.path, result)
             advance(1)
         return results
     return parse_in_pool(files, root, jobs, ocr, advance, batch, on_result, prepare)

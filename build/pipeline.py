@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
@@ -33,7 +33,8 @@ from mnote_evidence.build.formats import format_for, provider_for
 from mnote_evidence.build.fsutil import in_durable_batch
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
-from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms, write_index
+from mnote_evidence.build.index.writer import (FreshIndex, IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms,
+                                               starts_empty, write_index)
 from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text, text_hash
@@ -53,7 +54,7 @@ from mnote_evidence.build.model import (
     suffix_of,
 )
 from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.parse import parse_all
+from mnote_evidence.build.parse import InOrder, parse_all
 from mnote_evidence.build.prepare import Prepare, Prepared, adopt_prepared
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.providers.encoding import decode_note
@@ -140,12 +141,27 @@ class _Build:
         self.report = BuildReport(root=root.name, db_path=str(self.db_path))
         self.prev: PreviousBuild = load_previous(self.db_path)
         self.changes = IndexChanges()
+        self.fresh: FreshIndex | None = None  # the index written from empty as the build goes (`opened`)
         self.stamp = now_ms()
         self._versions: dict[str, str] = {}  # by provider spec
         self._suffix_versions: dict[str, str] = {}  # by suffix as written (`_version`)
         self.layout = options.sidecars or self.prev.meta.get("sidecar_layout") or LAYOUT_BESIDE
         if self.layout not in LAYOUTS:
             raise ValueError(f"sidecar layout must be one of {', '.join(LAYOUTS)} (got {self.layout!r})")
+
+    @classmethod
+    @contextmanager
+    def opened(cls, root: Path, options: BuildOptions) -> Iterator[_Build]:
+        """This run; when its index is written from empty (`writer.starts_empty`), the working copy is open
+        from here on and each resource's rows go in as it is recorded (`_record`), overlapping the parse.
+        Leaving before the index is written (an error, Ctrl-C) removes the copy: the old file stays."""
+        cleanup_stray_temps(options.out / DB_NAME)  # before the working copy of this run exists
+        run = cls(root, options)
+        if not starts_empty(run.db_path, run.prev.incompatible_schema is not None):
+            yield run
+            return
+        with FreshIndex.open(run.db_path) as run.fresh:
+            yield run
 
     def _version(self, path: str) -> str:
         """The version of `path`'s provider (a supported format), set up once per provider per build;
@@ -185,7 +201,17 @@ class _Build:
             return
         self._drop_old_sidecars(prev)
         row = self._row(f, owner, kind_status, provider, version, error=(code, message))
-        self.changes.updates.append(ResourceUpdate(row))
+        self._record(ResourceUpdate(row))
+
+    def _record(self, update: ResourceUpdate) -> None:
+        """`update` joins the index changes, in the build's order (which decides the block ids); written
+        from empty, its rows go in now, and its artifact goes unless LightRAG reads it later
+        (`knowledge_candidates`): held until the index write, it cost ~95 KB per note at 10,000."""
+        self.changes.updates.append(update)
+        if self.fresh is not None:
+            self.fresh.add(update)
+            if self.options.lightrag is None:
+                update.artifact = update.segmented = None
 
     def _drop_old_sidecars(self, prev: ResourceRow | None, keep: SidecarPaths | None = None) -> None:
         if prev and prev.source_map_path and (keep is None or keep.source_map != prev.source_map_path):
@@ -200,18 +226,32 @@ class _Build:
         if reused_from and reused_from != paths.source_map:  # moved, not copied
             remove_sidecars(self.root, paths_at(reused_from, artifact))
         row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
-        self.changes.updates.append(ResourceUpdate(row, artifact, prepared.segmented if prepared else None))
+        self._record(ResourceUpdate(row, artifact, prepared.segmented if prepared else None))
 
-    def _parse(self, todo: list[tuple[SourceFile, str | None]], progress: StageProgress, **kwargs) -> dict:
+    def _parse(self, todo: list[tuple[SourceFile, str | None]], progress: StageProgress,
+               on_parsed: Callable[[SourceFile, str | None, Any], None], **kwargs) -> None:
         """Parse `todo` ((file, owner) each); each result comes back prepared (build/prepare.py) and its
-        staged sidecars join this step's durable batch as it arrives."""
+        staged sidecars join this step's durable batch as it arrives; `on_parsed(file, owner, result)`
+        records it in `todo`'s order (path order: deterministic) as soon as those before it are in."""
         prepare = Prepare(str(self.root), self.layout, {f.path: owner for f, owner in todo})
+        by_path = {f.path: (f, owner) for f, owner in todo}
+        in_order = InOrder(list(by_path), lambda path, result: on_parsed(*by_path[path], result))
 
-        def arrived(_path: str, result: Any) -> None:
+        def arrived(path: str, result: Any) -> None:
             adopt_prepared(result)
             gc.freeze()  # see `_long_lived`
-        return parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance,
-                         on_result=arrived, prepare=prepare, **kwargs)
+            in_order(path, result)
+        parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance,
+                  on_result=arrived, prepare=prepare, **kwargs)
+
+    def _parsed(self, f: SourceFile, owner: str | None, result: Any) -> ParsedResourceArtifact | None:
+        """Record one parse's result: its artifact (returned), or its error."""
+        if isinstance(result, ProviderError):
+            p = provider_for(f.path, self.options.ocr)
+            self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
+            return None
+        self._accept(f, owner, result.artifact, prepared=result)
+        return result.artifact
 
     def _unchanged(self, f: SourceFile, owner: str | None, version: str) -> bool:
         """Same bytes, same provider version, same owner (and sidecars where the layout puts them):
@@ -260,19 +300,15 @@ class _Build:
                 progress.advance()
                 continue
             todo.append(f)
-        results = self._parse([(f, f.path) for f in todo], progress, batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL)
+
+        def parsed(f: SourceFile, owner: str | None, result: Any) -> None:
+            artifact = self._parsed(f, owner, result)
+            if artifact is not None:
+                links[f.path] = [NoteLink(b.id, link["target"], link["kind"], link.get("label"))
+                                 for b in artifact.blocks for link in b.links]
+        self._parse([(f, f.path) for f in todo], progress, parsed, batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL)
         progress.finish()
         self.report.parsed += len(todo)
-        for f in todo:  # in path order: deterministic
-            result = results[f.path]
-            if isinstance(result, ProviderError):
-                provider = provider_for(f.path, self.options.ocr)
-                self._record_error(f, f.path, STATUS_ERROR, result.code, result.message,
-                                   provider.name, provider.version())
-                continue
-            self._accept(f, f.path, result.artifact, prepared=result)
-            links[f.path] = [NoteLink(b.id, link["target"], link["kind"], link.get("label"))
-                             for b in result.artifact.blocks for link in b.links]
         return links
 
     @in_durable_batch
@@ -301,15 +337,8 @@ class _Build:
         if not todo:
             return
         self.report.parsed += len(todo)
-        results = self._parse(todo, progress)
+        self._parse(todo, progress, self._parsed)
         progress.finish()
-        for f, owner in todo:  # in path order: deterministic
-            result = results[f.path]
-            if isinstance(result, ProviderError):
-                p = provider_for(f.path, self.options.ocr)
-                self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
-            else:
-                self._accept(f, owner, result.artifact, prepared=result)
 
     def vanished(self, present: set[str]) -> None:
         for path, prev in sorted(self.prev.resources.items()):
@@ -386,9 +415,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     root = root.resolve()
     if not root.is_dir():
         raise NotAWorkspace(root)
-    with _build_lock(options.out), _long_lived():
-        cleanup_stray_temps(options.out / DB_NAME)
-        run = _Build(root, options)
+    with _build_lock(options.out), _long_lived(), _Build.opened(root, options) as run:
         known = None if options.rehash else {
             p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in run.prev.resources.items()
             if r.source_mtime_ns is not None and r.source_hash}
@@ -426,7 +453,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 "generator": f"mnote-evidence {__version__}",
                 "workspace_name": root.name, "built_at_ms": str(run.stamp),
             })
-            resegmented = write_index(run.db_path, changes)
+            resegmented = write_index(run.db_path, changes, run.fresh)
         elif changes.stamps:  # only touched files (same bytes): their new stamps, so they are not hashed again
             write_index(run.db_path, IndexChanges(stamps=changes.stamps))
         progress.finish()

@@ -1,6 +1,6 @@
 """Stage 4: write `evidence.sqlite`, atomically and incrementally (README "What a build does").
 
-Two ways, each all-or-nothing for every reader:
+Three ways, each all-or-nothing for every reader:
 - in place (an index of this schema exists, segmentation unchanged): the changes are
   applied to the file itself inside ONE transaction with SQLite's rollback journal
   (`journal_mode=DELETE`, `synchronous=FULL`; never WAL, see `layout.py`). Each page's
@@ -10,49 +10,44 @@ Two ways, each all-or-nothing for every reader:
   for readers) or the new one. The writer's page cache holds every change until COMMIT
   (`cache_spill` off), so readers keep reading the old state until the commit's
   exclusive lock, which they wait out (busy timeout). Cost: O(what changed);
-- copy and rename (no usable index, a rebuild for another schema, or a re-segmentation
-  that rewrites every FTS row): the previous file (if any) is copied to a temporary file
-  next to it, the changes are applied there with no journal, laid out (`layout.lay_out`)
-  and renamed over the old file. Cost: O(index).
-A changed resource replaces only its own rows; a note's links are replaced only when they
-changed (`IndexChanges.links`, keyed by the note); its link edges are the `evidence_link_edge` view's.
+- from empty, as the build goes (`FreshIndex`; no usable index, or a rebuild for another
+  schema: `starts_empty`): a working copy is opened before the parse, each resource's rows
+  are inserted as the build records it (in its order, so block ids are those of a write at
+  the end), the rest at `finish`; then laid out (`layout.lay_out`) and renamed over the old
+  file. A failure or a kill before the rename leaves the old file and no working copy
+  (`discard`; a killed build's stray temp file goes at the next build). Cost: O(index),
+  overlapping the parse;
+- copy and rename (a re-segmentation that rewrites every FTS row; from empty if the
+  previous file is damaged or empty: `FreshIndex` with nothing added yet): the previous
+  file is copied to a temporary file next to it, the changes are applied there with no
+  journal, laid out and renamed over the old file. Cost: O(index).
+A changed resource replaces only its own rows (`rows.insert_update`, shared by every way); a
+note's links are replaced only when they changed (`IndexChanges.links`, keyed by the note); its
+link edges are the `evidence_link_edge` view's.
 """
-
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import methodcaller
 from pathlib import Path
 from typing import Any, Iterable
 
 
 from mnote_evidence.build.errors import IndexDamaged
-from mnote_evidence.build.ids import edge_id
 from mnote_evidence.build.fsutil import fsync_path
 from mnote_evidence.build.index import anchors, layout
-from mnote_evidence.build.index.schema import CREATED_BY, STORED_EDGE_TYPES, create_schema
+from mnote_evidence.build.index.rows import ResourceUpdate, insert, insert_update, sql_value
+from mnote_evidence.build.index.schema import create_schema
 from mnote_evidence.build.knowledge.texts import pack_text
-from mnote_evidence.build.model import EdgeRow, LinkRow, ParsedResourceArtifact, ResourceRow
+from mnote_evidence.build.model import LinkRow
 from mnote_evidence.build import text
 from mnote_evidence.build.sqlite_ro import connect_ro
-from mnote_evidence.build.urls import page_url
 
-
-@dataclass
-class ResourceUpdate:
-    """A resource whose rows are (re)written: its evidence_resource row and, if ok, its artifact."""
-
-    row: ResourceRow
-    artifact: ParsedResourceArtifact | None = None
-    # (SEGMENTATION_VERSION, the FTS value of each block), computed where it was parsed (build/prepare.py);
-    # None, or of another version: segmented here
-    segmented: tuple[str, list[str]] | None = None
+__all__ = ["IndexChanges", "ResourceUpdate", "FreshIndex", "starts_empty", "write_index", "is_valid_db",
+           "replace_file", "cleanup_stray_temps", "now_ms"]
 
 
 @dataclass
@@ -80,10 +75,6 @@ class IndexChanges:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def _open_working_copy(db_path: Path, fresh: bool = False) -> tuple[Path, sqlite3.Connection]:
@@ -133,109 +124,6 @@ def _delete_resource_rows(conn: sqlite3.Connection, resource_id: str) -> None:
         conn.execute(f"DELETE FROM {table} WHERE resource_id = ?", [resource_id])
 
 
-def _block_rows(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: int):
-    """`evidence_block_row` rows: what the `evidence_block` view and its locator are computed from."""
-    for ordinal, block in enumerate(artifact.blocks):
-        chars, lines = block.char_range or (None, None), block.line_range or (None, None)
-        yield {
-            "id": first_id + ordinal, "block_id": block.id, "resource_id": row.resource_id,
-            "ordinal": ordinal, "kind": block.type, "text": block.text, "section_id": block.section_id,
-            "page": block.page, "bbox_json": _json(block.bbox),
-            "char_start": chars[0], "char_end": chars[1], "line_start": lines[0], "line_end": lines[1],
-            "paragraph_index": block.paragraph_index, "para_id": block.para_id, "role": block.role,
-            "box_holds_text": None if block.box_holds_text is None else int(block.box_holds_text),
-            "anchor": block.anchor,
-        }
-
-
-def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[EdgeRow]:
-    """resource_contains_page, from each page's first block. A block's page_contains_block and
-    section_contains_block edges are not stored: the `evidence_edge` view derives them (schema.py)."""
-    first_on_page: set[int] = set()
-    for block in artifact.blocks:
-        if block.page is not None and block.page not in first_on_page:
-            first_on_page.add(block.page)
-            yield edge_row(resource_id, f"{resource_id}:page-{block.page}", "resource_contains_page", block.id,
-                           resource_id)
-
-
-def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: str) -> EdgeRow:
-    return {"edge_id": edge_id(frm, to, kind, source_block_id), "from_id": frm, "to_id": to,
-            "edge_type": kind, "source_block_id": source_block_id, "confidence": 1.0,
-            "created_by": CREATED_BY, "resource_id": resource_id}
-
-
-def _edge_rows(edges: Iterable[EdgeRow]) -> Iterable[dict]:
-    """`evidence_edge_row` rows: `created_by` is the view's constant (every stored edge is the build's);
-    the per-block edge types are the view's, never stored."""
-    for e in edges:
-        if e["created_by"] != CREATED_BY or e["edge_type"] not in STORED_EDGE_TYPES:
-            raise ValueError(f"evidence_edge_row holds the build's {STORED_EDGE_TYPES}, not {e['edge_type']!r} "
-                             f"by {e['created_by']!r}")
-        yield {k: v for k, v in e.items() if k != "created_by"}
-
-
-def _insert(conn: sqlite3.Connection, table: str, rows: Iterable[dict], ignore: bool = False) -> None:
-    """INSERT dict rows into one of our tables (its schema is `index/schema.py`'s); a list or dict value
-    is stored as JSON. Plain sqlite3: sqlite-utils would import pandas and numpy when they are installed,
-    a quarter of a second on every build's start-up (issue 17)."""
-    verb = "INSERT OR IGNORE" if ignore else "INSERT"
-    batch: list[dict] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == 500:
-            _insert_batch(conn, f"{verb} INTO {table}", batch)
-            batch = []
-    if batch:
-        _insert_batch(conn, f"{verb} INTO {table}", batch)
-
-
-def _insert_batch(conn: sqlite3.Connection, into: str, batch: list[dict]) -> None:
-    """One executemany of `batch`; a row without a column stores NULL there. Column by column with
-    C-level loops (`map`, `zip`): at 10,000 notes a per-value Python call cost seconds (issue 17)."""
-    columns = list(dict.fromkeys(chain.from_iterable(batch)))
-    cols = [list(map(methodcaller("get", c), batch)) for c in columns]
-    for i, col in enumerate(cols):
-        if not _PLAIN_TYPES.issuperset(map(type, col)):
-            cols[i] = [_sql_value(v) for v in col]
-    values = list(zip(*cols))
-    conn.executemany(f"{into} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)
-
-
-_PLAIN_TYPES = frozenset((str, int, float, bytes, type(None)))  # stored as they are; any other: `_sql_value`
-
-
-def _sql_value(value: object) -> object:
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list, tuple)) else value
-
-
-def _insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: int) -> int:
-    row = update.row
-    _insert(conn, "evidence_resource", [{**row.to_sql(), "page_url": page_url(row.path)}])
-    artifact = update.artifact
-    if artifact is None:
-        return next_id
-    blocks = list(_block_rows(artifact, row, next_id))
-    _insert(conn, "evidence_block_row", blocks)
-    conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
-                     zip((b["id"] for b in blocks), _fts_values(update), (b["block_id"] for b in blocks)))
-    _insert(conn, "evidence_section", ({
-        "section_id": s.id, "resource_id": row.resource_id, "title": s.title, "level": s.level,
-        "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
-        "parent_section_id": s.parent_id, "block_count": len(s.block_ids),
-    } for s in artifact.sections))
-    _insert(conn, "evidence_edge_row", _edge_rows(structural_edges(artifact, row.resource_id)), ignore=True)
-    return next_id + len(blocks)
-
-
-def _fts_values(update: ResourceUpdate) -> list[str]:
-    """The FTS value of each block of `update`: the ones segmented with it, if by this segmentation."""
-    blocks = update.artifact.blocks if update.artifact else []
-    if update.segmented and update.segmented[0] == text.SEGMENTATION_VERSION and len(update.segmented[1]) == len(blocks):
-        return update.segmented[1]
-    return [text.segment_for_index(b.text) for b in blocks]
-
-
 def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:
     """Replace the links of each note in `changes.links` (and record their hash). Its link edges follow:
     the `evidence_link_edge` view derives them from these rows (an edge whose source block is not one of
@@ -243,7 +131,7 @@ def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:
     for rid, (rows, digest) in sorted(changes.links.items()):
         conn.execute("DELETE FROM evidence_link WHERE resource_id = ?", [rid])
         conn.execute("UPDATE evidence_resource SET links_hash = ? WHERE resource_id = ?", [digest, rid])
-        _insert(conn, "evidence_link", rows)
+        insert(conn, "evidence_link", rows)
 
 
 def _resegment(conn: sqlite3.Connection) -> int:
@@ -257,9 +145,18 @@ def _resegment(conn: sqlite3.Connection) -> int:
     return len(rows)
 
 
-def write_index(db_path: Path, changes: IndexChanges) -> int:
-    """Apply `changes` (in place, or on a copy renamed into place); returns how many FTS rows were
+def starts_empty(db_path: Path, rebuild: bool) -> bool:
+    """Whether `write_index` writes `db_path` from empty: a rebuild for another schema, or no usable
+    index there (the build then streams its rows into a `FreshIndex` as it goes)."""
+    return rebuild or not db_path.exists() or not is_valid_db(db_path)
+
+
+def write_index(db_path: Path, changes: IndexChanges, fresh: FreshIndex | None = None) -> int:
+    """Apply `changes` (in place, or on a copy renamed into place; into `fresh` if the build opened one,
+    which holds the rows of `changes.updates` it was given already); returns how many FTS rows were
     re-segmented from stored text."""
+    if fresh is not None:
+        return fresh.finish(changes)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     if not (changes.rebuild or changes.resegment) and db_path.exists() and is_valid_db(db_path):
         try:
@@ -322,23 +219,93 @@ def _compact(db_path: Path) -> None:
 
 def _write_copy(db_path: Path, changes: IndexChanges) -> int:
     tmp, conn = _open_working_copy(db_path, fresh=changes.rebuild)
+    if conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0] == 0:
+        return FreshIndex(db_path, tmp, conn).finish(changes)  # nothing copied (or nothing in it)
     try:
         conn.execute("BEGIN")
-        from_empty = conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0] == 0
-        deferred = _defer_indexes(conn) if from_empty else []
-        resegmented = _apply(conn, changes, from_empty)
-        for ddl in deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
-            conn.execute(ddl)
+        resegmented = _apply(conn, changes)
         conn.execute("COMMIT")
-        layout.lay_out(conn, compact=from_empty)  # for range-request readers (the static site's search box)
-        conn.execute("PRAGMA journal_mode=DELETE")
-        conn.close()
-        replace_file(tmp, db_path)
+        _lay_out_and_replace(conn, tmp, db_path, compact=False)
         return resegmented
     except BaseException:
         conn.close()
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _lay_out_and_replace(conn: sqlite3.Connection, tmp: Path, db_path: Path, compact: bool) -> None:
+    """A committed working copy: laid out for range-request readers (the static site's search box),
+    closed and renamed over `db_path`."""
+    layout.lay_out(conn, compact=compact)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
+    replace_file(tmp, db_path)
+
+
+class FreshIndex:
+    """An index written from empty on a working copy next to `db_path` (`starts_empty`). The build opens
+    it before the parse and `add`s each resource's rows as it records the resource, in the build's order
+    (block ids follow it), so the inserts overlap the parse; `finish(changes)` writes the rest of `changes`
+    (the updates after those added, links, knowledge, meta), builds the deferred indexes, lays the file
+    out and renames it into place. Until then the previous file is untouched: on any error (`add` and
+    `finish` alike) or a build that ends otherwise, `discard` (or leaving the `with`) closes and removes
+    the copy; a killed build leaves a stray temp file that `cleanup_stray_temps` removes."""
+
+    def __init__(self, db_path: Path, tmp: Path, conn: sqlite3.Connection):
+        self.db_path, self.tmp, self.conn = db_path, tmp, conn
+        self.next_id = 1  # the next evidence_block_row id
+        self.added: list[str] = []  # resource ids added, in order: a prefix of `changes.updates`
+        try:
+            conn.execute("BEGIN")
+            self.deferred = _defer_indexes(conn)
+        except BaseException:
+            self.discard()
+            raise
+
+    @classmethod
+    def open(cls, db_path: Path) -> FreshIndex:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        return cls(db_path, *_open_working_copy(db_path, fresh=True))
+
+    def __enter__(self) -> FreshIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()
+
+    def add(self, update: ResourceUpdate) -> None:
+        """Insert `update`'s rows (the caller records it in `changes.updates` in the same order)."""
+        if self.conn is None:
+            raise RuntimeError("this index was finished or discarded")
+        try:
+            self.next_id = insert_update(self.conn, update, self.next_id)
+        except BaseException:
+            self.discard()
+            raise
+        self.added.append(update.row.resource_id)
+
+    def finish(self, changes: IndexChanges) -> int:
+        """Write the rest of `changes` and rename the index into place; returns 0 (nothing to re-segment)."""
+        try:
+            if [u.row.resource_id for u in changes.updates[:len(self.added)]] != self.added:
+                raise ValueError("the updates added are not the first of changes.updates: block ids would differ")
+            resegmented = _apply(self.conn, changes, self)
+            for ddl in self.deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
+                self.conn.execute(ddl)
+            self.conn.execute("COMMIT")
+            _lay_out_and_replace(self.conn, self.tmp, self.db_path, compact=True)
+            self.conn = None
+            return resegmented
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Close and remove the working copy (nothing once it is renamed into place)."""
+        if self.conn is not None:
+            self.conn.close()  # closing a closed connection (failed after `_lay_out_and_replace` closed it) is a no-op
+            self.conn = None
+        self.tmp.unlink(missing_ok=True)
 
 
 BULK_TABLES = ("evidence_block_row", "evidence_section", "evidence_edge_row")  # written once per block / section
@@ -367,12 +334,13 @@ def replace_file(tmp: Path, db_path: Path) -> None:
     fsync_path(db_path.parent)
 
 
-def _apply(conn: sqlite3.Connection, changes: IndexChanges, from_empty: bool = False) -> int:
-    """Every change, inside the caller's transaction; returns the FTS rows re-segmented."""
+def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | None = None) -> int:
+    """Every change, inside the caller's transaction (into `fresh`: from empty, so no old rows to read,
+    delete or re-segment); returns the FTS rows re-segmented."""
     resegmented = 0
     stamp = now_ms()
-    previous = {} if from_empty else {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
-                                 for u in changes.updates}  # from empty: no old rows to read or delete
+    previous = {} if fresh else {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
+                                 for u in changes.updates}
     for rid in changes.removed + list(previous):
         _delete_resource_rows(conn, rid)
     for rid in changes.removed:
@@ -381,22 +349,26 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, from_empty: bool = F
                      "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
     conn.executemany("UPDATE evidence_resource SET source_size = ?, source_mtime_ns = ? WHERE resource_id = ?",
                      changes.stamps)
-    if changes.resegment:  # before the updates: their new rows are segmented as they are inserted
+    if changes.resegment and fresh is None:  # before the updates: their new rows are segmented as they are inserted
         resegmented = _resegment(conn)
-    next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block_row").fetchone()[0]
-    for update in changes.updates:
-        next_id = _insert_update(conn, update, next_id)
-        rid = update.row.resource_id
-        if previous.get(rid):
-            anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
+    if fresh is not None:
+        for update in changes.updates[len(fresh.added):]:  # recorded after the last `add` (or none added)
+            fresh.add(update)
+    else:
+        next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block_row").fetchone()[0]
+        for update in changes.updates:
+            next_id = insert_update(conn, update, next_id)
+            rid = update.row.resource_id
+            if previous.get(rid):
+                anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
     _replace_links(conn, changes)
     if changes.knowledge is not None:
         conn.execute("DELETE FROM knowledge_source")
-        _insert(conn, "knowledge_source", changes.knowledge)
+        insert(conn, "knowledge_source", changes.knowledge)
     _write_knowledge_texts(conn, changes)
     conn.executemany("INSERT INTO build_meta (key, value) VALUES (?, ?) "
                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                     [(k, _sql_value(v)) for k, v in changes.meta.items()])
+                     [(k, sql_value(v)) for k, v in changes.meta.items()])
     return resegmented
 
 
