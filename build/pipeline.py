@@ -206,7 +206,10 @@ class _Build:
     def _record(self, update: ResourceUpdate) -> None:
         """`update` joins the index changes, in the build's order (which decides the block ids); written
         from empty, its rows go in now, and its artifact goes unless LightRAG reads it later
-        (`knowledge_candidates`): held until the index write, it cost ~95 KB per note at 10,000."""
+        (`knowledge_candidates`): held until the index write, it cost ~95 KB per note at 10,000. The
+        working copy is renamed into place only after this step's sidecars are synced (`write_index`
+        comes after every `in_durable_batch` step), so the index readers see never points at a sidecar
+        that is not on disk."""
         self.changes.updates.append(update)
         if self.fresh is not None:
             self.fresh.add(update)
@@ -399,8 +402,9 @@ def _knowledge_key(rows) -> list[tuple]:
 
 @contextmanager
 def _long_lived() -> Iterator[None]:
-    """The parsed artifacts live until the index is written (millions of objects at 10,000 notes): each
-    is moved out of the cyclic GC's generations as it arrives (`gc.freeze`, O(1)), since every full
+    """The parsed artifacts live until the index is written (millions of objects at 10,000 notes; written
+    from empty, each until its rows are in, `_Build._record`, or to the end when LightRAG reads them):
+    each is moved out of the cyclic GC's generations as it arrives (`gc.freeze`, O(1)), since every full
     collection would scan them all again (~8 s of this process's CPU at 10,000 notes, issue 17); they
     are handed back to the GC when the build ends. Reference counting frees them as before."""
     try:
