@@ -113,13 +113,16 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
                    for group in batches(files, batch)}
         try:
             for fut in as_completed(futures):
+                group = futures.pop(fut)  # a done future holds its results: let them go once delivered
                 try:
                     parsed = fut.result()
                 except Exception:  # the worker died: its files are retried below
                     continue
-                for f, result in zip(futures[fut], parsed):
+                del fut
+                for f, result in zip(group, parsed):
                     deliver(f.path, result)
-                advance(len(futures[fut]))
+                del parsed
+                advance(len(group))
         except BaseException:
             for fut in futures:
                 fut.cancel()
