@@ -14,7 +14,7 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from itertools import chain
-from operator import methodcaller
+from operator import itemgetter, methodcaller
 from typing import Any, Iterable
 
 from mnote_evidence.build import text
@@ -39,19 +39,22 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def _block_rows(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: int):
-    """`evidence_block_row` rows: what the `evidence_block` view and its locator are computed from."""
-    for ordinal, block in enumerate(artifact.blocks):
-        chars, lines = block.char_range or (None, None), block.line_range or (None, None)
-        yield {
-            "id": first_id + ordinal, "block_id": block.id, "resource_id": row.resource_id,
-            "ordinal": ordinal, "kind": block.type, "text": block.text, "section_id": block.section_id,
-            "page": block.page, "bbox_json": _json(block.bbox),
-            "char_start": chars[0], "char_end": chars[1], "line_start": lines[0], "line_end": lines[1],
-            "paragraph_index": block.paragraph_index, "para_id": block.para_id, "role": block.role,
-            "box_holds_text": None if block.box_holds_text is None else int(block.box_holds_text),
-            "anchor": block.anchor,
-        }
+BLOCK_COLUMNS = ("id", "block_id", "resource_id", "ordinal", "kind", "text", "section_id", "page", "bbox_json",
+                 "char_start", "char_end", "line_start", "line_end", "paragraph_index", "para_id", "role",
+                 "box_holds_text", "anchor")
+_INSERT_BLOCKS = (f"INSERT INTO evidence_block_row ({', '.join(BLOCK_COLUMNS)}) "
+                  f"VALUES ({', '.join('?' * len(BLOCK_COLUMNS))})")
+
+
+def _block_values(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: int) -> list[tuple]:
+    """`evidence_block_row` rows (`BLOCK_COLUMNS`): what the `evidence_block` view and its locator are
+    computed from. One tuple per block, no dict: 470,000 blocks at 10,000 notes (issue 17)."""
+    rid, none2 = row.resource_id, (None, None)
+    return [(first_id + ordinal, b.id, rid, ordinal, b.type, b.text, b.section_id, b.page,
+             None if b.bbox is None else _json(b.bbox), *(b.char_range or none2), *(b.line_range or none2),
+             b.paragraph_index, b.para_id, b.role, None if b.box_holds_text is None else int(b.box_holds_text),
+             b.anchor)
+            for ordinal, b in enumerate(artifact.blocks)]
 
 
 def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[EdgeRow]:
@@ -121,10 +124,10 @@ def insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: int
     artifact = update.artifact
     if artifact is None:
         return next_id
-    blocks = list(_block_rows(artifact, row, next_id))
-    insert(conn, "evidence_block_row", blocks)
+    blocks = _block_values(artifact, row, next_id)
+    conn.executemany(_INSERT_BLOCKS, blocks)
     conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
-                     zip((b["id"] for b in blocks), fts_values(update), (b["block_id"] for b in blocks)))
+                     zip(map(itemgetter(0), blocks), fts_values(update), map(itemgetter(1), blocks)))
     insert(conn, "evidence_section", ({
         "section_id": s.id, "resource_id": row.resource_id, "title": s.title, "level": s.level,
         "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
