@@ -14,7 +14,7 @@ Nothing else invents these shapes.
 
 import json
 import sqlite3
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar, NotRequired, Sequence, TypedDict
 
@@ -265,8 +265,8 @@ class ResourceRow:
     links_hash: str | None = None  # notes: hash of its links and link edges as written (build/pipeline.py)
 
     def to_sql(self) -> dict[str, Any]:
-        """The row as `evidence_resource` columns."""
-        out = asdict(self)
+        """The row as `evidence_resource` columns (a shallow copy: `asdict`'s deep copy cost 10,000 rows ~0.6 s)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["source_root_relative_path"] = out.pop("path")
         out["owner_document_path"] = out.pop("owner")
         out["warnings_json"] = json.dumps(out.pop("warnings"), ensure_ascii=False)

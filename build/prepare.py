@@ -10,7 +10,7 @@ join its `fsutil.durable_batch` (one sync per batch, then the renames: SPEC §2'
 build process's, as before), and a storage error met in the worker (disk full) is raised there.
 
 Invariants: the sidecar bytes and FTS values are those a `--jobs 1` build writes (same functions);
-the index uses the segmented values only if their version is the one it writes (`writer._fts_values`).
+the index uses the segmented values only if their version is the one it writes (`index/rows.fts_values`).
 """
 
 from __future__ import annotations

@@ -46,9 +46,6 @@ from mnote_evidence.build.model import LinkRow
 from mnote_evidence.build import text
 from mnote_evidence.build.sqlite_ro import connect_ro
 
-__all__ = ["IndexChanges", "ResourceUpdate", "FreshIndex", "starts_empty", "write_index", "is_valid_db",
-           "replace_file", "cleanup_stray_temps", "now_ms"]
-
 
 @dataclass
 class IndexChanges:
