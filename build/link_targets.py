@@ -110,17 +110,29 @@ class LinkTargets:
                                 "ON s.section_id = b.section_id WHERE b.block_id = ?", [block_id]).fetchone()
         return row[0] if row else 1
 
-    def broken(self) -> list[dict[str, str]]:
-        """A `broken_link` warning per note link whose target or fragment finds nothing."""
+    # the note links `broken` checks, and the `outside_root` ones (the build summary's other link warning):
+    # one scan of evidence_link for both (`report_links`); ties in (note, target) keep the written order
+    REPORT_LINKS_SQL = (
+        "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
+        "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+        "WHERE l.problem IN ('missing', 'outside_root') OR (l.kind IN ('wikilink', 'embed') AND l.target LIKE '%#%') "
+        "ORDER BY 1, 2, l.rowid")
+
+    def report_links(self) -> list[tuple[str, str, str, str | None, str | None]]:
+        """(note path, target, kind, target path, problem) of every link `broken` or `outside_root` may
+        report, by note and target."""
+        return self.conn.execute(self.REPORT_LINKS_SQL).fetchall()
+
+    def broken(self, rows: list[tuple[str, str, str, str | None, str | None]] | None = None) -> list[dict[str, str]]:
+        """A `broken_link` warning per note link whose target or fragment finds nothing (`rows`: what
+        `report_links` returned, if the caller has read them)."""
         out = []
-        for path, target, kind, target_path, problem in self.conn.execute(
-                "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
-                "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-                "WHERE l.problem = 'missing' OR (l.kind IN ('wikilink', 'embed') AND l.target LIKE '%#%') "
-                "ORDER BY 1, 2"):
+        for path, target, kind, target_path, problem in self.report_links() if rows is None else rows:
             if problem == "missing":
                 out.append({"path": path, "code": "broken_link", "target": target,
                             "message": f"{kind} '{target}' finds nothing in the workspace"})
+                continue
+            if kind not in ("wikilink", "embed") or "#" not in target:  # an outside_root link, reported apart
                 continue
             name, fragment = split_target(target)
             target_path = target_path or (None if name else path)  # `[[#Heading]]`: this note

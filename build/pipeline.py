@@ -293,16 +293,18 @@ class _Build:
         links: dict[str, list[NoteLink] | None] = {}
         progress = StageProgress(self.options.on_progress, Stage.NOTES, len(files))
         todo: list[SourceFile] = []
-        for f in files:
-            if not self.screen(f, f.path):
+        limit, unchanged = self.options.max_file_mb * 2**20, 0
+        for f in files:  # (once per note: `screen` is asked only of the files it may refuse)
+            if (f.refused or not 0 < f.size <= limit or f.kind == KIND_OTHER) and not self.screen(f, f.path):
                 progress.advance()
                 continue
             if self._unchanged(f, f.path, self._version(f.path)):
-                self.report.unchanged += 1
+                unchanged += 1
                 links[f.path] = None  # as the index holds them (build/linkgraph.py reads them if needed)
                 progress.advance()
                 continue
             todo.append(f)
+        self.report.unchanged += unchanged
 
         def parsed(f: SourceFile, owner: str | None, result: Any) -> None:
             artifact = self._parsed(f, owner, result)
@@ -356,9 +358,13 @@ class _Build:
                 self.report.stale += 1
 
     def stamps(self, files: list[SourceFile]) -> None:
-        """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes)."""
+        """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes).
+        A file the scan did not hash kept the stamp recorded for it (build/scan.py), unless that stamp is
+        now too recent to trust: only the others are looked at (a few among 10,000)."""
         rewritten = {u.row.path for u in self.changes.updates}
         for f in files:
+            if not f.hashed and f.stamp is not None:
+                continue
             prev = self.prev.resources.get(f.path)
             stamp = f.stamp or (None, None)
             if prev is not None and f.path not in rewritten and (prev.source_size, prev.source_mtime_ns) != stamp:
@@ -406,7 +412,11 @@ def _long_lived() -> Iterator[None]:
     from empty, each until its rows are in, `_Build._record`, or to the end when LightRAG reads them):
     each is moved out of the cyclic GC's generations as it arrives (`gc.freeze`, O(1)), since every full
     collection would scan them all again (~8 s of this process's CPU at 10,000 notes, issue 17); they
-    are handed back to the GC when the build ends. Reference counting frees them as before."""
+    are handed back to the GC when the build ends. Reference counting frees them as before. So are
+    the modules imported before the build and the previous build's rows (10,000 `ResourceRow`s read
+    by `load_previous`): frozen as the build starts and once they are read, so the collections an
+    edit's own allocations trigger do not traverse them (two full collections cost an edit ~30 ms)."""
+    gc.freeze()  # what this process imported before the build
     try:
         yield
     finally:
@@ -420,6 +430,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     if not root.is_dir():
         raise NotAWorkspace(root)
     with _build_lock(options.out), _long_lived(), _Build.opened(root, options) as run:
+        gc.freeze()  # the previous build's rows, just read (`load_previous`): see `_long_lived`
         known = None if options.rehash else {
             p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in run.prev.resources.items()
             if r.source_mtime_ns is not None and r.source_hash}
@@ -489,13 +500,12 @@ def _recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list
         warnings = [{"path": p, **w} for p, ws in conn.execute(
             "SELECT source_root_relative_path, warnings_json FROM evidence_resource "
             "WHERE warnings_json != '[]' ORDER BY 1") for w in json.loads(ws)]
+        targets = LinkTargets(conn)
+        links = targets.report_links()  # one scan of evidence_link for both lists (130,000 rows at 10,000 notes)
         warnings += [{"path": p, "code": "link_outside_root",
                       "message": f"link '{t}' leaves the workspace; it was not followed"}
-                     for p, t in conn.execute(
-                         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-                         "JOIN evidence_resource r USING (resource_id) WHERE l.problem = 'outside_root' "
-                         "ORDER BY 1, 2")]
-        warnings += LinkTargets(conn).broken()
+                     for p, t, _, _, problem in links if problem == "outside_root"]
+        warnings += targets.broken(links)
         return counts, errors, warnings
     finally:
         conn.close()

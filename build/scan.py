@@ -33,6 +33,7 @@ import os
 import stat
 import time
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Mapping
 
@@ -131,14 +132,25 @@ def scan(root: Path, exclude: list[Path] | None = None,
                 else:
                     folders.append((entry.path, prefix + name + "/"))
             elif not name.startswith("."):
+                rel = prefix + name
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError as exc:
-                    found.append(_unreadable(prefix + name, exc))
+                    found.append(_unreadable(rel, exc))
                     continue
-                found.append(_entry(root, entry.path, prefix + name, known, trust_before, st))
-    found.sort(key=lambda f: f.path)
+                recorded = known.get(rel)
+                if (recorded is not None and stat.S_ISREG(st.st_mode)
+                        and recorded[0] == (st.st_size, st.st_mtime_ns) and st.st_mtime_ns < trust_before):
+                    # the common case of an edit (a regular file as recorded, stamp trusted): what `_entry`
+                    # returns, without its calls (each costs an edit at 10,000 files ~1 ms)
+                    found.append(SourceFile(rel, kind_for(rel), st.st_size, recorded[1], None, recorded[0], False))
+                else:
+                    found.append(_entry(root, entry.path, rel, known, trust_before, st))
+    found.sort(key=_by_path)
     return found
+
+
+_by_path = attrgetter("path")
 
 
 def _rel(root: Path, full: Path) -> str:

@@ -40,9 +40,10 @@ def home_note(resources: list[data.Resource]) -> data.Resource | None:
     """The workspace's own front page note: top-level `index.md`, else `README.md` (ok only)."""
     candidates = {}
     for res in resources:
+        if "/" in res.path or res.kind != KIND_MARKDOWN or res.status != STATUS_OK:  # most rows: no splitext
+            continue
         stem, suffix = posixpath.splitext(res.path)
-        if "/" not in res.path and res.kind == KIND_MARKDOWN and res.status == STATUS_OK \
-                and suffix.lower() in NOTE_SUFFIXES and stem.lower() in HOME_NOTE_STEMS:
+        if suffix.lower() in NOTE_SUFFIXES and stem.lower() in HOME_NOTE_STEMS:
             candidates.setdefault(stem.lower(), res)  # resources are sorted by path: first spelling wins
     return next((candidates[s] for s in HOME_NOTE_STEMS if s in candidates), None)
 
@@ -96,15 +97,23 @@ class FrontPage:
         return recent(self.resources)  # asked by the key and again by the context: computed once
 
     def key(self, salt: list[Any]) -> str:
-        rows = [(r.path, r.kind, r.status, r.error_code, r.error_message, r.warnings) for r in self.resources]
-        payload = [rows, [(r.path, r.updated_at_ms) for r in self.recent_changes],
+        """Changes whenever the page would: the tree's rows (`tree_key`), the error messages and warnings
+        of the rows that have them, recent changes, the home note's page, the Ask link, the templates."""
+        said = [(r.path, r.error_message, r.warnings) for r in self.resources if r.error_message or r.warnings]
+        payload = [self.tree_key(), said, [(r.path, r.updated_at_ms) for r in self.recent_changes],
                    self.note.path if self.note else None, self.note_key, self.ask, salt]
         return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()[:20]
 
     def tree_key(self) -> str:
         """Changes exactly when the file tree's HTML would (its paths, kinds, statuses, error codes)."""
-        rows = [(r.path, r.kind, r.status, r.error_code) for r in self.resources]
-        return hashlib.sha256(json.dumps(rows).encode()).hexdigest()[:20]
+        return self._tree_key
+
+    @cached_property
+    def _tree_key(self) -> str:
+        # asked by `key` and by the tree's cache: computed once. Fields joined by NUL (no path, kind,
+        # status or error code holds one, and every row has four): 3x cheaper than JSON at 10,000 rows
+        rows = "\0".join(f"{r.path}\0{r.kind}\0{r.status}\0{r.error_code or ''}" for r in self.resources)
+        return hashlib.sha256(rows.encode()).hexdigest()[:20]
 
     def context(self) -> dict[str, Any]:
         """The template context of `index.html` (without the base context, the note body and the tree's
