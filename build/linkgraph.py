@@ -99,6 +99,9 @@ class LinkStage:
     owner_of: dict[str, str | None] = field(default_factory=dict)
     fast: bool = False
     resolver: LinkResolver | None = None  # built when a note changed; the renderer may reuse it
+    # alias -> note of the link rows as this build writes them (unchanged notes' recorded aliases, changed
+    # notes' new ones; notes no longer indexed lose theirs): the renderer's alias map, without a scan
+    aliases: dict[str, str] = field(default_factory=dict)
     _reader: _Previous | None = None
     _changed: set[str] = field(default_factory=set)  # the notes resolved now
 
@@ -121,6 +124,7 @@ class LinkStage:
         old_aliases = old.aliases()
         aliases = alias_map([(n, t) for n, t in old_aliases if n in self.links and n not in changed]
                             + [(n, link.target) for n in changed for link in self.links[n] if link.kind == "alias"])
+        self.aliases = aliases
         self.fast = old.conn is not None and present == before and aliases == alias_map(old_aliases)
         if not self.fast:  # every note resolved again: read the unchanged ones' links
             for note, found in old.links_of(set(self.links) - changed).items():

@@ -240,3 +240,209 @@ def test_a_library_version_asks_importlib_metadata_unless_one_dist_info_answers(
     assert libraries._dist_info_version("d-lib") is None
     with pytest.raises(PackageNotFoundError):
         libraries.library_version.__wrapped__("d-lib")
+
+
+# -- issue 17 point 1, session 6: what an edit still did over every file or row ---------------------------
+
+def _report(r) -> tuple:
+    return r.status_counts, r.errors, r.warnings
+
+
+def _warnings_by_separate_scans(out) -> list[dict[str, str]]:
+    """The summary's warnings as they were read before one scan served both link warnings."""
+    import json
+    from mnote_evidence.build.link_targets import LinkTargets, split_target
+    conn = data.connect_ro(out / "evidence.sqlite")
+    try:
+        warnings = [{"path": p, **w} for p, ws in conn.execute(
+            "SELECT source_root_relative_path, warnings_json FROM evidence_resource "
+            "WHERE warnings_json != '[]' ORDER BY 1") for w in json.loads(ws)]
+        warnings += [{"path": p, "code": "link_outside_root",
+                      "message": f"link '{t}' leaves the workspace; it was not followed"}
+                     for p, t in conn.execute(
+                         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+                         "JOIN evidence_resource r USING (resource_id) WHERE l.problem = 'outside_root' ORDER BY 1, 2")]
+        targets = LinkTargets(conn)
+        for path, target, kind, target_path, problem in conn.execute(
+                "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
+                "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+                "WHERE l.problem = 'missing' OR (l.kind IN ('wikilink', 'embed') AND l.target LIKE '%#%') "
+                "ORDER BY 1, 2"):
+            if problem == "missing":
+                warnings.append({"path": path, "code": "broken_link", "target": target,
+                                 "message": f"{kind} '{target}' finds nothing in the workspace"})
+                continue
+            name, fragment = split_target(target)
+            target_path = target_path or (None if name else path)
+            if target_path and fragment and targets.anchor(target_path, fragment) is None:
+                warnings.append({"path": path, "code": "broken_link", "target": target,
+                                 "message": f"{kind} '{target}': {target_path} has no '#{fragment}'"})
+        return warnings
+    finally:
+        conn.close()
+
+
+def test_the_report_after_each_edit_is_a_fresh_builds_and_reads_the_link_rows_once(workspace, tmp_path, monkeypatch):
+    """The summary's link warnings come from one scan of evidence_link (not one per warning kind), and
+    every edit that changes them (a broken link added, fixed, a file deleted, a new error) reports what a
+    fresh build of the same files reports."""
+    from mnote_evidence.build.link_targets import LinkTargets
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    scans: list = []
+    _count(monkeypatch, LinkTargets, "report_links", scans)
+    note = workspace / EDITED
+    steps = [
+        lambda: note.write_text(note.read_text("utf-8") + "\nSee [[Nowhere At All]] and [[README#No Such Heading]].\n"
+                                "And [up](../../../etc/passwd).\n", "utf-8"),
+        lambda: note.write_text(note.read_text("utf-8").replace("[[Nowhere At All]]", "[[README]]"), "utf-8"),
+        lambda: (workspace / "README.md").unlink(),
+        lambda: (workspace / "Inbox" / "broken.pdf").write_bytes(b"%PDF-1.4 not really"),
+        lambda: (workspace / "Inbox" / "broken.pdf").unlink(),
+    ]
+    for i, step in enumerate(steps):
+        step()
+        scans.clear()
+        edited = run_build(workspace, out)
+        assert len(scans) == 1
+        assert edited.warnings == _warnings_by_separate_scans(out), i
+        if i not in (2, 4):  # (a deleted file's row stays `stale` for one build: a fresh build has none)
+            fresh = run_build(workspace, tmp_path / f"fresh{i}")
+            assert _report(edited) == _report(fresh), i
+    codes = [w["code"] for w in run_build(workspace, out).warnings if w["path"] == EDITED]
+    assert "broken_link" in codes and "link_outside_root" in codes
+
+
+def test_the_renderer_takes_the_builds_alias_map_and_it_is_the_indexs(workspace, tmp_path, monkeypatch):
+    """The alias map the build hands the renderer is the one a scan of the written link rows gives,
+    after an edit that adds an alias and one that removes the note holding others."""
+    from mnote_evidence.build.links import alias_map
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    given: list = []
+    init = site._Site.__init__
+
+    def spy(self, root, out_, db_path, options, from_build=None, state=None):
+        given.append(from_build.aliases if from_build else None)
+        init(self, root, out_, db_path, options, from_build, state)
+    monkeypatch.setattr(site._Site, "__init__", spy)
+    scanned: list = []
+    _count(monkeypatch, site, "alias_map", scanned)
+    plan = workspace / "Obsidian" / "Project Plan.md"
+    for step in (lambda: plan.write_text(plan.read_text("utf-8").replace("The Plan]", "The Plan, Blueprint]"), "utf-8"),
+                 lambda: plan.unlink(), lambda: None):
+        step()
+        given.clear()
+        run_build(workspace, out, site=True)
+        conn = data.connect_ro(out / "evidence.sqlite")
+        try:
+            written = alias_map(conn.execute(
+                "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+                "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'"))
+        finally:
+            conn.close()
+        assert given == [written]
+    assert scanned == []
+    assert "blueprint" not in given[0]
+
+
+def test_a_build_freezes_what_it_imported_and_the_previous_rows_and_thaws_them(workspace, tmp_path, monkeypatch):
+    import gc
+    from mnote_evidence.build import pipeline
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    frozen: list = []
+    load = pipeline.load_previous
+
+    def spy(db_path):
+        frozen.append(gc.get_freeze_count())
+        return load(db_path)
+    monkeypatch.setattr(pipeline, "load_previous", spy)
+    _edit(workspace)
+    run_build(workspace, out)
+    assert frozen and frozen[0] > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, tmp_path):
+    from mnote_evidence.build import pipeline
+    from mnote_evidence.build.scan import scan
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    run = pipeline._Build(workspace.resolve(), pipeline.BuildOptions(out=out))
+    known = {p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in run.prev.resources.items()
+             if r.source_mtime_ns is not None and r.source_hash}
+    (workspace / EDITED).touch()  # same bytes, a new (too recent) stamp
+    files = scan(workspace, exclude=[out], known=known)
+
+    class Counting(dict):
+        asked: list = []
+
+        def get(self, key, default=None):
+            self.asked.append(key)
+            return super().get(key, default)
+    run.prev.resources = Counting(run.prev.resources)
+    run.stamps(files)
+    looked = [f.path for f in files if f.hashed or f.stamp is None]
+    assert Counting.asked == looked and EDITED in looked and len(looked) < len(files) / 2
+    assert [s[2] for s in run.changes.stamps] == [run.prev.resources[EDITED].resource_id]
+
+
+def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(workspace, tmp_path, monkeypatch):
+    from mnote_evidence.build import scan as scanning
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    prev = previous.load_previous(out / "evidence.sqlite").resources
+    known = {p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in prev.items()
+             if r.source_mtime_ns is not None and r.source_hash}
+    entries: list = []
+    _count(monkeypatch, scanning, "_entry", entries)
+    files = scanning.scan(workspace, exclude=[out], known=known)
+    slow = [f for f in files if f.hashed or f.refused]
+    assert len(entries) == len(slow) and len(slow) < len(files) / 2
+    trust = time.time_ns() - scanning.RACY_NS
+    for f in files:
+        if f not in slow:
+            assert f == scanning._entry(workspace.resolve(), str(workspace.resolve() / f.path), f.path, known, trust)
+
+
+def test_notes_are_screened_only_when_they_could_be_refused(workspace, tmp_path, monkeypatch):
+    from mnote_evidence.build import pipeline
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    (workspace / "Inbox" / "empty.md").write_text("", "utf-8")
+    screened: list = []
+    _count(monkeypatch, pipeline._Build, "screen", screened)
+    report = run_build(workspace, out, max_file_mb=0.001)  # 1 KiB: the longer notes are refused
+    notes = [args[1] for args in screened if args[1].kind == model.KIND_MARKDOWN]
+    assert notes and all(f.refused or f.size == 0 or f.size > 1024.0 for f in notes)
+    assert any(f.path == "Inbox/empty.md" for f in notes)
+    assert any(e["code"] == "file_too_large" for e in report.errors)
+
+
+def test_the_front_page_key_follows_each_thing_the_page_shows():
+    def row(i, **kw):
+        values = {"status": "ok", "error_code": None, "error_message": None, "warnings": []} | kw
+        return data.Resource(resource_id=f"id{i}", path=f"n/{i}.md", owner=None, kind="markdown",
+                             status=values["status"], provider=None, provider_version=None, source_hash="h",
+                             artifact_path=None, source_map_path=None, error_code=values["error_code"],
+                             error_message=values["error_message"], page_count=None, block_count=0,
+                             warnings=values["warnings"], updated_at_ms=i)
+    base = [row(i) for i in range(20)]
+
+    def key(rows):
+        page = front.FrontPage(rows, None, None, False)
+        return page.key([]), page.tree_key()
+    k, t = key(base)
+    variants = {
+        "error": [*base[:3], row(3, status="error", error_code="x", error_message="m"), *base[4:]],
+        "message": [*base[:3], row(3, status="error", error_code="x", error_message="m2"), *base[4:]],
+        "warning": [*base[:3], row(3, warnings=[{"code": "w", "message": "m"}]), *base[4:]],
+        "path": [*base[:3], data.Resource(**{**row(3).__dict__, "path": "n/3b.md"}), *base[4:]],
+        "kind": [*base[:3], data.Resource(**{**row(3).__dict__, "kind": "pdf"}), *base[4:]],
+    }
+    keys = {name: key(rows) for name, rows in variants.items()}
+    assert len({k, *(v[0] for v in keys.values())}) == len(variants) + 1  # every change, a new page key
+    assert keys["warning"][1] == t and keys["error"][1] != t  # the tree: paths, kinds, statuses, codes
+    assert keys["message"][1] == keys["error"][1] and keys["path"][1] != t and keys["kind"][1] != t
+    assert key(base) == (k, t)

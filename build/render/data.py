@@ -49,11 +49,13 @@ class FromBuild:
     the resource rows it read before writing and the ids of the rows it wrote since
     (`IndexChanges.resource_ids_written`): only those are read again (a second full read cost a
     10,000-note edit 0.1 s); and its link resolver, used when it was built over the same paths and
-    aliases as the renderer's would be (`render/site.py`)."""
+    aliases as the renderer's would be (`render/site.py`); and the alias map of the link rows it wrote
+    (`LinkStage.aliases`: what the renderer would read with a scan of every link row)."""
 
     rows: Iterable[Resource]
     written: set[str]
     resolver: Any = None  # links.LinkResolver | None
+    aliases: dict[str, str] | None = None  # alias (lower case) -> note path; None: read them
 
 
 def resources(conn: sqlite3.Connection, known: FromBuild | None = None) -> list[Resource]:

@@ -112,10 +112,11 @@ class _Site:
         self.report = RenderReport()
         self.resources = data.resources(self.conn, from_build)
         self.by_path = {r.path: r for r in self.resources}
-        self.resolver = _resolver({r.path for r in self.resources if r.status != STATUS_STALE}, alias_map(
+        aliases = from_build.aliases if from_build and from_build.aliases is not None else alias_map(
             self.conn.execute("SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-                              "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")),
-            from_build.resolver if from_build else None)
+                              "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'"))
+        self.resolver = _resolver({r.path for r in self.resources if r.status != STATUS_STALE}, aliases,
+                                  from_build.resolver if from_build else None)
         self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
         # the collisions depend on the paths alone: those the state recorded for the same paths stand
         self.paths_key = _paths_key(self.resources)
