@@ -346,9 +346,8 @@ class _Build:
         progress.finish()
 
     def vanished(self, present: set[str]) -> None:
-        for path, prev in sorted(self.prev.resources.items()):
-            if path in present:
-                continue
+        for path in sorted(self.prev.resources.keys() - present):  # the few gone, not every row sorted
+            prev = self.prev.resources[path]
             if prev.status == STATUS_STALE:
                 self.changes.removed.append(prev.resource_id)
                 self._drop_old_sidecars(prev)

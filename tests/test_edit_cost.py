@@ -446,3 +446,13 @@ def test_the_front_page_key_follows_each_thing_the_page_shows():
     assert keys["warning"][1] == t and keys["error"][1] != t  # the tree: paths, kinds, statuses, codes
     assert keys["message"][1] == keys["error"][1] and keys["path"][1] != t and keys["kind"][1] != t
     assert key(base) == (k, t)
+
+
+def test_reading_the_provider_versions_loads_no_pdf_parsing_helpers():
+    """Every build reads every provider's version; the PDF provider's layout helpers load with its first parse."""
+    import subprocess
+    code = ("import sys; from mnote_evidence.build.formats import provider_versions; provider_versions(); "
+            "print(sorted(m for m in sys.modules if m.endswith(('.furniture', '.pdf_boxes', '.quote_match'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
+    assert out.strip() == "[]"

@@ -29,8 +29,6 @@ from mnote_evidence.build.model import (
 from mnote_evidence.build.ocr.run import engine_version, pdf_page_lines, versioned
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
-from mnote_evidence.build.providers.pdf_boxes import check_page
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.text import join_lines, normalise
 
@@ -205,6 +203,9 @@ class PdfProvider:
             doc.close()
 
     def _parse_doc(self, doc: pymupdf.Document, item: ParseInput) -> ParsedResourceArtifact:
+        # imported with the first PDF parsed: every build imports this module for `version()` (~7 ms)
+        from mnote_evidence.build.providers.pdf_boxes import check_page
+
         toc = doc.get_toc(simple=True)
         extract = _page_blocks_fast if toc else _page_blocks_sized
         pages, raw, to_ocr = [], [], []
@@ -253,6 +254,8 @@ class PdfProvider:
 
 def mark_furniture(raw: list[_RawBlock], pages: list[Page]) -> None:
     """Set `role = "furniture"` on running headers, footers and page numbers."""
+    from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags  # see `_parse_doc`
+
     flags = furniture_flags([PageBlock(b.page, b.bbox, b.text) for b in raw], {p.page: p.height for p in pages})
     for b, flag in zip(raw, flags):
         if flag:
