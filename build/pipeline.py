@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import fcntl
 import gc
-import json
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -35,10 +34,9 @@ from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import (FreshIndex, IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms,
                                                starts_empty, write_index)
-from mnote_evidence.build.knowledge.ingest import Candidate, reconcile
+from mnote_evidence.build.knowledge.candidates import candidates, registry_key
+from mnote_evidence.build.knowledge.ingest import reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text, text_hash
-from mnote_evidence.build.link_targets import LinkTargets
 from mnote_evidence.build.linkgraph import LinkStage
 from mnote_evidence.build.model import (
     KIND_MARKDOWN,
@@ -57,13 +55,12 @@ from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.parse import InOrder, parse_all
 from mnote_evidence.build.prepare import Prepare, Prepared, adopt_prepared
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.recorded import recorded
 from mnote_evidence.build.redact import redact
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.scan import SourceFile, scan
 from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at,
                                            remove_sidecars, reusable, source_map_path, write_sidecars)
-from mnote_evidence.build.sqlite_ro import connect_ro
 from mnote_evidence.build.urls import DB_NAME
 
 if TYPE_CHECKING:  # the renderer (jinja2, the note HTML renderer) loads only when the site is rendered
@@ -206,7 +203,7 @@ class _Build:
     def _record(self, update: ResourceUpdate) -> None:
         """`update` joins the index changes, in the build's order (which decides the block ids); written
         from empty, its rows go in now, and its artifact goes unless LightRAG reads it later
-        (`knowledge_candidates`): held until the index write, it cost ~95 KB per note at 10,000. The
+        (`knowledge/candidates.py`): held until the index write, it cost ~95 KB per note at 10,000. The
         working copy is renamed into place only after this step's sidecars are synced (`write_index`
         comes after every `in_durable_batch` step), so the index readers see never points at a sidecar
         that is not on disk."""
@@ -369,40 +366,8 @@ class _Build:
             if prev is not None and f.path not in rewritten and (prev.source_size, prev.source_mtime_ns) != stamp:
                 self.changes.stamps.append((*stamp, prev.resource_id))
 
-    def knowledge_candidates(self) -> list[Candidate]:
-        """Every file LightRAG should hold now: `ok` resources, with a lazy loader of their text."""
-        updated = {u.row.path: u for u in self.changes.updates}
-        gone = set(self.changes.stale) | set(self.changes.removed)
-        out = []
-        for path, prev in self.prev.resources.items():
-            if path in updated or prev.resource_id in gone or prev.status != STATUS_OK:
-                continue
-            out.append(Candidate(path, prev.kind, prev.source_hash or "", bool(prev.artifact_path and
-                                 prev.artifact_path.endswith(".ocr.md")), self._text_loader(path, prev)))
-        for path, u in updated.items():
-            if u.artifact is not None and u.row.status == STATUS_OK:
-                text = ingest_text(u.artifact.text, u.artifact.blocks)
-                out.append(Candidate(path, u.artifact.kind, u.row.source_hash, u.artifact.from_ocr,
-                                     lambda text=text: text, text_hash(text)))
-        return sorted(out, key=lambda c: c.path)
-
-    def _text_loader(self, path: str, prev: ResourceRow):
-        source = self.root / (prev.artifact_path or path)  # parsed text, or the note itself
-        source_map = self.root / prev.source_map_path if prev.source_map_path else None
-
-        def load() -> str:
-            if not source.is_file():
-                return ""
-            text = decode_note(source.read_bytes())[0]
-            return ingest_text(text, furniture_blocks(source_map)) if source_map else text
-        return load
-
     def layout_changed(self) -> bool:
         return self.prev.meta.get("sidecar_layout", LAYOUT_BESIDE) != self.layout
-
-
-def _knowledge_key(rows) -> list[tuple]:
-    return sorted((r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows)
 
 
 @contextmanager
@@ -450,11 +415,11 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         if options.lightrag:
             progress = StageProgress(options.on_progress, Stage.KNOWLEDGE, 1)
             # a rebuilt index (new schema) starts without knowledge_text: every kept text is re-read
-            ingest = reconcile(options.lightrag, run.knowledge_candidates(), run.prev.knowledge, run.stamp,
-                               set() if changes.rebuild else run.prev.knowledge_texts, run.prev.sent_hashes)
+            ingest = reconcile(options.lightrag, candidates(root, run.prev.resources, changes), run.prev.knowledge,
+                               run.stamp, set() if changes.rebuild else run.prev.knowledge_texts, run.prev.sent_hashes)
             run.report.knowledge = ingest.summary()
             changes.knowledge_texts = ingest.texts
-            if _knowledge_key(ingest.rows) != _knowledge_key(run.prev.knowledge.values()) or ingest.texts:
+            if registry_key(ingest.rows) != registry_key(run.prev.knowledge.values()) or ingest.texts:
                 changes.knowledge = ingest.rows
             progress.finish()
         progress = StageProgress(options.on_progress, Stage.INDEX, 1)
@@ -472,7 +437,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             write_index(run.db_path, IndexChanges(stamps=changes.stamps))
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
-        run.report.status_counts, run.report.errors, run.report.warnings = _recorded(run.db_path)
+        run.report.status_counts, run.report.errors, run.report.warnings = recorded(run.db_path)
         if options.site:
             from mnote_evidence.build.render.data import FromBuild
             from mnote_evidence.build.render.site import RenderOptions, render_site  # see TYPE_CHECKING above
@@ -488,24 +453,3 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         run.report.seconds = round(time.perf_counter() - started, 3)
         return run.report
 
-
-def _recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[dict[str, str]]]:
-    """Status counts, errors and warnings as the database now records them (all files, not just this run's)."""
-    conn = connect_ro(db_path)
-    try:
-        counts = dict(conn.execute("SELECT status, count(*) FROM evidence_resource GROUP BY status ORDER BY 1"))
-        errors = [{"path": p, "code": c, "message": m} for p, c, m in conn.execute(
-            "SELECT source_root_relative_path, error_code, error_message FROM evidence_resource "
-            "WHERE status = 'error' ORDER BY 1")]
-        warnings = [{"path": p, **w} for p, ws in conn.execute(
-            "SELECT source_root_relative_path, warnings_json FROM evidence_resource "
-            "WHERE warnings_json != '[]' ORDER BY 1") for w in json.loads(ws)]
-        targets = LinkTargets(conn)
-        links = targets.report_links()  # one scan of evidence_link for both lists (130,000 rows at 10,000 notes)
-        warnings += [{"path": p, "code": "link_outside_root",
-                      "message": f"link '{t}' leaves the workspace; it was not followed"}
-                     for p, t, _, _, problem in links if problem == "outside_root"]
-        warnings += targets.broken(links)
-        return counts, errors, warnings
-    finally:
-        conn.close()
