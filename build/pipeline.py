@@ -57,6 +57,7 @@ from mnote_evidence.build.prepare import Prepare, Prepared, adopt_prepared
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.recorded import recorded
 from mnote_evidence.build.redact import redact
+from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
 from mnote_evidence.build.scan import SourceFile, scan
 from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at,
@@ -233,7 +234,8 @@ class _Build:
         """Parse `todo` ((file, owner) each); each result comes back prepared (build/prepare.py) and its
         staged sidecars join this step's durable batch as it arrives; `on_parsed(file, owner, result)`
         records it in `todo`'s order (path order: deterministic) as soon as those before it are in."""
-        prepare = Prepare(str(self.root), self.layout, {f.path: owner for f, owner in todo})
+        programs = str(self.options.out / PROGRAMS_DIR) if self.options.site else None  # render/note_programs.py
+        prepare = Prepare(str(self.root), self.layout, {f.path: owner for f, owner in todo}, programs)
         by_path = {f.path: (f, owner) for f, owner in todo}
         in_order = InOrder(list(by_path), lambda path, result: on_parsed(*by_path[path], result))
 

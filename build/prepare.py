@@ -9,6 +9,9 @@ passes through. `adopt_prepared` runs in the build process as each result arrive
 join its `fsutil.durable_batch` (one sync per batch, then the renames: SPEC §2's durability is the
 build process's, as before), and a storage error met in the worker (disk full) is raised there.
 
+With `programs` (a build that renders its site), a note is also compiled there for its page
+(`render/note_programs.py`), from the tokens its parse just made: the render does not parse it again.
+
 Invariants: the sidecar bytes and FTS values are those a `--jobs 1` build writes (same functions);
 the index uses the segmented values only if their version is the one it writes (`index/rows.fts_values`).
 """
@@ -20,7 +23,9 @@ from pathlib import Path
 
 from mnote_evidence.build import text
 from mnote_evidence.build.fsutil import adopt
-from mnote_evidence.build.model import ParsedResourceArtifact, ProviderError
+from mnote_evidence.build.model import KIND_MARKDOWN, ParsedResourceArtifact, ProviderError
+from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.render.note_programs import store_program
 from mnote_evidence.build.sidecars import SidecarPaths, stage_sidecars
 
 
@@ -40,10 +45,11 @@ class Prepare:
     root: str
     layout: str
     owners: dict[str, str | None]
+    programs: str | None = None  # where a note's page is compiled for the render (`render/note_programs.py`)
 
     def only(self, paths: list[str]) -> Prepare:
         """This, with the owners of `paths` only (what one task needs to carry)."""
-        return Prepare(self.root, self.layout, {p: self.owners[p] for p in paths})
+        return Prepare(self.root, self.layout, {p: self.owners[p] for p in paths}, self.programs)
 
     def __call__(self, path: str, result: ParsedResourceArtifact | ProviderError) -> Prepared | ProviderError:
         if not isinstance(result, ParsedResourceArtifact):
@@ -53,7 +59,18 @@ class Prepare:
             paths, staged = stage_sidecars(Path(self.root), result, self.owners[path], self.layout)
         except OSError as exc:
             return Prepared(result, error=exc)
+        if self.programs is not None and result.kind == KIND_MARKDOWN:
+            _compile(Path(self.root) / path, Path(self.programs), result)
         return Prepared(result, paths, staged, segmented)
+
+
+def _compile(source: Path, programs: Path, artifact: ParsedResourceArtifact) -> None:
+    """The note's page compiled while its tokens are still here (the provider just parsed it, `keep=True`)."""
+    try:
+        text, _ = decode_note(source.read_bytes())
+    except OSError:
+        return
+    store_program(programs, text, artifact.blocks)
 
 
 def adopt_prepared(result: Prepared | ProviderError) -> None:

@@ -18,13 +18,20 @@ not post-processed:
   MathML (`render/math_html.py`), front matter as a `properties` list; wikilinks,
   embeds and tags in `render/note_links.py`;
 - an image of the workspace (`![](x.png)`) links to its own page (the image with its OCR text).
+
+Two steps (issue 17: parsing was ~40 % of the render): `compile_note` needs only the text and the
+note's blocks, so it can run where the note was parsed for the index (`render/note_programs.py`);
+what depends on the rest of the site (links, wikilinks, embeds, tags, a block's old ids) is left as
+operations that `run_program` does for a page. Invariant: `run_program(compile_note(...))` is the
+HTML one pass over the tokens would give, byte for byte.
 """
 
 from __future__ import annotations
 
 import html
-from typing import Callable
+from typing import Any, Callable
 
+from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 
 from mnote_evidence.build.markdown_syntax import markdown_parser, parse_note
@@ -36,11 +43,16 @@ from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink
 from mnote_evidence.build.urls import copy_path, page_path, relative_url
 
 
+_MARK = "\x00"  # where an operation goes: markdown-it turns every NUL of a note into U+FFFD, so never text
+Program = tuple[list[str], list[list[Any]]]  # (static parts, operations): `compile_note`
+_PLAIN = RendererHTML()  # renders a link's opening tag when its program runs
+
+
 class BlockMismatch(RuntimeError):
     """The note's tokens no longer match its indexed blocks (it changed since the index was written)."""
 
 
-def _attach_ids(tokens: list[Token], blocks: list[Block], aliases: dict[str, list[str]]) -> None:
+def _attach_ids(tokens: list[Token], blocks: list[Block]) -> None:
     shown = next((b.text for b in blocks if b.type == "properties"), "")  # "": front matter without a block
     found = block_tokens(tokens, lambda raw: Properties(shown))
     if len(found) != len(blocks):
@@ -55,28 +67,92 @@ def _attach_ids(tokens: list[Token], blocks: list[Block], aliases: dict[str, lis
             tok = tokens[i]
         tok.attrSet("id", block_id)
         tok.attrJoin("class", "block")
-        tok.meta = {**(tok.meta or {}), "aliases": aliases.get(block_id, []), "anchor": block.anchor}
+        tok.meta = {**(tok.meta or {}), "block": block_id, "anchor": block.anchor}
         if block.type == "properties":  # its `key: value` lines, as indexed: the YAML is not read again
             tok.meta["properties"] = block.text
 
 
-def _alias_html(token: Token) -> str:
-    """Old ids of this block, then the author's `^id`: empty spans just before it (CSS `:target + .block`)."""
+def _alias_html(token: Token, env: dict) -> str:
+    """Old ids of this block, then the author's `^id`: empty spans just before it (CSS `:target + .block`).
+    A block's old ids are known only to the render: a mark here, the spans when the program runs."""
     meta = token.meta or {}
-    out = "".join(f'<span class="alias" id="{html.escape(a)}"></span>' for a in meta.get("aliases", []))
-    if meta.get("anchor"):  # not a changed passage: the author's own name for the block
-        out += f'<span class="alias author-anchor" id="^{html.escape(meta["anchor"])}"></span>'
+    if "block" in meta:
+        return _op(env, "alias", meta["block"], meta["anchor"])
+    return _spans([], meta.get("anchor"))
+
+
+def _spans(aliases: list[str], anchor: str | None) -> str:
+    out = "".join(f'<span class="alias" id="{html.escape(a)}"></span>' for a in aliases)
+    if anchor:  # not a changed passage: the author's own name for the block
+        out += f'<span class="alias author-anchor" id="^{html.escape(anchor)}"></span>'
     return out
 
 
+def _op(env: dict, *op: Any) -> str:
+    """What depends on the rest of the site (links, old ids): recorded, `_MARK` in the static HTML."""
+    env["ops"].append(list(op))
+    return _MARK
+
+
 def render_note(text: str, note_path: str, blocks: list[Block], aliases: dict[str, list[str]],
-                links: NoteLinks, page: str | None = None) -> str:
-    """The note's HTML; its links are relative to `page` (default: the note's own page)."""
+                links: NoteLinks, page: str | None = None, program: Program | None = None) -> str:
+    """The note's HTML; its links are relative to `page` (default: the note's own page). `program`: the
+    note compiled already for this text and these blocks (`render/note_programs.py`), else compiled here."""
+    return run_program(program or compile_note(text, blocks), note_path, aliases, links, page or page_path(note_path))
+
+
+def compile_note(text: str, blocks: list[Block]) -> Program:
+    """The note's HTML with the parts that depend on the rest of the site (links, wikilinks, embeds, tags,
+    old ids) left as operations: (static parts, operations), one more part than operations."""
     md = markdown_parser()
     tokens = parse_note(text)  # the provider's, when it just parsed this text here (parsed once)
-    _attach_ids(tokens, blocks, aliases)
-    env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page or page_path(note_path)}
-    return _Renderer(md).render(tokens, md.options, env)
+    _attach_ids(tokens, blocks)
+    env: dict[str, Any] = {"ops": []}
+    parts = _Renderer(md).render(tokens, md.options, env).split(_MARK)
+    assert len(parts) == len(env["ops"]) + 1, "a mark in the static HTML"
+    return parts, env["ops"]
+
+
+def run_program(program: Program, note_path: str, aliases: dict[str, list[str]], links: NoteLinks,
+                page: str) -> str:
+    """A compiled note's HTML for `page`: each operation done in order (links open and close in order)."""
+    parts, ops = program
+    env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page, "link_stack": []}
+    out = [parts[0]]
+    for op, part in zip(ops, parts[1:]):
+        out.append(_RUN[op[0]](env, aliases, *op[1:]))
+        out.append(part)
+    return "".join(out)
+
+
+def _run_link_open(env: dict, aliases: dict, target: str, attrs: dict) -> str:
+    href, internal = _link_target(env, target, "link")
+    env["link_stack"].append(href is not None)
+    if href is None:
+        return '<span class="broken-link" title="not found in this workspace">'
+    tok = Token("link_open", "a", 1, attrs=dict(attrs))
+    tok.attrSet("href", href)
+    if not internal:
+        tok.attrSet("rel", "noopener noreferrer")
+    return _PLAIN.renderToken([tok], 0, markdown_parser().options, env)
+
+
+def _run_image(env: dict, aliases: dict, target: str, alt: str) -> str:
+    src, _ = _link_target(env, target, "image")
+    if src is None:
+        return f'<span class="broken-link">[{alt}]</span>'
+    return _linked_image(env, target, "image", f'<img src="{html.escape(src)}" alt="{alt}" loading="lazy">')
+
+
+_RUN: dict[str, Callable[..., str]] = {
+    "alias": lambda env, aliases, block_id, anchor: _spans(aliases.get(block_id, []), anchor),
+    "link_open": _run_link_open,
+    "link_close": lambda env, aliases: "</a>" if env["link_stack"].pop() else "</span>",
+    "image": _run_image,
+    "wikilink": lambda env, aliases, target, label, embed: wikilink_html(env, target, label, embed),
+    "tag": lambda env, aliases, tag, shown: tag_html(env, tag, shown),
+    "text": lambda env, aliases, text: text,
+}
 
 
 def _link_target(env: dict, target: str, kind: str) -> tuple[str | None, bool]:
@@ -116,8 +192,8 @@ class _Renderer:
         rules["math_inline_double"] = lambda tokens, idx, options, env: mathml(tokens[idx].content, True)
         rules["math_block"] = self._math_block
         rules["front_matter"] = self._properties
-        rules["tag"] = lambda tokens, idx, options, env: tag_html(env, tokens[idx].meta["tag"],
-                                                                   tokens[idx].content)
+        rules["tag"] = lambda tokens, idx, options, env: _op(env, "tag", tokens[idx].meta["tag"],
+                                                              tokens[idx].content)
         rules["fence"] = self._with_alias(rules["fence"])
         rules["code_block"] = self._with_alias(rules["code_block"])
         rules["html_block"] = self._html_block
@@ -128,7 +204,7 @@ class _Renderer:
         rules["wikilink"] = self._wikilink
 
     def render(self, tokens, options, env) -> str:
-        env["link_stack"], env["quote_stack"] = [], []
+        env["quote_stack"] = []
         return self.base.render(tokens, options, env)
 
     def _wrap_alias(self, name: str) -> None:
@@ -141,7 +217,7 @@ class _Renderer:
         def inside(tokens, idx, options, env) -> str:  # <ul> holds only <li>: anchors go inside it
             out = inner(tokens, idx, options, env)
             cut = out.index(">") + 1
-            return out[:cut] + _alias_html(tokens[idx]) + out[cut:]
+            return out[:cut] + _alias_html(tokens[idx], env) + out[cut:]
         self.base.rules[name] = inside
 
     def _quote_open(self, tokens, idx, options, env) -> str:
@@ -171,7 +247,7 @@ class _Renderer:
     def _math_block(tokens, idx, options, env) -> str:
         tok = tokens[idx]
         ident = f' id="{html.escape(tok.attrGet("id"))}"' if tok.attrGet("id") else ""
-        return f'{_alias_html(tok)}<div class="math block"{ident}>{mathml(tok.content.strip(), True)}</div>\n'
+        return f'{_alias_html(tok, env)}<div class="math block"{ident}>{mathml(tok.content.strip(), True)}</div>\n'
 
     @staticmethod
     def _properties(tokens, idx, options, env) -> str:
@@ -179,43 +255,36 @@ class _Renderer:
         if not tok.attrGet("id"):
             return ""
         rows = "".join(f"<li>{html.escape(line)}</li>" for line in tok.meta["properties"].split("\n"))
-        return (f'{_alias_html(tok)}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">'
+        if _MARK in rows:  # the indexed text of a YAML "\0": kept as it is, out of the static parts
+            rows = _op(env, "text", rows)
+        return (f'{_alias_html(tok, env)}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">'
                 f"{rows}</ul>\n")
 
     @staticmethod
     def _with_alias(rule: Callable) -> Callable:
-        return lambda tokens, idx, options, env: _alias_html(tokens[idx]) + rule(tokens, idx, options, env)
+        return lambda tokens, idx, options, env: _alias_html(tokens[idx], env) + rule(tokens, idx, options, env)
 
     @staticmethod
     def _html_block(tokens, idx, options, env) -> str:
         tok = tokens[idx]
         ident = f' id="{html.escape(tok.attrGet("id"))}"' if tok.attrGet("id") else ""
-        return f'{_alias_html(tok)}<pre class="raw-html block"{ident}>{html.escape(tok.content)}</pre>\n'
+        return f'{_alias_html(tok, env)}<pre class="raw-html block"{ident}>{html.escape(tok.content)}</pre>\n'
 
-    def _link_open(self, tokens, idx, options, env) -> str:
+    @staticmethod
+    def _link_open(tokens, idx, options, env) -> str:
         tok = tokens[idx]
-        href, internal = _link_target(env, str(tok.attrGet("href") or ""), "link")
-        env["link_stack"].append(href is not None)
-        if href is None:
-            return '<span class="broken-link" title="not found in this workspace">'
-        tok.attrSet("href", href)
-        if not internal:
-            tok.attrSet("rel", "noopener noreferrer")
-        return self.base.renderToken(tokens, idx, options, env)
+        return _op(env, "link_open", str(tok.attrGet("href") or ""), dict(tok.attrs))
 
-    def _link_close(self, tokens, idx, options, env) -> str:
-        return "</a>" if env["link_stack"].pop() else "</span>"
+    @staticmethod
+    def _link_close(tokens, idx, options, env) -> str:
+        return _op(env, "link_close")
 
     def _image(self, tokens, idx, options, env) -> str:
         tok = tokens[idx]
-        src, _ = _link_target(env, str(tok.attrGet("src") or ""), "image")
         alt = html.escape(self.base.renderInlineAsText(tok.children or [], options, env))
-        if src is None:
-            return f'<span class="broken-link">[{alt}]</span>'
-        return _linked_image(env, str(tok.attrGet("src") or ""), "image",
-                             f'<img src="{html.escape(src)}" alt="{alt}" loading="lazy">')
+        return _op(env, "image", str(tok.attrGet("src") or ""), alt)
 
     @staticmethod
     def _wikilink(tokens, idx, options, env) -> str:
         tok = tokens[idx]
-        return wikilink_html(env, tok.meta["target"], tok.content, tok.meta["embed"])
+        return _op(env, "wikilink", tok.meta["target"], tok.content, tok.meta["embed"])

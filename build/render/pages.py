@@ -24,6 +24,7 @@ from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render import page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, render_note
 from mnote_evidence.build.render.note_links import NoteLinks
+from mnote_evidence.build.render.note_programs import load_program
 from mnote_evidence.build.urls import relative_url
 
 
@@ -34,6 +35,7 @@ class _Site(Protocol):
     env: Environment
     resolver: LinkResolver
     note_links: NoteLinks  # how notes' wikilinks, embeds and tags resolve
+    programs: Path | None  # notes compiled by the build's parse (`render/note_programs.py`), if any
     options: Any  # RenderOptions: `.images`, `.max_page_images`
     report: Any  # RenderReport: `.problems`
 
@@ -47,7 +49,8 @@ def note_body(site: _Site, res: Resource, artifact: ParsedResourceArtifact, page
     None when the note no longer matches its indexed blocks (recorded as `note_changed`)."""
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())
-        return render_note(text, res.path, artifact.blocks, aliases, site.note_links, page=page)
+        return render_note(text, res.path, artifact.blocks, aliases, site.note_links, page=page,
+                           program=load_program(getattr(site, "programs", None), text, artifact.blocks))
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
         site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
         return None

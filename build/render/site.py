@@ -49,6 +49,7 @@ from mnote_evidence.build.render import data, dirty, page_images, page_pool, tag
 from mnote_evidence.build.render.backlinks import Sentences
 from mnote_evidence.build.render.front import INDEX, FrontPage, tree
 from mnote_evidence.build.render.note_links import NoteLinks
+from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
 from mnote_evidence.build.render.pages import RULES, note_body, note_title
 from mnote_evidence.build.scan import is_inside
@@ -107,6 +108,7 @@ class _Site:
     def __init__(self, root: Path, out: Path, db_path: Path, options: RenderOptions,
                  from_build: data.FromBuild | None = None, state: dict[str, Any] | None = None):
         self.root, self.out, self.db_path, self.options = root, out, db_path, options
+        self.programs: Path | None = out / PROGRAMS_DIR  # notes compiled where they were parsed
         self.conn = data.connect_ro(db_path)
         self.env = _environment()
         self.report = RenderReport()
@@ -386,6 +388,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     state = _load_state(out)
     stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
+        shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
     site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
@@ -460,5 +463,6 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                                                        ensure_ascii=False))  # no indent=: the C encoder, 10x faster
     finally:
         site.conn.close()
+        shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)  # what the render did not use
         site.report.seconds = round(time.perf_counter() - started, 3)
     return site.report
