@@ -1,0 +1,105 @@
+"""Notes compiled where they were parsed (issue 17, `render/note_programs.py`): the render runs the
+program the parse left instead of parsing the note again, and the site is byte for byte the one a
+render that compiles every note itself writes. Real builds of the fixture workspace (callouts,
+wikilinks, embeds, footnotes, math, tags, front matter, links, images, PDFs) plus a note using all
+of them at once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+from mnote_evidence.build.model import Block
+from mnote_evidence.build.render import note_programs, pages
+from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, load_program, store_program
+from mnote_evidence.build.render.site import RenderOptions, render_site
+from tests.conftest import connect, copy_workspace, run_build
+
+EVERYTHING = """---
+title: Everything at once
+tags: [alpha, beta/gamma]
+aliases: [All]
+odd: "nul \\0 inside"
+---
+
+# Everything
+
+> [!note]- Folded *callout*
+> with a [[Project Plan#^goal]] link and a footnote[^1].
+
+- [ ] a task with [a link](Project%20Plan.md) and [an outside one](https://example.org)
+- [x] done #alpha and ==marked==
+
+Math $x^2$ and $$\\frac{a}{b}$$ inline. ^calc
+
+$$
+\\int_0^1 f(x)\\,dx
+$$
+
+![[Project Plan]] ![[Review#Findings]] [[Missing note]] [broken](nowhere.md)
+
+[![an image in a link](../Inbox/photo.png)](https://example.org) ![alone](../Inbox/photo.png)
+
+<b onclick="x()">raw</b>
+
+[^1]: The footnote, with [[Review]].
+"""
+
+
+def _pages(out: Path) -> dict[str, bytes]:
+    """Every page; the front page without the time of its last change (each build has its own)."""
+    pages = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+             if p.is_file() and p.suffix == ".html" and not p.name.startswith(".")}
+    pages["index.html"] = re.sub(rb"last change [0-9-]+ [0-9:]+ UTC", b"", pages["index.html"])
+    return pages
+
+
+def test_site_is_the_same_with_the_programs_and_the_note_parsed_once(tmp_path, monkeypatch):
+    root = copy_workspace(tmp_path / "ws")
+    (root / "Obsidian/Everything.md").write_text(EVERYTHING, "utf-8")
+    parses, hits = [], []
+    real_parse, real_load = MarkdownIt.parse, note_programs.load_program
+
+    def load(*args):  # the real one, counted
+        program = real_load(*args)
+        hits.append(program is not None)
+        return program
+    monkeypatch.setattr(MarkdownIt, "parse", lambda self, src, env=None: parses.append(src) or real_parse(self, src, env))
+    monkeypatch.setattr(pages, "load_program", load)
+    run_build(root, tmp_path / "a", site=True)  # jobs=1: parse and render in this process
+    with connect(tmp_path / "a") as conn:
+        notes = conn.execute("SELECT count(*) FROM evidence_resource WHERE kind = 'markdown' AND status = 'ok'"
+                             ).fetchone()[0]
+    assert notes > 10 and sum(hits) == notes, "every note's page ran the program its parse left"
+    twice = {text for text in parses if parses.count(text) > 1}
+    assert len(twice) <= 1, "only the home note is parsed again (the front page shows it with its own links)"
+    assert not (tmp_path / "a" / PROGRAMS_DIR).exists(), "the programs are removed when the render is done"
+
+    monkeypatch.undo()  # the reference: a library build, then a render that compiles every note itself
+    run_build(root, tmp_path / "b")
+    render_site(root, tmp_path / "b", tmp_path / "b" / "evidence.sqlite", RenderOptions())
+    a, b = _pages(tmp_path / "a"), _pages(tmp_path / "b")
+    assert "Obsidian/Everything.html" in a and a.keys() == b.keys()
+    assert [p for p in a if a[p] != b[p]] == []
+    page = a["Obsidian/Everything.html"].decode()
+    for shown in ('class="callout callout-note"', "<math", 'class="tag"', 'class="footnote', "broken-link",
+                  'rel="noopener noreferrer"', "embed-note", "author-anchor", "&lt;b onclick"):
+        assert shown in page, shown
+
+
+def test_a_program_is_used_once_and_only_for_its_text_and_blocks(tmp_path):
+    blocks = [Block(id="b-1", type="heading", text="A"), Block(id="b-2", type="paragraph", text="See [[B]].")]
+    text = "# A\n\nSee [[B]].\n"
+    store_program(tmp_path, text, blocks)
+    assert load_program(tmp_path, text + " ", blocks) is None  # other text
+    other = [blocks[0], Block(id="b-3", type="paragraph", text="See [[B]].")]
+    assert load_program(tmp_path, text, other) is None  # other block ids
+    parts, ops = load_program(tmp_path, text, blocks)
+    assert len(parts) == len(ops) + 1 and ["wikilink", "B", "B", False] in ops
+    assert load_program(tmp_path, text, blocks) is None  # removed once read
+    store_program(tmp_path, text, blocks)
+    for f in tmp_path.glob("*.json"):
+        f.write_text("{not json", "utf-8")
+    assert load_program(tmp_path, text, blocks) is None  # unreadable: compiled again by the render
