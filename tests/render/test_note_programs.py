@@ -66,7 +66,8 @@ def test_site_is_the_same_with_the_programs_and_the_note_parsed_once(tmp_path, m
         program = real_load(*args)
         hits.append(program is not None)
         return program
-    monkeypatch.setattr(MarkdownIt, "parse", lambda self, src, env=None: parses.append(src) or real_parse(self, src, env))
+    monkeypatch.setattr(MarkdownIt, "parse",
+                        lambda self, src, env=None: parses.append(src) or real_parse(self, src, env))
     monkeypatch.setattr(pages, "load_program", load)
     run_build(root, tmp_path / "a", site=True)  # jobs=1: parse and render in this process
     with connect(tmp_path / "a") as conn:
