@@ -24,7 +24,6 @@ from pathlib import Path
 from mnote_evidence.build import text
 from mnote_evidence.build.fsutil import adopt
 from mnote_evidence.build.model import KIND_MARKDOWN, ParsedResourceArtifact, ProviderError
-from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render.note_programs import store_program
 from mnote_evidence.build.sidecars import SidecarPaths, stage_sidecars
 
@@ -60,17 +59,9 @@ class Prepare:
         except OSError as exc:
             return Prepared(result, error=exc)
         if self.programs is not None and result.kind == KIND_MARKDOWN:
-            _compile(Path(self.root) / path, Path(self.programs), result)
+            # while its tokens are still here: the provider just parsed `result.text` (`keep=True`)
+            store_program(Path(self.programs), result.text, result.blocks)
         return Prepared(result, paths, staged, segmented)
-
-
-def _compile(source: Path, programs: Path, artifact: ParsedResourceArtifact) -> None:
-    """The note's page compiled while its tokens are still here (the provider just parsed it, `keep=True`)."""
-    try:
-        text, _ = decode_note(source.read_bytes())
-    except OSError:
-        return
-    store_program(programs, text, artifact.blocks)
 
 
 def adopt_prepared(result: Prepared | ProviderError) -> None:
