@@ -8,7 +8,8 @@ One module answers for the site (anchors, embeds) and the build summary (broken 
 A fragment that finds nothing is `None`: the link is broken (`broken_link` warning).
 Embeds read the blocks a fragment covers: the whole resource (its footnotes too), a
 heading's section with its subsections (no footnotes: they are the note's, listed last),
-or the one referenced block.
+or the one referenced block. `recorded_aliases` reads the alias link rows (Obsidian `aliases:`), for
+the build's link plan and the renderer alike.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ from mnote_evidence.build.ids import resource_id
 
 MAX_EMBED_BLOCKS = 40  # an embed shows at most this many blocks (then a link to the rest)
 _PAGE = re.compile(r"page=(\d+)$")
+
+
+def recorded_aliases(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(note path, alias) of every alias link row the index holds."""
+    return [(path, alias) for path, alias in conn.execute(
+        "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+        "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")]
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from typing import Any
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild
 from mnote_evidence.build.index.writer import IndexChanges
+from mnote_evidence.build.link_targets import recorded_aliases
 from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
 from mnote_evidence.build.model import STATUS_STALE, LinkRow, NoteLink
 from mnote_evidence.build.scan import SourceFile
@@ -63,9 +64,7 @@ class _Previous:
         return self.conn.execute(sql, args).fetchall() if self.conn is not None else []
 
     def aliases(self) -> list[tuple[str, str]]:
-        return [(r[0], r[1]) for r in self._rows(
-            "SELECT r.source_root_relative_path, l.target FROM evidence_link l JOIN evidence_resource r "
-            "USING (resource_id) WHERE l.kind = 'alias'")]
+        return recorded_aliases(self.conn) if self.conn is not None else []
 
     def links_of(self, notes: set[str]) -> dict[str, list[tuple[NoteLink, Resolution]]]:
         """note path -> its links and their recorded resolutions, in written order."""

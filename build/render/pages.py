@@ -50,7 +50,7 @@ def note_body(site: _Site, res: Resource, artifact: ParsedResourceArtifact, page
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())
         return render_note(text, res.path, artifact.blocks, aliases, site.note_links, page=page,
-                           program=load_program(getattr(site, "programs", None), text, artifact.blocks))
+                           program=load_program(site.programs, text, artifact.blocks))
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
         site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
         return None

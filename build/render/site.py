@@ -41,7 +41,7 @@ from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
 from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text, commit_pending, in_durable_batch
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
-from mnote_evidence.build.link_targets import LinkTargets
+from mnote_evidence.build.link_targets import LinkTargets, recorded_aliases
 from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
@@ -114,9 +114,8 @@ class _Site:
         self.report = RenderReport()
         self.resources = data.resources(self.conn, from_build)
         self.by_path = {r.path: r for r in self.resources}
-        aliases = from_build.aliases if from_build and from_build.aliases is not None else alias_map(
-            self.conn.execute("SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-                              "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'"))
+        aliases = (from_build.aliases if from_build and from_build.aliases is not None
+                   else alias_map(recorded_aliases(self.conn)))
         self.resolver = _resolver({r.path for r in self.resources if r.status != STATUS_STALE}, aliases,
                                   from_build.resolver if from_build else None)
         self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
