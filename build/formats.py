@@ -53,6 +53,8 @@ def _by_suffix(formats: tuple[Format, ...]) -> dict[str, Format]:
             if suffix in table:
                 raise ValueError(f"suffix {suffix} is registered twice ({table[suffix].name}, {fmt.name})")
             table[suffix] = fmt
+    if sum(fmt.kind == Kind.MARKDOWN for fmt in formats) != 1:  # the build gives all notes one version
+        raise ValueError("exactly one format must read notes (kind markdown)")
     return table
 
 

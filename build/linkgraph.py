@@ -158,7 +158,8 @@ class LinkStage:
     def _record(self, changes: IndexChanges) -> None:
         notes = set(self.links)
         rewritten = {u.row.path for u in changes.updates}
-        gone = {p for p, r in self.prev.resources.items() if r.resource_id in set(changes.stale) | set(changes.removed)}
+        path_of = {r.resource_id: p for p, r in self.prev.resources.items()}
+        gone = {path_of[rid] for rid in (*changes.stale, *changes.removed) if rid in path_of}
         owner_moved = {p for p, owner in self.owner_of.items()
                        if p in self.prev.resources and self.prev.resources[p].owner != owner}
         touched = rewritten | gone | owner_moved
@@ -189,11 +190,11 @@ class LinkStage:
                 dirty_pages.add(note)
                 dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
                 dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
-        for path, prev in self.prev.resources.items():  # no longer a note with links (stale, error, gone)
-            if prev.links_hash is not None and path not in notes:
+        for path in self.prev.resources.keys() - notes:  # no longer a note with links (stale, error, gone)
+            prev = self.prev.resources[path]
+            if prev.links_hash is not None:
                 changes.links[prev.resource_id] = ([], None)
         # what the old rows of rewritten notes pointed at (their backlinks and tags change too)
-        path_of = {r.resource_id: p for p, r in self.prev.resources.items()}
         old_rows = self._reader.links_of({path_of[rid] for rid in changes.links if rid in path_of})
         for found in old_rows.values():
             dirty_pages |= {hit.path for _, hit in found if hit.path}

@@ -42,14 +42,15 @@ class LinkResolver:
     def __init__(self, paths: set[str], aliases: dict[str, str] | None = None):
         self.paths = paths  # (read-only: the renderer compares it, render/site.py)
         self.aliases = {a: p for a, p in (aliases or {}).items() if p in paths}
-        # name -> [(folder, depth, path)]: what wikilink tie-breaking compares, computed once
-        self._by_name: dict[str, list[tuple[str, int, str]]] = defaultdict(list)
-        for p in sorted(paths):
-            folder, _, name = p.rpartition("/")  # posixpath.split, for normalised paths, at a third of its cost
-            entry, key = (folder, p.count("/"), p), name.lower()
-            self._by_name[key].append(entry)
+        # file name (lower case, also without `.md`) -> the paths of that name. Built for every note edit
+        # (10,000 paths): unsorted, and the tie-breaking keys of a name's few paths computed only when
+        # a wikilink asks for it (`_wikilink`), since `min` over the whole key finds the same path.
+        self._by_name: dict[str, list[str]] = defaultdict(list)
+        for p in paths:
+            key = p[p.rfind("/") + 1:].lower()  # the file name (paths are normalised, '/'-separated)
+            self._by_name[key].append(p)
             if key.endswith(".md"):
-                self._by_name[key[:-3]].append(entry)
+                self._by_name[key[:-3]].append(p)
 
     def resolve(self, note: str, target: str, kind: str) -> Resolution:
         if kind in NAME_KINDS:
@@ -87,8 +88,7 @@ class LinkResolver:
             return Resolution(alias) if alias else Resolution(None, "missing")
         here = posixpath.dirname(note)
         # same folder first, then the shallowest, then alphabetical
-        best = min(candidates, key=lambda c: (c[0] != here, c[1], c[2]))
-        return Resolution(best[2])
+        return Resolution(min(candidates, key=lambda p: (p.rpartition("/")[0] != here, p.count("/"), p)))
 
 
 def assets_owner(resource: str, notes: set[str]) -> str | None:

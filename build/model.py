@@ -239,9 +239,11 @@ class EvidenceLocator(TypedDict):
     openAction: OpenAction
 
 
-@dataclass
+@dataclass(slots=True)
 class ResourceRow:
-    """One `evidence_resource` row: what the build records per file, and what later stages read."""
+    """One `evidence_resource` row: what the build records per file, and what later stages read.
+    Slotted: a build reads every previous row (10,000 at 10,000 notes), and a slotted instance is built
+    in about half the time (`index/previous.py`)."""
 
     resource_id: str
     path: str  # source_root_relative_path

@@ -292,18 +292,20 @@ class _Build:
         links: dict[str, list[NoteLink] | None] = {}
         progress = StageProgress(self.options.on_progress, Stage.NOTES, len(files))
         todo: list[SourceFile] = []
-        limit, unchanged = self.options.max_file_mb * 2**20, 0
+        limit, unchanged, screened = self.options.max_file_mb * 2**20, 0, 0
+        # one provider reads every note (formats.py: kind markdown is one format), so one version for all
+        version = self._version(files[0].path) if files else ""
         for f in files:  # (once per note: `screen` is asked only of the files it may refuse)
             if (f.refused or not 0 < f.size <= limit or f.kind == KIND_OTHER) and not self.screen(f, f.path):
-                progress.advance()
+                screened += 1
                 continue
-            if self._unchanged(f, f.path, self._version(f.path)):
+            if self._unchanged(f, f.path, version):
                 unchanged += 1
                 links[f.path] = None  # as the index holds them (build/linkgraph.py reads them if needed)
-                progress.advance()
                 continue
             todo.append(f)
         self.report.unchanged += unchanged
+        progress.advance(screened + unchanged)  # at once: neither takes any time
 
         def parsed(f: SourceFile, owner: str | None, result: Any) -> None:
             artifact = self._parsed(f, owner, result)

@@ -45,7 +45,7 @@ RACY_NS = 2_000_000_000  # a stamp younger than this (2 s: FAT's mtime granulari
 Stamp = tuple[int, int]  # (size, st_mtime_ns)
 
 
-@dataclass
+@dataclass(slots=True)  # one per file of the workspace, every build: slotted, built faster
 class SourceFile:
     path: str  # root-relative, '/'-separated
     kind: str

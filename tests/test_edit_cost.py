@@ -14,6 +14,7 @@ provider version is looked up once per suffix, its library's version without imp
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 import time
@@ -22,7 +23,7 @@ import pytest
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from mnote_evidence.build import fsutil, libraries, links, markdown_syntax, model
+from mnote_evidence.build import fsutil, libraries, links, markdown_syntax, model, pipeline
 from mnote_evidence.build.index import previous
 from mnote_evidence.build.render import data, front, site, tag_pages
 from tests.conftest import run_build
@@ -87,6 +88,18 @@ def test_an_edit_builds_one_link_resolver(workspace, tmp_path, monkeypatch):
     _count(monkeypatch, links.LinkResolver, "__init__", built)
     run_build(workspace, out, site=True)
     assert len(built) == 1
+
+
+def test_an_edit_asks_the_notes_provider_version_once(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    asked: list = []
+    _count(monkeypatch, pipeline._Build, "_version", asked)
+    report = run_build(workspace, out, site=True)
+    notes = [args[1] for args in asked if model.suffix_of(args[1]) in model.NOTE_SUFFIXES]
+    assert report.parsed == 1 and len(notes) == 1, notes  # not once per note of the workspace
+    assert report.unchanged > 5
 
 
 def test_the_renderer_builds_its_own_resolver_when_the_paths_differ():
@@ -438,8 +451,8 @@ def test_the_front_page_key_follows_each_thing_the_page_shows():
         "error": [*base[:3], row(3, status="error", error_code="x", error_message="m"), *base[4:]],
         "message": [*base[:3], row(3, status="error", error_code="x", error_message="m2"), *base[4:]],
         "warning": [*base[:3], row(3, warnings=[{"code": "w", "message": "m"}]), *base[4:]],
-        "path": [*base[:3], data.Resource(**{**row(3).__dict__, "path": "n/3b.md"}), *base[4:]],
-        "kind": [*base[:3], data.Resource(**{**row(3).__dict__, "kind": "pdf"}), *base[4:]],
+        "path": [*base[:3], dataclasses.replace(row(3), path="n/3b.md"), *base[4:]],
+        "kind": [*base[:3], dataclasses.replace(row(3), kind="pdf"), *base[4:]],
     }
     keys = {name: key(rows) for name, rows in variants.items()}
     assert len({k, *(v[0] for v in keys.values())}) == len(variants) + 1  # every change, a new page key

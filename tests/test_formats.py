@@ -50,6 +50,13 @@ def test_a_suffix_registered_twice_is_refused():
         formats._by_suffix(twice)
 
 
+def test_a_second_format_of_notes_is_refused():
+    # the build asks one provider version for every note (pipeline `_Build.notes`)
+    two = (*FORMATS, Format("notes2", (".mdx",), Kind.MARKDOWN, "markdown:MarkdownProvider", page="note"))
+    with pytest.raises(ValueError, match="exactly one format must read notes"):
+        formats._by_suffix(two)
+
+
 def test_pptx_is_recorded_unsupported_not_sent_to_the_docx_provider(workspace, tmp_path):
     # A second Office format, even one whose bytes are a valid OOXML zip (here: a real .docx renamed),
     # has no provider until one is registered: it must not reach python-docx through its kind.
