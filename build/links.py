@@ -86,6 +86,8 @@ class LinkResolver:
         if not candidates:
             alias = self.aliases.get(name.lower())
             return Resolution(alias) if alias else Resolution(None, "missing")
+        if len(candidates) == 1:  # (most names: a full build resolves 120,000 wikilinks at 10,000 notes)
+            return Resolution(candidates[0])
         here = posixpath.dirname(note)
         # same folder first, then the shallowest, then alphabetical
         return Resolution(min(candidates, key=lambda p: (p.rpartition("/")[0] != here, p.count("/"), p)))
