@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from mnote_evidence.build.model import KIND_MARKDOWN, NOTE_SUFFIXES, STATUS_OK, STATUS_STALE
+from mnote_evidence.build.model import KIND_MARKDOWN, NOTE_SUFFIXES, STATUS_ERROR, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.render import data
 from mnote_evidence.build.urls import page_path, relative_url
 
@@ -65,13 +65,6 @@ def tree(resources: list[data.Resource]) -> dict[str, Any]:
         node["files"].append({"res": res, "name": res.path.rsplit("/", 1)[-1],
                               "url": relative_url(INDEX, page_path(res.path))})
     return root
-
-
-def _counts(resources: list[data.Resource]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in resources:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    return counts
 
 
 def _day(ms: int) -> str:
@@ -112,23 +105,33 @@ class FrontPage:
     def _tree_key(self) -> str:
         # asked by `key` and by the tree's cache: computed once. Fields joined by NUL (no path, kind,
         # status or error code holds one, and every row has four): 3x cheaper than JSON at 10,000 rows
-        rows = "\0".join(f"{r.path}\0{r.kind}\0{r.status}\0{r.error_code or ''}" for r in self.resources)
+        # (a list joins twice as fast as a generator: `join` makes a list of it first)
+        rows = "\0".join([f"{r.path}\0{r.kind}\0{r.status}\0{r.error_code or ''}" for r in self.resources])
         return hashlib.sha256(rows.encode()).hexdigest()[:20]
 
     def context(self) -> dict[str, Any]:
         """The template context of `index.html` (without the base context, the note body and the tree's
         HTML: `tree(self.resources)` rendered by `_tree.html`)."""
         changed = self.recent_changes
+        errors, warnings, stale, counts = [], [], [], {}
+        for r in self.resources:  # one pass over the rows for all four (10,000 rows at 10,000 notes)
+            status = r.status
+            counts[status] = counts.get(status, 0) + 1
+            if status == STATUS_ERROR:
+                errors.append({"res": r, "url": relative_url(INDEX, page_path(r.path))})
+            elif status == STATUS_STALE:
+                stale.append(r)
+            if r.warnings:
+                warnings += [(r, w) for w in r.warnings]
         return {
             "recent": [{"res": r, "name": posixpath.basename(r.path), "folder": posixpath.dirname(r.path),
                         "when": _day(r.updated_at_ms), "url": relative_url(INDEX, page_path(r.path))}
                        for r in changed],
             "last_change": _day(changed[0].updated_at_ms) if changed else "",
-            "errors": [{"res": r, "url": relative_url(INDEX, page_path(r.path))}
-                       for r in self.resources if r.status == "error"],
-            "warnings": [(r, w) for r in self.resources for w in r.warnings],
-            "stale": [r for r in self.resources if r.status == STATUS_STALE],
-            "counts": _counts(self.resources),
+            "errors": errors,
+            "warnings": warnings,
+            "stale": stale,
+            "counts": counts,
             "home_note": {"path": self.note.path, "url": relative_url(INDEX, page_path(self.note.path))}
             if self.note else None,
         }

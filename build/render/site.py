@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,7 +47,7 @@ from mnote_evidence.build.link_targets import LinkTargets, recorded_aliases
 from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.render import data, dirty, page_images, page_pool, tag_pages
+from mnote_evidence.build.render import data, dirty, page_images, page_pool, state as site_state, tag_pages
 from mnote_evidence.build.render.backlinks import Sentences
 from mnote_evidence.build.render.front import INDEX, FrontPage, tree
 from mnote_evidence.build.render.note_links import NoteLinks
@@ -56,7 +58,7 @@ from mnote_evidence.build.scan import is_inside
 from mnote_evidence.build.sidecars import artifact_from_source_map
 from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
 
-STATE_FILE = ".mnote-site.json"
+STATE_FILE = site_state.STATE_FILE  # what the last render wrote (`render/state.py`)
 TREE_CACHE = ".mnote-front-tree.html"  # the front page's file tree, rendered (`_Site._tree_html`)
 
 
@@ -94,14 +96,6 @@ def _environment() -> Environment:
                       bytecode_cache=FileSystemBytecodeCache())
     env.filters["pct"] = lambda v: f"{v:.4f}".rstrip("0").rstrip(".")
     return env
-
-
-def _templates_hash() -> str:
-    h = hashlib.sha256()
-    for path in sorted(_templates_dir().rglob("*")):
-        if path.is_file():
-            h.update(path.relative_to(_templates_dir()).as_posix().encode() + path.read_bytes())
-    return h.hexdigest()[:16]
 
 
 class _Site:
@@ -305,10 +299,7 @@ def links_ask(out: Path) -> bool:
 
 
 def _load_state(out: Path) -> dict[str, Any]:
-    try:
-        return json.loads((out / STATE_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
+    return site_state.load(out)
 
 
 def _drop_active_copy(out: Path, rel: str, is_page) -> None:
@@ -319,11 +310,22 @@ def _drop_active_copy(out: Path, rel: str, is_page) -> None:
 
 
 def _copy_source(root: Path, out: Path, rel: str) -> None:
+    """Copy the source at `rel` into the site, unless the copy there has its size and is no older.
+    `root` is resolved (`render_site`): only the source's path is resolved here, each file stat'ed once."""
     src, dest = root / rel, out / copy_path(rel)
-    if not is_inside(src.resolve(), root.resolve()) or not src.is_file():
-        return  # never copy anything that leaves the workspace
-    if dest.exists() and dest.stat().st_size == src.stat().st_size and dest.stat().st_mtime >= src.stat().st_mtime:
+    resolved = src.resolve()
+    try:
+        st = os.stat(resolved)
+    except OSError:
         return
+    if not is_inside(resolved, root) or not stat.S_ISREG(st.st_mode):
+        return  # never copy anything that leaves the workspace
+    try:
+        copied = os.stat(dest)
+        if copied.st_size == st.st_size and copied.st_mtime >= st.st_mtime:
+            return
+    except OSError:
+        pass
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.tmp")
     try:
@@ -383,8 +385,9 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     started = time.perf_counter()
     options = options or RenderOptions()
     root = root.resolve()
-    salt = [_templates_hash()]
     state = _load_state(out)
+    templates_hash, templates_signed = site_state.templates_hash(_templates_dir(), state)
+    salt = [templates_hash]
     stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
@@ -395,7 +398,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         salt.append(options.ask)  # the header's Ask link is on every page
-        pages: dict[str, Any] = state.get("pages", {})
+        pages: dict[str, Any] = state.get("pages", {})  # page -> entry (`render/state.py`)
         since = dirty.dirty_since(site.meta, state, stamp) if (out / INDEX).exists() else None
         todo = site.resources if since is None else [site.by_path[p] for p in since["resources"] if p in site.by_path]
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
@@ -420,23 +423,27 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                     if missing:
                         image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
                                                                    options.images))
-                if pages.get(page, {}).get("key") == key and (out / page).exists():
+                if site_state.entry_key(pages.get(page)) == key and (out / page).exists():
                     site.report.pages_unchanged += 1
                     rendering.advance()
                 else:
-                    pages[page] = {"key": key, "source": res.path}
+                    pages[page] = site_state.page_entry(key, res.path)
                     site.report.pages_written += 1
                     yield res.path  # written in the worker pool when there are many
         page_pool.write_pages(site, changed(), options.jobs, rendering.advance,
                               distinct=len({page_path(r.path) for r in todo}) == len(todo))
         if since is not None:
             site.report.pages_unchanged += len(site.resources) - len(todo)
-        site.report.tag_pages = tag_pages.write(site, out, pages, current,
+        tags = site_state.tag_entries(pages)  # tag_pages reads and updates the tag pages' entries alone
+        had_tags = set(tags)
+        site.report.tag_pages = tag_pages.write(site, out, tags, current,
                                                 only=None if since is None else since.get("tags", []))
+        site_state.merge_tags(pages, had_tags, tags)
         for page, entry in ([] if same_paths else list(pages.items())):
-            if page not in current and entry.get("key") != "tombstone":
-                atomic_write_text(out / page, site.render_tombstone(page, entry["source"]))
-                pages[page] = {"key": "tombstone", "source": entry["source"]}
+            if page not in current and site_state.entry_key(entry) != site_state.TOMBSTONE:
+                source = site_state.entry_source(entry)
+                atomic_write_text(out / page, site.render_tombstone(page, source))
+                pages[page] = site_state.tombstone(source)
                 site.report.tombstones += 1
         rendering.finish()
         imaging = StageProgress(on_progress, Stage.PAGE_IMAGES, sum(len(job.pages) for job in image_jobs))
@@ -444,8 +451,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         imaging.finish()
         if since is None:  # other settings leave stale images only when the stamp changed: a full pass
             site.report.images_removed = page_images.remove_stale(out, options.images)
-        front = FrontPage.of(site.resources, lambda note: keys.get(note.path) or pages.get(
-            page_path(note.path), {}).get("key"), options.ask)
+        front = FrontPage.of(site.resources, lambda note: keys.get(note.path) or site_state.entry_key(pages.get(
+            page_path(note.path))), options.ask)
         front_key = front.key(salt)
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
@@ -456,10 +463,9 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             _copy_static(out)
             atomic_write_text(out / HEADERS_FILE, headers_file())
         commit_pending()  # the pages are on disk before the state file says they are done
-        atomic_write_text(out / STATE_FILE, json.dumps({"stamp": stamp, "pages": pages, "front": front_key,
-                                                        "ask": options.ask, "collisions": collisions,
-                                                        "paths_key": site.paths_key},
-                                                       ensure_ascii=False))  # no indent=: the C encoder, 10x faster
+        atomic_write_text(out / STATE_FILE, site_state.dumps({
+            "stamp": stamp, "pages": pages, "front": front_key, "ask": options.ask, "collisions": collisions,
+            "paths_key": site.paths_key, "templates": templates_signed}))
     finally:
         site.conn.close()
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)  # what the render did not use

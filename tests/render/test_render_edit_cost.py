@@ -1,0 +1,225 @@
+"""What a one-note edit's render does once, or not at all (issue 17 point 1): counted calls and
+equal outputs, in the style of tests/test_edit_cost.py.
+
+Real builds of the sample workspace with the site rendered. The templates are hashed again only when
+a template file changed (the state keeps their stat signature), the state file keeps a resource
+page's key as one string (and still reads the objects older states hold), a source copy resolves
+only the source's path, and the front page reads its rows in one pass. Each shortcut is compared
+with the way it replaced: the site an edit leaves is the site a fresh build writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from mnote_evidence.build.render import data, front, site, state as site_state
+from tests.conftest import run_build
+
+DAY_AGO = time.time() - 86400
+EDITED = "Projects/Meeting Notes/Kickoff.md"
+
+
+def _aged_build(workspace, out):
+    for path in workspace.rglob("*"):
+        if path.is_file():
+            os.utime(path, (DAY_AGO, DAY_AGO))
+    return run_build(workspace, out, site=True)
+
+
+def _edit(workspace, rel: str = EDITED) -> None:
+    note = workspace / rel
+    note.write_text(note.read_text("utf-8") + "\nOne more paragraph, appended by the edit.\n", "utf-8")
+
+
+def _count(monkeypatch, owner, name: str, calls: list) -> None:
+    original = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+    monkeypatch.setattr(owner, name, counted)
+
+
+def _fresh_render(workspace: Path, out: Path, fresh: Path) -> dict[str, bytes]:
+    """The site a full render of the index in `out` gives."""
+    site.render_site(workspace, fresh, out / "evidence.sqlite")
+    return _site_files(fresh)
+
+
+def _site_files(out: Path) -> dict[str, bytes]:
+    skip = {"evidence.sqlite", site.STATE_FILE, ".build.lock"}
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name not in skip and ".mnote" not in p.relative_to(out).parts}
+
+
+@pytest.fixture
+def templates(tmp_path, monkeypatch) -> Path:
+    """A copy of the site templates the renderer uses instead of the package's (tests change it)."""
+    folder = tmp_path / "templates"
+    shutil.copytree(site._templates_dir(), folder)
+    monkeypatch.setattr(site, "_templates_dir", lambda: folder)
+    return folder
+
+
+def test_an_edit_hashes_no_template_and_a_changed_template_is_hashed_again(workspace, tmp_path, templates,
+                                                                           monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    hashed: list = []
+    _count(monkeypatch, site_state, "content_hash", hashed)
+    _edit(workspace)
+    assert run_build(workspace, out, site=True).site.pages_written >= 1
+    assert hashed == []  # the signature the state recorded still holds
+    recorded = site._load_state(out)["templates"][1]
+    assert recorded == _fresh_hash(templates)
+
+    # a template edited in place, same size, its modification time put back: its change time moved
+    tomb = templates / "tombstone.html"
+    before = tomb.stat()
+    text = tomb.read_text("utf-8")
+    assert "removed" in text
+    tomb.write_text(text.replace("removed", "REMOVED", 1), "utf-8")
+    os.utime(tomb, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert tomb.stat().st_size == before.st_size and tomb.stat().st_mtime_ns == before.st_mtime_ns
+    report = run_build(workspace, out, site=True)
+    assert len(hashed) == 1
+    assert site._load_state(out)["templates"][1] == _fresh_hash(templates) != recorded
+    assert report.site.pages_unchanged == 0 and report.site.pages_written > 10  # the templates key every page
+
+    # a template whose output changes: every page is written again, as a fresh build writes it
+    base = templates / "base.html"
+    base.write_text(base.read_text("utf-8").replace("</head>", "<meta name=\"x-test\" content=\"1\">\n</head>"),
+                    "utf-8")
+    report = run_build(workspace, out, site=True)
+    assert len(hashed) == 2 and report.site.pages_unchanged == 0
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
+    assert 'name="x-test"' in (out / "index.html").read_text("utf-8")
+
+
+def test_the_templates_hash_is_not_taken_from_a_state_of_other_files(tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.html").write_text("one", "utf-8")
+    digest, signed = site_state.templates_hash(folder, {})
+    assert digest == _fresh_hash(folder) and signed[1] == digest
+    assert site_state.templates_hash(folder, {"templates": signed}) == (digest, signed)
+    assert site_state.templates_hash(folder, {"templates": [signed[0], "forged"]})[0] == "forged"  # same files
+    (folder / "b.html").write_text("two", "utf-8")  # a file added
+    assert site_state.templates_hash(folder, {"templates": signed})[0] == _fresh_hash(folder) != digest
+    moved = tmp_path / "moved"
+    shutil.copytree(folder, moved)  # the same files elsewhere: another signature
+    assert site_state.templates_hash(moved, {"templates": site_state.templates_hash(folder, {})[1]})[1][0] != \
+        site_state.templates_hash(folder, {})[1][0]
+    for bad in ({"templates": "x"}, {"templates": [1]}, {"templates": [signed[0], 5]}):
+        assert site_state.templates_hash(folder, bad)[0] == _fresh_hash(folder)
+
+
+def _fresh_hash(folder: Path) -> str:
+    """The hash as render_site computed it before the signature was kept (every file read)."""
+    import hashlib
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            h.update(path.relative_to(folder).as_posix().encode() + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def test_a_deleted_site_is_rendered_whole_and_hashes_the_templates(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    hashed: list = []
+    _count(monkeypatch, site_state, "content_hash", hashed)
+    for path in out.iterdir():  # the user deletes the site, keeps the index
+        if path.name != "evidence.sqlite":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    _edit(workspace)
+    report = run_build(workspace, out, site=True)
+    assert len(hashed) == 1 and report.site.pages_unchanged == 0
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
+
+
+def test_the_state_keeps_a_page_key_as_a_string_and_reads_an_older_states_objects(workspace, tmp_path):
+    out, old = tmp_path / "out", tmp_path / "old"
+    _aged_build(workspace, out)
+    shutil.copytree(out, old)
+    state = site._load_state(out)
+    resource_pages = {p: e for p, e in state["pages"].items() if isinstance(e, str)}
+    assert len(resource_pages) > 10
+    conn = data.connect_ro(out / "evidence.sqlite")
+    try:
+        paths = {r.path for r in data.resources(conn)}
+    finally:
+        conn.close()
+    assert {site_state.entry_source(e) for e in resource_pages.values()} == paths
+    assert all(e.get("tag") for e in state["pages"].values() if isinstance(e, dict))
+    # the state as builds before wrote it: an object per page; an edit reads it the same way
+    state["pages"] = {p: ({"key": site_state.entry_key(e), "source": site_state.entry_source(e)}
+                          if isinstance(e, str) else e) for p, e in state["pages"].items()}
+    (old / site.STATE_FILE).write_text(json.dumps(state), "utf-8")
+    _edit(workspace)
+    edited = run_build(workspace, out, site=True)
+    from_old = run_build(workspace, old, site=True)
+    assert edited.site.pages_written == from_old.site.pages_written >= 1
+    assert edited.site.pages_unchanged == from_old.site.pages_unchanged
+    assert _site_files(out) == _site_files(old)
+    read = [{p: (site_state.entry_key(e), site_state.entry_source(e), isinstance(e, dict) and bool(e.get("tag")))
+             for p, e in site._load_state(folder)["pages"].items()} for folder in (out, old)]
+    assert read[0] == read[1]
+    assert isinstance(site._load_state(old)["pages"][EDITED.replace(".md", ".html")], str)  # written anew
+
+
+def test_a_removed_note_leaves_a_tombstone_in_the_state_and_the_site(workspace, tmp_path):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    (workspace / EDITED).unlink()
+    run_build(workspace, out, site=True)  # stale
+    report = run_build(workspace, out, site=True)  # removed
+    page = EDITED.replace(".md", ".html")
+    assert report.site.tombstones == 1
+    entry = site._load_state(out)["pages"][page]
+    assert entry == {"key": "tombstone", "source": EDITED}
+    assert "was removed from the workspace" in (out / page).read_text("utf-8")
+    assert run_build(workspace, out, site=True).site.tombstones == 0  # told once
+
+
+def test_a_source_copy_resolves_the_source_alone_and_never_leaves_the_workspace(tmp_path, monkeypatch):
+    root, out = (tmp_path / "ws").resolve(), tmp_path / "out"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "a.pdf").write_bytes(b"%PDF one")
+    (tmp_path / "secret.pdf").write_bytes(b"secret")
+    (root / "d" / "link.pdf").symlink_to(tmp_path / "secret.pdf")
+    resolved: list = []
+    _count(monkeypatch, Path, "resolve", resolved)
+    site._copy_source(root, out, "d/a.pdf")
+    assert len(resolved) == 1 and (out / "d" / "a.pdf").read_bytes() == b"%PDF one"
+    copied = (out / "d" / "a.pdf").stat().st_mtime_ns
+    site._copy_source(root, out, "d/a.pdf")  # unchanged: not copied again
+    assert (out / "d" / "a.pdf").stat().st_mtime_ns == copied
+    (root / "d" / "a.pdf").write_bytes(b"%PDF two, longer")
+    site._copy_source(root, out, "d/a.pdf")
+    assert (out / "d" / "a.pdf").read_bytes() == b"%PDF two, longer"
+    site._copy_source(root, out, "d/link.pdf")
+    site._copy_source(root, out, "d/missing.pdf")
+    assert not (out / "d" / "link.pdf").exists() and not (out / "d" / "missing.pdf").exists()
+
+
+def test_the_front_pages_one_pass_lists_what_the_separate_passes_listed():
+    statuses = ["ok", "error", "stale", "ok", "unsupported"]
+    rows = [data.Resource.from_values([f"id{i}", f"n/{i}.md", None, "markdown", statuses[i % 5], None, None, "",
+                                       None, None, "E1" if i % 5 == 1 else None, "bad" if i % 5 == 1 else None,
+                                       None, 0, json.dumps([{"code": "w", "message": str(i)}] * (i % 3)),
+                                       i, None, None, None, None]) for i in range(40)]
+    ctx = front.FrontPage.of(rows, lambda note: None, False).context()
+    assert ctx["errors"] == [{"res": r, "url": f"n/{r.path[2:-3]}.html"} for r in rows if r.status == "error"]
+    assert ctx["warnings"] == [(r, w) for r in rows for w in r.warnings] and len(ctx["warnings"]) > 10
+    assert ctx["stale"] == [r for r in rows if r.status == "stale"]
+    counts: dict = {}
+    for r in rows:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    assert ctx["counts"] == counts and list(ctx["counts"]) == list(counts)
