@@ -8,7 +8,8 @@ writing 10,000 small objects was a fifth of a one-note edit's render. Tombstones
 their objects (`{"key": "tombstone", "source": ...}`, `{"key", "source": null, "tag": true}`, the
 tag index with its `counts`): few, and `render/tag_pages.py` reads and updates them as objects
 (`tag_entries` / `merge_tags` hand it those alone). States written before keep working: an object
-entry is read the same way (`entry_key`, `entry_source`).
+entry is read the same way (`entry_key`, `entry_source`), and `load` turns a resource page's into a string
+once (`FORMAT`).
 
 The templates' hash (`templates_hash`) is kept with the stat signature of every template file
 (path, size, modification and change times in ns, inode) it was computed from, and computed again
@@ -30,6 +31,7 @@ from typing import Any
 
 STATE_FILE = ".mnote-site.json"
 TOMBSTONE = "tombstone"
+FORMAT = 2  # resource pages' entries as strings; a state without it holds objects (converted on load)
 
 
 def load(out: Path) -> dict[str, Any]:
@@ -37,11 +39,22 @@ def load(out: Path) -> dict[str, Any]:
         state = json.loads((out / STATE_FILE).read_text("utf-8"))
     except (OSError, ValueError):
         return {}
-    return state if isinstance(state, dict) and isinstance(state.get("pages", {}), dict) else {}
+    if not isinstance(state, dict) or not isinstance(state.get("pages", {}), dict):
+        return {}
+    if state.get("format") != FORMAT:  # written before: its resource pages' objects become strings, once
+        state["pages"] = {p: _compact(e) for p, e in state.get("pages", {}).items()}
+    return state
+
+
+def _compact(entry: Any) -> Any:
+    if isinstance(entry, dict) and entry.keys() == {"key", "source"} and entry["key"] != TOMBSTONE \
+            and isinstance(entry["key"], str) and isinstance(entry["source"], str):
+        return page_entry(entry["key"], entry["source"])
+    return entry
 
 
 def dumps(state: dict[str, Any]) -> str:
-    return json.dumps(state, ensure_ascii=False)  # no indent=: the C encoder, 10x faster
+    return json.dumps({**state, "format": FORMAT}, ensure_ascii=False)  # no indent=: the C encoder, 10x faster
 
 
 def page_entry(key: str, source: str) -> str:
