@@ -463,9 +463,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             _copy_static(out)
             atomic_write_text(out / HEADERS_FILE, headers_file())
         commit_pending()  # the pages are on disk before the state file says they are done
-        atomic_write_text(out / STATE_FILE, site_state.dumps({
-            "stamp": stamp, "pages": pages, "front": front_key, "ask": options.ask, "collisions": collisions,
-            "paths_key": site.paths_key, "templates": templates_signed}))
+        site_state.save(out, {"stamp": stamp, "front": front_key, "ask": options.ask, "collisions": collisions,
+                              "paths_key": site.paths_key, "templates": templates_signed}, pages, state)
     finally:
         site.conn.close()
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)  # what the render did not use

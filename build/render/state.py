@@ -1,8 +1,12 @@
-"""The site's state file `.mnote-site.json`: what the last render wrote, read by the next (SPEC §8;
-README "Incremental builds").
+"""The site's state: what the last render wrote, read by the next (SPEC §8; README "Incremental builds").
 
-It holds the render's stamp (the index it rendered, the templates' hash, the settings), the front
-page's key, the recorded collisions, and `pages`: per page of the site, the key it was written with.
+The state file `.mnote-site.json` holds the render's stamp (the index it rendered, the templates'
+hash, the settings), the front page's key, the recorded collisions, and `pages`: per page of the
+site, the key it was written with. Only the entries that changed since a base are in it: the others
+are in `PAGES_FILE` (`{"id", "pages"}`), which the state names by its id (`"base"`, with `"removed"`:
+the base's pages gone since). An edit rewrites the small state file, not 10,000 entries (with their
+sync); the base is written again (`save`) when there is none, or the changes reach a tenth of it.
+A state whose base is missing or has another id reads as no state at all.
 A resource's page is one string, `KEY<TAB>SOURCE` (`page_entry`): at 10,000 notes, reading and
 writing 10,000 small objects was a fifth of a one-note edit's render. Tombstones and tag pages keep
 their objects (`{"key": "tombstone", "source": ...}`, `{"key", "source": null, "tag": true}`, the
@@ -29,21 +33,64 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mnote_evidence.build.fsutil import atomic_write_text
+
 STATE_FILE = ".mnote-site.json"
+PAGES_FILE = ".mnote-site-pages.json"  # the base of the state's page entries
 TOMBSTONE = "tombstone"
-FORMAT = 2  # resource pages' entries as strings; a state without it holds objects (converted on load)
+FORMAT = 2  # resource pages' entries as strings, on a base; a state without it holds every entry itself
+COMPACT_MIN = 256  # changes the state file may hold over its base before the base is written again
 
 
 def load(out: Path) -> dict[str, Any]:
-    try:
-        state = json.loads((out / STATE_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
+    """The state, its pages merged from the base; `{}` when it cannot be read whole.
+    (`"_base"` holds the base as read, for `save`.)"""
+    state = _read(out / STATE_FILE)
+    if state is None or not isinstance(state.get("pages", {}), dict):
         return {}
-    if not isinstance(state, dict) or not isinstance(state.get("pages", {}), dict):
-        return {}
+    state.pop("_base", None)  # ours only in memory
     if state.get("format") != FORMAT:  # written before: its resource pages' objects become strings, once
         state["pages"] = {p: _compact(e) for p, e in state.get("pages", {}).items()}
+        return state
+    base = _read(out / PAGES_FILE)
+    removed = state.get("removed")
+    if (base is None or base.get("id") != state.get("base") or not isinstance(base.get("pages"), dict)
+            or not isinstance(removed, list)):
+        return {}  # a base of another state (or none): nothing is trusted
+    pages = dict(base["pages"])
+    pages.update(state["pages"])
+    for page in removed:
+        pages.pop(page, None)
+    state["pages"], state["_base"] = pages, base
     return state
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def save(out: Path, head: dict[str, Any], pages: dict[str, Any], loaded: dict[str, Any]) -> None:
+    """Write the state: `head` and `pages`, as changes over the base `loaded` came with while they are
+    few, else on a new base. Inside the render's batch, after its pages: the base goes in before the state
+    naming it, and a state is read only with the base of its id, so a crash between them costs a full
+    re-render, never a wrong page."""
+    base = loaded.get("_base")
+    if base is not None:
+        before: dict[str, Any] = base["pages"]
+        changed = {p: e for p, e in pages.items() if p not in before or before[p] != e}
+        removed = [p for p in before if p not in pages]
+        if len(changed) + len(removed) <= max(COMPACT_MIN, len(before) // 10):
+            atomic_write_text(out / STATE_FILE, dumps({**head, "base": base["id"], "pages": changed,
+                                                       "removed": removed}))
+            return
+    text = json.dumps(pages, ensure_ascii=False)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+    atomic_write_text(out / PAGES_FILE, f'{{"id": "{digest}", "pages": {text}}}')
+    atomic_write_text(out / STATE_FILE, dumps({**head, "base": digest, "pages": {}, "removed": []}))
 
 
 def _compact(entry: Any) -> Any:
@@ -81,8 +128,9 @@ def tombstone(source: str) -> dict[str, str]:
 
 
 def tag_entries(pages: dict[str, Any]) -> dict[str, Any]:
-    """The tag pages' entries (objects with `tag`), for `tag_pages.write` to read and update."""
-    return {p: e for p, e in pages.items() if e.__class__ is dict and e.get("tag")}
+    """The tag pages' entries (objects with `tag`), for `tag_pages.write` to read and update: copies, so
+    the base `load` read (what `save` compares with) keeps the entries as they were."""
+    return {p: dict(e) for p, e in pages.items() if e.__class__ is dict and e.get("tag")}
 
 
 def merge_tags(pages: dict[str, Any], before: set[str], tags: dict[str, Any]) -> None:

@@ -53,7 +53,7 @@ def _fresh_render(workspace: Path, out: Path, fresh: Path) -> dict[str, bytes]:
 
 
 def _site_files(out: Path) -> dict[str, bytes]:
-    skip = {"evidence.sqlite", site.STATE_FILE, ".build.lock"}
+    skip = {"evidence.sqlite", site.STATE_FILE, site_state.PAGES_FILE, ".build.lock"}
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
             if p.is_file() and p.name not in skip and ".mnote" not in p.relative_to(out).parts}
 
@@ -158,13 +158,14 @@ def test_the_state_keeps_a_page_key_as_a_string_and_reads_an_older_states_object
         conn.close()
     assert {site_state.entry_source(e) for e in resource_pages.values()} == paths
     assert all(e.get("tag") for e in state["pages"].values() if isinstance(e, dict))
-    # the state as builds before wrote it: an object per page; an edit reads it the same way
-    state["pages"] = {p: ({"key": site_state.entry_key(e), "source": site_state.entry_source(e)}
+    # the state as builds before wrote it: one file, an object per page; an edit reads it the same way
+    older = {k: v for k, v in state.items() if k not in ("format", "base", "removed", "_base")}
+    older["pages"] = {p: ({"key": site_state.entry_key(e), "source": site_state.entry_source(e)}
                           if isinstance(e, str) else e) for p, e in state["pages"].items()}
-    del state["format"]
-    (old / site.STATE_FILE).write_text(json.dumps(state), "utf-8")
+    (old / site.STATE_FILE).write_text(json.dumps(older), "utf-8")
+    (old / site_state.PAGES_FILE).unlink()
     loaded = site._load_state(old)
-    assert "format" not in loaded and loaded == {k: v for k, v in site._load_state(out).items() if k != "format"}
+    assert "format" not in loaded and loaded == {**older, "pages": state["pages"]}
     _edit(workspace)
     edited = run_build(workspace, out, site=True)
     from_old = run_build(workspace, old, site=True)
@@ -172,9 +173,79 @@ def test_the_state_keeps_a_page_key_as_a_string_and_reads_an_older_states_object
     assert edited.site.pages_unchanged == from_old.site.pages_unchanged
     assert _site_files(out) == _site_files(old)
     assert site._load_state(out)["pages"] == site._load_state(old)["pages"]
-    raw = json.loads((old / site.STATE_FILE).read_text("utf-8"))  # written in strings again
-    assert raw["format"] == site_state.FORMAT
+    raw = json.loads((old / site_state.PAGES_FILE).read_text("utf-8"))  # written in strings, on a base
+    assert json.loads((old / site.STATE_FILE).read_text("utf-8"))["base"] == raw["id"]
     assert all(isinstance(e, str) or e.get("tag") for e in raw["pages"].values())
+
+
+def _state_files(out: Path) -> tuple[dict, dict]:
+    return (json.loads((out / site.STATE_FILE).read_text("utf-8")),
+            json.loads((out / site_state.PAGES_FILE).read_text("utf-8")))
+
+
+def test_an_edit_writes_the_changed_entries_over_the_base_and_a_full_render_reads_them_the_same(
+        workspace, tmp_path):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    head, base = _state_files(out)
+    assert head["base"] == base["id"] and head["pages"] == {} and head["removed"] == []
+    base_bytes = (out / site_state.PAGES_FILE).read_bytes()
+    _edit(workspace)
+    report = run_build(workspace, out, site=True)
+    head, _ = _state_files(out)
+    assert (out / site_state.PAGES_FILE).read_bytes() == base_bytes  # the base stands
+    page = EDITED.replace(".md", ".html")
+    assert page in head["pages"] and 1 <= len(head["pages"]) <= report.site.pages_written + report.site.tag_pages + 1
+    merged = site._load_state(out)["pages"]
+    assert merged[page] == head["pages"][page] and len(merged) == len(base["pages"])
+    # what a full render of the same index records, entry for entry
+    fresh = tmp_path / "fresh"
+    site.render_site(workspace, fresh, out / "evidence.sqlite")
+    assert site._load_state(fresh)["pages"] == merged
+    (workspace / EDITED).unlink()
+    run_build(workspace, out, site=True)
+    run_build(workspace, out, site=True)  # the note's page: a tombstone, in the state file itself
+    head, _ = _state_files(out)
+    assert head["pages"][page] == {"key": "tombstone", "source": EDITED}
+
+
+def test_a_state_without_its_base_is_no_state(workspace, tmp_path):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    run_build(workspace, out, site=True)
+    kept = site._load_state(out)
+    assert kept["pages"]
+    base = out / site_state.PAGES_FILE
+    good = base.read_bytes()
+    for broken in (b"", b"[]", good.replace(b'"id": "', b'"id": "0'), None):  # torn, wrong shape, other id, gone
+        base.unlink(missing_ok=True)
+        if broken is not None:
+            base.write_bytes(broken)
+        assert site._load_state(out) == {}
+    base.write_bytes(good)
+    assert site._load_state(out) == kept
+    base.unlink()
+    _edit(workspace)
+    report = run_build(workspace, out, site=True)  # every page written again, as a full render writes it
+    assert report.site.pages_unchanged == 0 and report.site.pages_written > 10
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
+    assert site._load_state(out)["pages"] == site._load_state(tmp_path / "fresh")["pages"]
+
+
+def test_many_changes_write_a_new_base(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    monkeypatch.setattr(site_state, "COMPACT_MIN", 0)  # a tenth of this small site's pages: a few
+    _, before = _state_files(out)
+    for note in ("Projects/Evidence Kernel.md", EDITED, "Obsidian/Review.md"):
+        _edit(workspace, note)
+    run_build(workspace, out, site=True)
+    head, base = _state_files(out)
+    assert base["id"] != before["id"] and head["pages"] == {} and head["base"] == base["id"]
+    fresh = tmp_path / "fresh"
+    site.render_site(workspace, fresh, out / "evidence.sqlite")
+    assert site._load_state(out)["pages"] == base["pages"] == site._load_state(fresh)["pages"]
 
 
 def test_a_removed_note_leaves_a_tombstone_in_the_state_and_the_site(workspace, tmp_path):
@@ -226,3 +297,21 @@ def test_the_front_pages_one_pass_lists_what_the_separate_passes_listed():
     for r in rows:
         counts[r.status] = counts.get(r.status, 0) + 1
     assert ctx["counts"] == counts and list(ctx["counts"]) == list(counts)
+
+
+def test_a_tag_entry_changed_in_place_is_saved_over_the_base(tmp_path):
+    """`tag_pages.write` sets the tag index's `counts` on its entry: the base keeps its own copy."""
+    out = tmp_path / "out"
+    out.mkdir()
+    pages = {"a.html": site_state.page_entry("k1", "a.md"),
+             "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 1}}}
+    site_state.save(out, {"stamp": [1]}, pages, {})
+    loaded = site_state.load(out)
+    tags = site_state.tag_entries(loaded["pages"])
+    tags["_tags/index.html"]["counts"] = {"x": 2}
+    site_state.merge_tags(loaded["pages"], set(tags), tags)
+    site_state.save(out, {"stamp": [2]}, loaded["pages"], loaded)
+    again = site_state.load(out)
+    assert again["pages"]["_tags/index.html"]["counts"] == {"x": 2} and again["stamp"] == [2]
+    assert json.loads((out / site.STATE_FILE).read_text("utf-8"))["pages"] == {
+        "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 2}}}
