@@ -295,7 +295,7 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
 
 def links_ask(out: Path) -> bool:
     """Whether the site in `out` links the Ask page (it was rendered with a knowledge server configured)."""
-    return bool(_load_state(out).get("ask"))
+    return bool(site_state.load_head(out).get("ask"))
 
 
 def _load_state(out: Path) -> dict[str, Any]:
@@ -385,13 +385,14 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     started = time.perf_counter()
     options = options or RenderOptions()
     root = root.resolve()
-    state = _load_state(out)
+    state = site_state.load_head(out)  # the base's page entries are read below, when there is work
     templates_hash, templates_signed = site_state.templates_hash(_templates_dir(), state)
     salt = [templates_hash]
     stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
+    state = site_state.with_pages(out, state)
     site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:

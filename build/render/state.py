@@ -45,10 +45,23 @@ COMPACT_MIN = 256  # changes the state file may hold over its base before the ba
 def load(out: Path) -> dict[str, Any]:
     """The state, its pages merged from the base; `{}` when it cannot be read whole.
     (`"_base"` holds the base as read, for `save`.)"""
+    return with_pages(out, load_head(out))
+
+
+def load_head(out: Path) -> dict[str, Any]:
+    """The state file alone (its `pages`: the changes over the base): what a render with nothing to do
+    reads (its stamp, its collisions), without the base's 10,000 entries."""
     state = _read(out / STATE_FILE)
     if state is None or not isinstance(state.get("pages", {}), dict):
         return {}
     state.pop("_base", None)  # ours only in memory
+    return state
+
+
+def with_pages(out: Path, state: dict[str, Any]) -> dict[str, Any]:
+    """`state` (from `load_head`) with every page entry: merged from its base."""
+    if not state:
+        return {}
     if state.get("format") != FORMAT:  # written before: its resource pages' objects become strings, once
         state["pages"] = {p: _compact(e) for p, e in state.get("pages", {}).items()}
         return state

@@ -315,3 +315,18 @@ def test_a_tag_entry_changed_in_place_is_saved_over_the_base(tmp_path):
     assert again["pages"]["_tags/index.html"]["counts"] == {"x": 2} and again["stamp"] == [2]
     assert json.loads((out / site.STATE_FILE).read_text("utf-8"))["pages"] == {
         "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 2}}}
+
+
+def test_a_render_with_nothing_to_do_reads_no_base(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    read: list = []
+    _count(monkeypatch, site_state, "_read", read)
+    report = run_build(workspace, out, site=True)  # a no-op
+    assert report.site.pages_written == 0 and report.site.pages_unchanged > 10
+    assert [args[0].name for args in read] == [site.STATE_FILE]
+    assert site.links_ask(out) is False and [args[0].name for args in read][-1] == site.STATE_FILE
+    _edit(workspace)
+    read.clear()
+    run_build(workspace, out, site=True)
+    assert [args[0].name for args in read] == [site.STATE_FILE, site_state.PAGES_FILE]
