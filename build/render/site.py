@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
 import shutil
-import stat
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,21 +38,20 @@ from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, Stric
 from mnote_evidence import __version__
 from mnote_evidence.build.assets import asset_dir
 from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
-from mnote_evidence.build.fsutil import atomic_write_bytes, atomic_write_text, commit_pending, in_durable_batch
+from mnote_evidence.build.fsutil import atomic_write_text, commit_pending, in_durable_batch
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.formats import format_for
 from mnote_evidence.build.link_targets import LinkTargets, recorded_aliases
 from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.render import data, dirty, page_images, page_pool, state as site_state, tag_pages
+from mnote_evidence.build.render import copies, data, dirty, page_images, page_pool, state as site_state, tag_pages
 from mnote_evidence.build.render.backlinks import Sentences
 from mnote_evidence.build.render.front import INDEX, FrontPage, tree
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
 from mnote_evidence.build.render.pages import RULES, note_body, note_title
-from mnote_evidence.build.scan import is_inside
 from mnote_evidence.build.sidecars import artifact_from_source_map
 from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
 
@@ -302,49 +299,6 @@ def _load_state(out: Path) -> dict[str, Any]:
     return site_state.load(out)
 
 
-def _drop_active_copy(out: Path, rel: str, is_page) -> None:
-    """Delete a copy an older build made of an HTML/SVG/... attachment beside our pages (it now
-    lives under `_file/`), unless that name is a page or a reserved file of ours."""
-    if copy_path(rel) != rel and not is_reserved(rel) and not is_page(rel):
-        (out / rel).unlink(missing_ok=True)
-
-
-def _copy_source(root: Path, out: Path, rel: str) -> None:
-    """Copy the source at `rel` into the site, unless the copy there has its size and is no older.
-    `root` is resolved (`render_site`): only the source's path is resolved here, each file stat'ed once."""
-    src, dest = root / rel, out / copy_path(rel)
-    resolved = src.resolve()
-    try:
-        st = os.stat(resolved)
-    except OSError:
-        return
-    if not is_inside(resolved, root) or not stat.S_ISREG(st.st_mode):
-        return  # never copy anything that leaves the workspace
-    try:
-        copied = os.stat(dest)
-        if copied.st_size == st.st_size and copied.st_mtime >= st.st_mtime:
-            return
-    except OSError:
-        pass
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    try:
-        shutil.copyfile(src, tmp)
-        tmp.replace(dest)
-    except BaseException:  # disk full: no half copy left behind
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _copy_static(out: Path) -> None:
-    src = _templates_dir() / STATIC_DIR
-    for path in src.rglob("*"):
-        if path.is_file():
-            dest = out / STATIC_DIR / path.relative_to(src)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(dest, path.read_bytes())  # the vendored search engine is WebAssembly
-
-
 def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, str]]:
     """A `page_images_capped` warning for each PDF with more pages than get an image."""
     return [{"path": res.path, "code": "page_images_capped",
@@ -415,8 +369,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 page = page_path(res.path)
                 key = keys[res.path] = _page_key(site, res, salt)
                 if site._copyable(res):
-                    _drop_active_copy(out, res.path, site.is_page)
-                    _copy_source(root, out, res.path)
+                    copies.drop_active_copy(out, res.path, site.is_page)
+                    copies.copy_source(root, out, res.path)
                 if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
                     folder = out / page_images.image_folder(res.source_hash, options.images)
                     missing = page_images.missing_pages(folder, min(res.page_count, options.max_page_images),
@@ -461,7 +415,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         if since is None or not (out / "ask.html").exists():  # same templates and settings: as they were
             atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
                 site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
-            _copy_static(out)
+            copies.copy_static(_templates_dir(), out)
             atomic_write_text(out / HEADERS_FILE, headers_file())
         commit_pending()  # the pages are on disk before the state file says they are done
         site_state.save(out, {"stamp": stamp, "front": front_key, "ask": options.ask, "collisions": collisions,

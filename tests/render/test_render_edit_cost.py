@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build.render import data, front, site, state as site_state
+from mnote_evidence.build.render import copies, data, front, site, state as site_state
 from tests.conftest import run_build
 
 DAY_AGO = time.time() - 86400
@@ -270,16 +270,16 @@ def test_a_source_copy_resolves_the_source_alone_and_never_leaves_the_workspace(
     (root / "d" / "link.pdf").symlink_to(tmp_path / "secret.pdf")
     resolved: list = []
     _count(monkeypatch, Path, "resolve", resolved)
-    site._copy_source(root, out, "d/a.pdf")
+    copies.copy_source(root, out, "d/a.pdf")
     assert len(resolved) == 1 and (out / "d" / "a.pdf").read_bytes() == b"%PDF one"
     copied = (out / "d" / "a.pdf").stat().st_mtime_ns
-    site._copy_source(root, out, "d/a.pdf")  # unchanged: not copied again
+    copies.copy_source(root, out, "d/a.pdf")  # unchanged: not copied again
     assert (out / "d" / "a.pdf").stat().st_mtime_ns == copied
     (root / "d" / "a.pdf").write_bytes(b"%PDF two, longer")
-    site._copy_source(root, out, "d/a.pdf")
+    copies.copy_source(root, out, "d/a.pdf")
     assert (out / "d" / "a.pdf").read_bytes() == b"%PDF two, longer"
-    site._copy_source(root, out, "d/link.pdf")
-    site._copy_source(root, out, "d/missing.pdf")
+    copies.copy_source(root, out, "d/link.pdf")
+    copies.copy_source(root, out, "d/missing.pdf")
     assert not (out / "d" / "link.pdf").exists() and not (out / "d" / "missing.pdf").exists()
 
 
