@@ -2,10 +2,12 @@
 equal outputs, in the style of tests/test_edit_cost.py.
 
 Real builds of the sample workspace with the site rendered. The templates are hashed again only when
-a template file changed (the state keeps their stat signature), the state file keeps a resource
-page's key as one string (and still reads the objects older states hold), a source copy resolves
-only the source's path, and the front page reads its rows in one pass. Each shortcut is compared
-with the way it replaced: the site an edit leaves is the site a fresh build writes.
+a template file changed (the state keeps their stat signature); the state keeps a resource page's key
+as one string, and an edit writes only the entries changed over a base file (a state without its
+base is no state; older states are read as before); a render with nothing to do reads no base; a
+source copy resolves only the source's path; the front page reads its rows in one pass. Each
+shortcut is compared with the way it replaced: the site (and the state) an edit leaves is what a
+full render of the same index writes.
 """
 
 from __future__ import annotations
