@@ -20,16 +20,17 @@ import sqlite3
 from dataclasses import dataclass
 
 from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.index.schema import ALIAS_LINKS, REPORT_LINKS
 
 MAX_EMBED_BLOCKS = 40  # an embed shows at most this many blocks (then a link to the rest)
 _PAGE = re.compile(r"page=(\d+)$")
 
 
 def recorded_aliases(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    """(note path, alias) of every alias link row the index holds."""
+    """(note path, alias) of every alias link row the index holds (their index: evidence_link_alias)."""
     return [(path, alias) for path, alias in conn.execute(
         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-        "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")]
+        f"JOIN evidence_resource r USING (resource_id) WHERE {ALIAS_LINKS.format(l='l.')}")]
 
 
 @dataclass(frozen=True)
@@ -119,12 +120,12 @@ class LinkTargets:
         return row[0] if row else 1
 
     # the note links `broken` checks, and the `outside_root` ones (the build summary's other link warning):
-    # one scan of evidence_link for both (`report_links`); ties in (note, target) keep the written order
+    # one query for both (`report_links`), reading just these rows (their index: evidence_link_report, whose
+    # WHERE is this one); ties in (note, target) keep the written order
     REPORT_LINKS_SQL = (
         "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
         "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-        "WHERE l.problem IN ('missing', 'outside_root') OR (l.kind IN ('wikilink', 'embed') AND l.target LIKE '%#%') "
-        "ORDER BY 1, 2, l.rowid")
+        f"WHERE {REPORT_LINKS.format(l='l.')} ORDER BY 1, 2, l.rowid")
 
     def report_links(self) -> list[tuple[str, str, str, str | None, str | None]]:
         """(note path, target, kind, target path, problem) of every link `broken` or `outside_root` may

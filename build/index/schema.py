@@ -14,7 +14,7 @@ import sqlite3
 
 from mnote_evidence.build.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LOCATOR_SQL, SECTION_PATH_SQL
 
-SCHEMA_VERSION = "6"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
+SCHEMA_VERSION = "7"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
 # 5: evidence_link.label (a link's words, for backlinks without re-parsing),
 #    evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/scan.py),
 #    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all),
@@ -25,6 +25,8 @@ SCHEMA_VERSION = "6"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
 # 6: link edges derived from evidence_link (the evidence_link_edge view), not stored; evidence_edge_row holds
 #    resource_contains_page only; index evidence_edge_to dropped; evidence_link_target on
 #    (target_path, source_block_id); evidence_block_row.block_id's UNIQUE is the index evidence_block_id
+# 7: indexes for an edit's reads of a few rows (issue 17): evidence_link_alias, evidence_link_tag,
+#    evidence_link_report, evidence_resource_not_ok, evidence_resource_warned (all partial)
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link
@@ -35,6 +37,16 @@ LINK_TYPE_SQL = ("(CASE WHEN t.kind = 'markdown' AND t.status = 'ok' THEN 'markd
                  "WHEN t.owner_document_path = (SELECT o.source_root_relative_path FROM evidence_resource o "
                  "WHERE o.resource_id = l.resource_id) THEN 'document_contains_resource' "
                  "ELSE 'resource_refers_to' END)")
+# The rows an edit reads from tables of O(workspace) rows, each through a partial index whose WHERE is this
+# term: SQLite reads such an index only for a query whose WHERE holds the same term as written here (with
+# or without a table prefix: `{l}` is "" in the index, the reader's alias such as "l." in a query).
+ALIAS_LINKS = "{l}kind = 'alias'"  # link_targets.recorded_aliases
+TAG_LINKS = "{l}kind = 'tag'"  # render/tag_pages.py (its tag: lower(target), the index's first column)
+# links the build summary may report (LinkTargets.report_links): a problem, or a fragment to look up
+REPORT_LINKS = ("{l}problem IN ('missing', 'outside_root') "
+                "OR ({l}kind IN ('wikilink', 'embed') AND {l}target LIKE '%#%')")
+NOT_OK = "{l}status != 'ok'"  # resources in error, stale or unsupported (recorded.py)
+WARNED = "{l}warnings_json != '[]'"  # resources with warnings (recorded.py)
 
 DDL = """
 CREATE TABLE IF NOT EXISTS evidence_resource (
@@ -177,6 +189,17 @@ CREATE TABLE IF NOT EXISTS evidence_link (
 CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
 -- who links here (build/linkgraph.py, backlinks), and a link's repeats in its block (evidence_link_edge)
 CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path, source_block_id);
+-- an edit reads these few links without a scan of every link row (130,000 at 10,000 notes); a write from
+-- empty builds them (and evidence_resource's below) once the rows are in (writer.py BULK_INDEXES)
+CREATE INDEX IF NOT EXISTS evidence_link_alias ON evidence_link(resource_id) WHERE {alias_links};
+CREATE INDEX IF NOT EXISTS evidence_link_tag ON evidence_link(lower(target), resource_id, source_block_id)
+    WHERE {tag_links};
+CREATE INDEX IF NOT EXISTS evidence_link_report ON evidence_link(resource_id) WHERE {report_links};
+-- the build summary's resources that are not ok, by status, and those with warnings (recorded.py); partial:
+-- an index of every status would lead the planner to read a join's evidence_resource by status = 'ok'
+CREATE INDEX IF NOT EXISTS evidence_resource_not_ok ON evidence_resource(status, source_root_relative_path)
+    WHERE {not_ok};
+CREATE INDEX IF NOT EXISTS evidence_resource_warned ON evidence_resource(source_root_relative_path) WHERE {warned};
 CREATE TABLE IF NOT EXISTS knowledge_source (
     source_root_relative_path TEXT PRIMARY KEY,
     lightrag_doc_id TEXT,
@@ -205,7 +228,9 @@ CREATE TABLE IF NOT EXISTS build_meta (
     value TEXT
 );
 """.format(link_type=LINK_TYPE_SQL, section_path=SECTION_PATH_SQL, char_range=CHAR_RANGE_SQL, line_range=LINE_RANGE_SQL,
-           locator=LOCATOR_SQL, created_by=CREATED_BY)
+           locator=LOCATOR_SQL, created_by=CREATED_BY, alias_links=ALIAS_LINKS.format(l=""),
+           tag_links=TAG_LINKS.format(l=""), report_links=REPORT_LINKS.format(l=""),
+           not_ok=NOT_OK.format(l=""), warned=WARNED.format(l=""))
 
 
 def create_schema(conn: sqlite3.Connection) -> None:

@@ -18,14 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.index.schema import TAG_LINKS
 from mnote_evidence.build.render.note_links import tag_page
 from mnote_evidence.build.urls import TAGS_DIR, page_path, relative_url
 
 INDEX = f"{TAGS_DIR}/index.html"
 
 
+# tag rows are read through their index (evidence_link_tag: lower(target) WHERE TAG_LINKS), so an edit's
+# `only` tags cost their own rows, not a scan of every link row
+_TAG = TAG_LINKS.format(l="l.")
 _FROM = ("FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-         "JOIN evidence_block b ON b.block_id = l.source_block_id WHERE l.kind = 'tag' AND r.status = 'ok'")
+         f"JOIN evidence_block b ON b.block_id = l.source_block_id WHERE {_TAG} AND r.status = 'ok'")
 
 
 def tag_entries(conn, only: list[str] | None = None) -> dict[str, list[dict[str, str]]]:
@@ -54,7 +58,7 @@ def tag_counts(conn) -> dict[str, int]:
     an `ok` note all sit in its blocks, so the links alone count them."""
     return dict(conn.execute(
         "SELECT lower(l.target), count(DISTINCT l.source_block_id) FROM evidence_link l JOIN evidence_resource r "
-        "USING (resource_id) WHERE l.kind = 'tag' AND r.status = 'ok' GROUP BY 1 ORDER BY 1"))
+        f"USING (resource_id) WHERE {_TAG} AND r.status = 'ok' GROUP BY 1 ORDER BY 1"))
 
 
 def _counts(conn, pages: dict[str, Any], only: list[str] | None,
