@@ -27,10 +27,11 @@ _PAGE = re.compile(r"page=(\d+)$")
 
 
 def recorded_aliases(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    """(note path, alias) of every alias link row the index holds (their index: evidence_link_alias)."""
+    """(note path, alias) of every alias link row the index holds, in written order (read through their
+    index, evidence_link_alias, not a scan of every link row)."""
     return [(path, alias) for path, alias in conn.execute(
         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-        f"JOIN evidence_resource r USING (resource_id) WHERE {ALIAS_LINKS.format(l='l.')}")]
+        f"JOIN evidence_resource r USING (resource_id) WHERE {ALIAS_LINKS.format(l='l.')} ORDER BY l.rowid")]
 
 
 @dataclass(frozen=True)

@@ -182,7 +182,8 @@ def _set_schema(out: Path, version: str, drop_column: bool = False) -> None:
     conn = sqlite3.connect(out / "evidence.sqlite")
     try:
         conn.execute("UPDATE build_meta SET value = ? WHERE key = 'schema_version'", [version])
-        if drop_column:  # an older layout this code could not read
+        if drop_column:  # an older layout this code could not read (nor schema 7's index on the column)
+            conn.execute("DROP INDEX evidence_resource_warned")
             conn.execute("ALTER TABLE evidence_resource DROP COLUMN warnings_json")
         conn.commit()
     finally:

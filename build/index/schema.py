@@ -191,7 +191,8 @@ CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
 CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path, source_block_id);
 -- an edit reads these few links without a scan of every link row (130,000 at 10,000 notes); a write from
 -- empty builds them (and evidence_resource's below) once the rows are in (writer.py BULK_INDEXES)
-CREATE INDEX IF NOT EXISTS evidence_link_alias ON evidence_link(resource_id) WHERE {alias_links};
+-- (on kind, one value in it: its entries are in rowid order, the written order recorded_aliases reads)
+CREATE INDEX IF NOT EXISTS evidence_link_alias ON evidence_link(kind) WHERE {alias_links};
 CREATE INDEX IF NOT EXISTS evidence_link_tag ON evidence_link(lower(target), resource_id, source_block_id)
     WHERE {tag_links};
 CREATE INDEX IF NOT EXISTS evidence_link_report ON evidence_link(resource_id) WHERE {report_links};
