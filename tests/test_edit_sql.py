@@ -25,7 +25,7 @@ from mnote_evidence.build import recorded as recorded_mod
 from mnote_evidence.build.index import writer
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.link_targets import LinkTargets, recorded_aliases
-from mnote_evidence.build.render import tag_pages
+from mnote_evidence.build.render import site, tag_pages
 from mnote_evidence.build.sqlite_ro import connect_ro
 from tests.conftest import run_build
 
@@ -254,3 +254,26 @@ def test_an_index_of_schema_6_is_rebuilt_from_empty_with_the_new_indexes(workspa
         assert set(SCHEMA_7) <= names
     finally:
         conn.close()
+
+
+def _tag_files(out) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "_tags").rglob("*.html"))}
+
+
+def test_an_edit_that_removes_a_tags_last_use_drops_its_page_as_a_fresh_build_would(workspace, tmp_path):
+    note = workspace / EXTRA
+    note.write_text(EXTRA_TEXT + "\nOnce: #Only-Here.\n\nTwice: #only-here.\n", "utf-8")
+    past = time.time() - 86400
+    os.utime(note, (past, past))
+    out = tmp_path / "out"
+    run_build(workspace, out, site=True)
+    assert "_tags/only-here.html" in _tag_files(out)
+    note.write_text(EXTRA_TEXT + "\nOnce: gone.\n", "utf-8")  # its tag gone (the edit's `only` lists it)
+    os.utime(note, (past + 60, past + 60))
+    report = run_build(workspace, out, site=True)
+    assert report.parsed == 1
+    fresh = tmp_path / "fresh"
+    run_build(workspace, fresh, site=True)
+    assert "_tags/only-here.html" not in _tag_files(out)
+    assert _tag_files(out) == _tag_files(fresh)
+    assert not any("only-here" in page for page in site._load_state(out)["pages"])
