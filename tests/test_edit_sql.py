@@ -22,7 +22,7 @@ import time
 import pytest
 
 from mnote_evidence.build import recorded as recorded_mod
-from mnote_evidence.build.index import writer
+from mnote_evidence.build.index import anchors, writer
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.link_targets import LinkTargets, recorded_aliases
 from mnote_evidence.build.render import site, tag_pages
@@ -277,3 +277,35 @@ def test_an_edit_that_removes_a_tags_last_use_drops_its_page_as_a_fresh_build_wo
     assert "_tags/only-here.html" not in _tag_files(out)
     assert _tag_files(out) == _tag_files(fresh)
     assert not any("only-here" in page for page in site._load_state(out)["pages"])
+
+
+def test_an_edit_repoints_the_ids_that_landed_on_a_retired_block_through_an_index(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    run_build(workspace, out)
+    statements: list[str] = []
+    retire = anchors.retire
+
+    def traced(conn, *args, **kwargs):
+        conn.set_trace_callback(statements.append)
+        try:
+            return retire(conn, *args, **kwargs)
+        finally:
+            conn.set_trace_callback(None)
+    monkeypatch.setattr(anchors, "retire", traced)
+    note = workspace / "Obsidian/Review.md"
+    for words in ("Dates now come from", "Dates at last come from"):  # the second edit re-points the first's
+        note.write_text(note.read_text("utf-8").replace("Dates come from", words).replace(
+            "Dates now come from", words), "utf-8")
+        past = time.time() - 600
+        os.utime(note, (past, past))
+        assert run_build(workspace, out).parsed == 1
+    updates = [s for s in statements if s.startswith("UPDATE evidence_anchor")]
+    assert updates
+    conn = connect_ro(out / "evidence.sqlite")
+    try:
+        assert conn.execute("SELECT count(*) FROM evidence_anchor").fetchone()[0] >= 2
+        for sql in updates:
+            plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+            assert plan == ["SEARCH evidence_anchor USING INDEX evidence_anchor_successor (successor_block_id=?)"], plan
+    finally:
+        conn.close()

@@ -26,7 +26,7 @@ SCHEMA_VERSION = "7"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
 #    resource_contains_page only; index evidence_edge_to dropped; evidence_link_target on
 #    (target_path, source_block_id); evidence_block_row.block_id's UNIQUE is the index evidence_block_id
 # 7: indexes for an edit's reads of a few rows (issue 17): evidence_link_alias, evidence_link_tag,
-#    evidence_link_report, evidence_resource_not_ok, evidence_resource_warned (all partial)
+#    evidence_link_report, evidence_resource_not_ok, evidence_resource_warned (all partial); evidence_anchor_successor
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link
@@ -218,6 +218,8 @@ CREATE TABLE IF NOT EXISTS evidence_anchor (
     retired_at_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS evidence_anchor_resource ON evidence_anchor(resource_id);
+-- an edit re-points the old ids that landed on a block it retires (index/anchors.py `retire`): by successor
+CREATE INDEX IF NOT EXISTS evidence_anchor_successor ON evidence_anchor(successor_block_id);
 CREATE INDEX IF NOT EXISTS knowledge_source_name ON knowledge_source(lightrag_file_path);
 CREATE TABLE IF NOT EXISTS knowledge_text (
     source_root_relative_path TEXT PRIMARY KEY,
