@@ -12,6 +12,7 @@ cell counts of its smallest index's pages). Used by `pipeline.build`.
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from mnote_evidence.build.index.schema import NOT_OK, WARNED
@@ -41,7 +42,7 @@ def recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[
         conn.close()
 
 
-def _counts(conn) -> dict[str, int]:
+def _counts(conn: sqlite3.Connection) -> dict[str, int]:
     """Resources by status, in status order, statuses with none left out (as `GROUP BY status` gives)."""
     counts = dict(conn.execute(f"SELECT status, count(*) FROM evidence_resource WHERE {NOT_OK.format(l='')} "
                                "GROUP BY status"))
