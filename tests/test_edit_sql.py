@@ -268,6 +268,7 @@ def test_an_edit_that_removes_a_tags_last_use_drops_its_page_as_a_fresh_build_wo
     out = tmp_path / "out"
     run_build(workspace, out, site=True)
     assert "_tags/only-here.html" in _tag_files(out)
+    assert "_tags/only-here.html" in site._load_state(out)["pages"]
     note.write_text(EXTRA_TEXT + "\nOnce: gone.\n", "utf-8")  # its tag gone (the edit's `only` lists it)
     os.utime(note, (past + 60, past + 60))
     report = run_build(workspace, out, site=True)
