@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from mnote_evidence.build.index import layout
+from mnote_evidence.build.index import layout, writer
 from tests.conftest import connect, run_build
 
 
@@ -18,6 +18,8 @@ def test_full_build_leaves_one_fts_segment_and_4k_pages_incremental_ones_a_bound
     run_build(workspace, out)
     conn = connect(out)
     assert segments(conn) == 1  # a fresh index is laid out whole
+    # filled with a large FTS hash (writer.BULK_FTS_HASH), left with FTS5's default for the writes below
+    assert dict(conn.execute("SELECT k, v FROM evidence_fts_config"))["hashsize"] == writer.FTS_HASH_DEFAULT
     conn.close()
     counts = []
     for i in range(3 * layout.MAX_SEGMENTS):  # each in-place build appends a segment; merges bound the count

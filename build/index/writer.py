@@ -255,6 +255,7 @@ class FreshIndex:
         try:
             conn.execute("BEGIN")
             self.deferred = _defer_indexes(conn)
+            _fts_hash_size(conn, BULK_FTS_HASH)
         except BaseException:
             self.discard()
             raise
@@ -289,6 +290,7 @@ class FreshIndex:
             resegmented = _apply(self.conn, changes, self)
             for ddl in self.deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
                 self.conn.execute(ddl)
+            _fts_hash_size(self.conn, FTS_HASH_DEFAULT)  # what incremental writes of this file work with
             self.conn.execute("COMMIT")
             _lay_out_and_replace(self.conn, self.tmp, self.db_path, compact=True)
             self.conn = None
@@ -310,6 +312,19 @@ BULK_TABLES = ("evidence_block_row", "evidence_section", "evidence_edge_row")  #
 BULK_INDEXES = ("evidence_link_alias", "evidence_link_report", "evidence_link_tag",
                 "evidence_resource_not_ok", "evidence_resource_warned")
 BULK_CACHE_KIB = 64 * 1024  # page cache of a write from empty (SQLite's default: 2 MiB)
+
+
+BULK_FTS_HASH = 64 * 2**20  # FTS5 'hashsize' while written from empty: terms pending before a flush
+FTS_HASH_DEFAULT = 2**20  # FTS5's own default
+
+
+def _fts_hash_size(conn: sqlite3.Connection, size: int) -> None:
+    """FTS5 keeps new terms in a hash of this size and writes them out as a new segment when it is full;
+    with its default 1 MiB an index filled from empty is flushed and merged (automerge) over and over
+    before 'optimize' merges it once more. The 470,109 blocks of the 10,000-note index, inserted alone:
+    FTS CPU 2.6 -> 1.9 s, 'optimize' 0.46 -> 0.16 s with 64 MiB. Kept in the FTS config: set back to
+    the default before the commit, so incremental writes work as before."""
+    conn.execute("INSERT INTO evidence_fts(evidence_fts, rank) VALUES ('hashsize', ?)", [size])
 
 
 def _defer_indexes(conn: sqlite3.Connection) -> list[str]:
