@@ -9,7 +9,7 @@ link) or it is not in the block's text, the block's text is shortened instead: t
 
 Invariants: the text shown is the indexed block text (a slice of it), never re-derived from the
 source; labels only locate the link within it. Each linking note's labels are read once per
-render (`Sentences`).
+render of a page (`Sentences`: one query per page).
 """
 
 from __future__ import annotations
@@ -77,25 +77,30 @@ def _cut(text: str, start: int, limit: int) -> str:
 
 
 class Sentences:
-    """Linking sentences for the backlinks of many pages, reading each linking note's links once
-    (one indexed query per note: `evidence_link` by `resource_id`)."""
+    """Linking sentences for a page's backlinks, with one indexed query per page: the labels of every link
+    to the page's resource (`evidence_link` by `target_path`), whichever notes hold them. (Reading each
+    linking note's links instead cost a 10,000-note render a query per backlink's note in each worker.)"""
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
-        self._labels: dict[str, dict[tuple[str, str], list[str]]] = {}
 
-    def _labels_of(self, path: str) -> dict[tuple[str, str], list[str]]:
-        """(block id, resolved target) -> the labels of those links, in the note's order."""
-        if path not in self._labels:
-            found: dict[tuple[str, str], list[str]] = {}
-            for block_id, target_path, label in self.conn.execute(
-                    "SELECT source_block_id, target_path, label FROM evidence_link WHERE resource_id = ? "
-                    "AND target_path IS NOT NULL AND label IS NOT NULL ORDER BY rowid", [resource_id(path)]):
-                found.setdefault((block_id, target_path), []).append(label)
-            self._labels[path] = found
-        return self._labels[path]
+    def _labels_to(self, target_path: str) -> dict[tuple[str, str], list[str]]:
+        """(linking resource id, block id) -> the labels of its links to `target_path`, in the note's order."""
+        found: dict[tuple[str, str], list[str]] = {}
+        for from_id, block_id, label in self.conn.execute(
+                "SELECT resource_id, source_block_id, label FROM evidence_link WHERE target_path = ? "
+                "AND label IS NOT NULL ORDER BY rowid", [target_path]):
+            found.setdefault((from_id, block_id), []).append(label)
+        return found
 
-    def snippet(self, link: data.Backlink, target_path: str) -> Snippet:
-        found = self._labels_of(link.from_path).get((link.block_id, target_path), [])
-        label = next((w for w in found if w in link.text), "")
-        return sentence_around(link.text, label)
+    def snippets(self, links: list[data.Backlink], target_path: str) -> list[Snippet]:
+        """The sentence of each backlink into `target_path`, its link's words marked."""
+        if not links:
+            return []
+        labels = self._labels_to(target_path)
+        return [_snippet(link, labels.get((resource_id(link.from_path), link.block_id), [])) for link in links]
+
+
+def _snippet(link: data.Backlink, found: list[str]) -> Snippet:
+    label = next((w for w in found if w in link.text), "")
+    return sentence_around(link.text, label)

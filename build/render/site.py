@@ -152,6 +152,7 @@ class _Site:
 
     def _resource_context(self, res: data.Resource, page: str) -> dict[str, Any]:
         aliases = data.aliases(self.conn, res.resource_id)
+        backlinks = data.backlinks(self.conn, res.resource_id)
         ctx = self._base(page, posixpath.basename(res.path), res.path)
         owner = self.by_path.get(res.owner) if res.owner and res.owner != res.path else None
         ctx.update({
@@ -160,10 +161,9 @@ class _Site:
             "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))} if owner else None,
             "outline": data.section_tree(self.conn, res.resource_id),
             "backlinks": [{"path": b.from_path, "name": self._title_of(b.from_path),
-                           "folder": posixpath.dirname(b.from_path), "text": b.text,
-                           "sentence": self.sentences.snippet(b, res.path),
+                           "folder": posixpath.dirname(b.from_path), "text": b.text, "sentence": sentence,
                            "url": relative_url(page, page_path(b.from_path), b.block_id)}
-                          for b in data.backlinks(self.conn, res.resource_id)],
+                          for b, sentence in zip(backlinks, self.sentences.snippets(backlinks, res.path))],
             "removed_aliases": [a.old_id for a in aliases if a.successor is None],
             "aliases": _aliases_by_successor(aliases),
         })

@@ -1,0 +1,60 @@
+"""The render's CPU cuts of a full build (issue 17 point 3): each shortcut gives what the way it replaced
+gave, and does its work the fewer times it claims (call counts), in the style of tests/test_edit_cost.py.
+
+Real builds of the sample workspace (`built`: shared, read-only) with the site rendered.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.render import backlinks, data, site
+from mnote_evidence.build.render.backlinks import sentence_around
+
+
+def _render_site(built) -> site._Site:
+    workspace, out, _ = built
+    return site._Site(workspace.resolve(), out, out / "evidence.sqlite", site.RenderOptions())
+
+
+def _labels_of_note(conn: sqlite3.Connection, path: str) -> dict[tuple[str, str], list[str]]:
+    """The way the labels were read before: every link of the linking note, once per note."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for block_id, target_path, label in conn.execute(
+            "SELECT source_block_id, target_path, label FROM evidence_link WHERE resource_id = ? "
+            "AND target_path IS NOT NULL AND label IS NOT NULL ORDER BY rowid", [resource_id(path)]):
+        found.setdefault((block_id, target_path), []).append(label)
+    return found
+
+
+def test_backlink_sentences_read_per_page_equal_those_read_per_linking_note(built):
+    s = _render_site(built)
+    try:
+        compared = marked = 0
+        for res in s.resources:
+            links = data.backlinks(s.conn, res.resource_id)
+            for link, got in zip(links, s.sentences.snippets(links, res.path), strict=True):
+                found = _labels_of_note(s.conn, link.from_path).get((link.block_id, res.path), [])
+                assert got == sentence_around(link.text, next((w for w in found if w in link.text), "")), link
+                compared += 1
+                marked += bool(got.mark)
+        assert compared >= 10 and marked >= 5  # the fixtures' backlinks, most with their words marked
+    finally:
+        s.conn.close()
+
+
+def test_a_page_reads_its_backlinks_labels_with_one_query(built):
+    s = _render_site(built)
+    try:
+        res = max(s.resources, key=lambda r: len({b.from_path for b in data.backlinks(s.conn, r.resource_id)}))
+        links = data.backlinks(s.conn, res.resource_id)
+        assert len({link.from_path for link in links}) >= 2  # linked from several notes
+        queries: list[str] = []
+        s.conn.set_trace_callback(queries.append)
+        s.sentences.snippets(links, res.path)
+        s.conn.set_trace_callback(None)
+        assert len([q for q in queries if "evidence_link" in q]) == 1
+        assert backlinks.Sentences(s.conn).snippets([], res.path) == []
+    finally:
+        s.conn.close()
