@@ -108,4 +108,9 @@ def page_key(res: Resource, extra: list[Any]) -> str:
 
 def dependency_fingerprint(conn: sqlite3.Connection, resource_id: str) -> list[Any]:
     """Backlinks and aliases: what other resources' changes can alter on this page."""
-    return [[b.__dict__ for b in backlinks(conn, resource_id)], [a.__dict__ for a in aliases(conn, resource_id)]]
+    return fingerprint_of(backlinks(conn, resource_id), aliases(conn, resource_id))
+
+
+def fingerprint_of(links: list[Backlink], old_ids: list[Alias]) -> list[Any]:
+    """`dependency_fingerprint` of backlinks and aliases read already (a page rendered with its key)."""
+    return [[b.__dict__ for b in links], [a.__dict__ for a in old_ids]]

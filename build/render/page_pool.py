@@ -10,7 +10,9 @@ read-only and builds its own `_Site` once, then renders `PAGE_BATCH` pages per t
 one sync per `fsutil.BATCH_FILES` pages whichever process wrote them, not one per task (a `syncfs`
 flushes everything waiting on the file system, so syncing every 32 pages made a 10,000-page render
 pay for the whole machine's writes hundreds of times). What crosses between processes per task is
-the task's paths and, back, per page its problems and a temp file name: nothing grows with the site.
+the task's paths and, back, per page its problems, a temp file name and its key: nothing grows with the site.
+A page the caller had no key to compare with (every page of a first render) is keyed where it is
+rendered, its backlinks and aliases read once for both (`_Site.render_keyed`), not keyed by the caller.
 
 Invariants: the same pages, byte for byte, whichever way they are rendered (a worker's `_Site`
 is built from the same index, root and options); problems (`sidecar_missing`, `note_changed`)
@@ -27,7 +29,7 @@ import glob
 from concurrent.futures import BrokenExecutor, Future, as_completed
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Container, Iterable, Iterator
 
 from mnote_evidence.build.errors import UnknownKind
 from mnote_evidence.build.fsutil import adopt, atomic_write_text, stage_bytes
@@ -41,37 +43,42 @@ Problems = list[dict[str, str]]
 # `_Site` is render/site.py's (which imports this module): typed `Any` here, its class passed in
 _Site = Any
 _worker_site: Any = None  # the worker's own site, built once by `_start`
+_worker_salt: list[Any] | None = None  # what the worker keys its pages with (None: it does not)
 
 
 def write_pages(site: _Site, paths: Iterable[str], jobs: int, advance: Callable[[int], None],
-                distinct: bool = True) -> None:
+                distinct: bool = True, salt: list[Any] | None = None,
+                unkeyed: Container[str] = ()) -> dict[str, str]:
     """Render and write the pages of the resources at `paths` (drawn as they come: the pool starts
     on the first `PAGES_FOR_POOL` while the caller finds the rest); problems go to `site.report`.
     `distinct`: no two of them can share a page (else they are written in order, the last one winning,
-    as reported)."""
+    as reported). With `salt`, pages are keyed where they are rendered (`_Site.render_keyed`): those in
+    `unkeyed` (the caller looks, as it draws each path) here, every one in a worker. Returns those keys."""
     paths = iter(paths)
+    keys: dict[str, str] = {}
     head = [] if jobs <= 1 or not distinct else list(islice(paths, PAGES_FOR_POOL))
     if jobs <= 1 or not distinct or len(head) < PAGES_FOR_POOL:
         for path in chain(head, paths):
-            _write(site, path)
+            _write(site, path, salt if path in unkeyed else None, keys)
             advance(1)
-        return
+        return keys
     order: list[str] = []  # every path drawn, in the caller's order
     problems: dict[str, Problems] = {}
     try:
-        _in_pool(site, chain(head, paths), order, jobs, problems, advance)
+        _in_pool(site, chain(head, paths), order, jobs, problems, advance, salt, keys)
     except BrokenExecutor:  # a worker died (BrokenProcessPool): render what is missing here
         order.extend(paths)  # the ones not drawn yet
         for path in order:
             if path not in problems:
                 known = len(site.report.problems)
                 _drop_temps(site.out / page_path(path))  # written by a worker whose answer was lost
-                _write(site, path)
+                _write(site, path, salt if path in unkeyed else None, keys)
                 problems[path] = site.report.problems[known:]
                 del site.report.problems[known:]
                 advance(1)
     for path in order:  # in resource order, as if rendered here
         site.report.problems.extend(problems[path])
+    return keys
 
 
 def _drop_temps(page: Path) -> None:
@@ -79,13 +86,18 @@ def _drop_temps(page: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _write(site: _Site, path: str) -> None:
-    atomic_write_text(site.out / page_path(path), site.render_resource(site.by_path[path]))
+def _write(site: _Site, path: str, salt: list[Any] | None, keys: dict[str, str]) -> None:
+    if salt is None:
+        html = site.render_resource(site.by_path[path])
+    else:
+        html, keys[path] = site.render_keyed(site.by_path[path], salt)
+    atomic_write_text(site.out / page_path(path), html)
 
 
 def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, problems: dict[str, Problems],
-             advance: Callable[[int], None]) -> None:
-    args = (type(site), str(site.root), str(site.out), str(site.db_path), site.options)
+             advance: Callable[[int], None], salt: list[Any] | None, keys: dict[str, str]) -> None:
+    args = (type(site), str(site.root), str(site.out), str(site.db_path), site.options, salt)
+    site.pool_keys = keys
     with worker_pool(jobs, initializer=_start, initargs=args) as pool:
         futures: set[Future] = set()
         batch: list[str] = []
@@ -104,10 +116,13 @@ def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, pro
             _done(site, fut.result(), problems, advance)
 
 
-def _done(site: _Site, done: list[tuple[str, Any, tuple[str, int] | None]], problems: dict[str, Problems],
-          advance: Callable[[int], None]) -> None:
-    """A task's pages: each temp file in place with this process's batch, its problems kept."""
-    for path, outcome, written in done:
+def _done(site: _Site, done: list[tuple[str, Any, tuple[str, int] | None, str | None]],
+          problems: dict[str, Problems], advance: Callable[[int], None]) -> None:
+    """A task's pages: each temp file in place with this process's batch, its problems and key kept
+    (the key in `site.pool_keys`)."""
+    for path, outcome, written, key in done:
+        if key is not None:
+            site.pool_keys[path] = key
         if written is not None:  # (temp file, bytes)
             adopt(Path(written[0]), site.out / page_path(path))
         if isinstance(outcome, tuple):  # (kind, page rule) of an UnknownKind
@@ -116,25 +131,33 @@ def _done(site: _Site, done: list[tuple[str, Any, tuple[str, int] | None]], prob
     advance(len(done))
 
 
-def _start(site_class: type, root: str, out: str, db_path: str, options: Any) -> None:
-    """Worker initializer: this worker's own view of the site (the index opened read-only)."""
-    global _worker_site
+def _start(site_class: type, root: str, out: str, db_path: str, options: Any, salt: list[Any] | None = None) -> None:
+    """Worker initializer: this worker's own view of the site (the index opened read-only); `salt`: key
+    each page it renders with it (`_Site.render_keyed`)."""
+    global _worker_site, _worker_salt
     _worker_site = site_class(Path(root), Path(out), Path(db_path), options)
+    _worker_salt = salt
 
 
-def _render_batch(paths: list[str]) -> list[tuple[str, Any, tuple[str, int] | None]]:
+def _render_batch(paths: list[str]) -> list[tuple[str, Any, tuple[str, int] | None, str | None]]:
     """Worker task: render these pages into temp files; for each, its problems (or an UnknownKind's kind
-    and rule) and its temp file with its size (None: the page on disk already has these bytes)."""
-    site = _worker_site
+    and rule), its temp file with its size (None: the page on disk already has these bytes) and its
+    key (None: not asked to key)."""
+    site, salt = _worker_site, _worker_salt
     assert site is not None
-    out: list[tuple[str, Any, tuple[str, int] | None]] = []
+    out: list[tuple[str, Any, tuple[str, int] | None, str | None]] = []
     for path in paths:
         known = len(site.report.problems)
+        key = None
         try:
-            data = site.render_resource(site.by_path[path]).encode("utf-8")
+            if salt is None:
+                html = site.render_resource(site.by_path[path])
+            else:
+                html, key = site.render_keyed(site.by_path[path], salt)
         except UnknownKind as exc:  # its own arguments do not survive pickling: sent as data
-            out.append((path, (exc.kind, exc.page), None))
+            out.append((path, (exc.kind, exc.page), None, None))
             return out
+        data = html.encode("utf-8")
         tmp = stage_bytes(site.out / page_path(path), data)
-        out.append((path, site.report.problems[known:], None if tmp is None else (str(tmp), len(data))))
+        out.append((path, site.report.problems[known:], None if tmp is None else (str(tmp), len(data)), key))
     return out

@@ -119,6 +119,7 @@ class _Site:
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
         self.sentences = Sentences(self.conn)
+        self.pool_keys: dict[str, str] = {}  # keys of pages keyed where they were rendered (`page_pool`)
 
     def _collisions(self) -> None:
         """Report sources placed away from their usual URL, and sources whose pages or copies
@@ -150,9 +151,8 @@ class _Site:
                 "ask_url": relative_url(page, "ask.html") if self.options.ask else None,
                 "workspace": self.meta.get("workspace_name", "workspace"), "csp": PAGE_CSP}
 
-    def _resource_context(self, res: data.Resource, page: str) -> dict[str, Any]:
-        aliases = data.aliases(self.conn, res.resource_id)
-        backlinks = data.backlinks(self.conn, res.resource_id)
+    def _resource_context(self, res: data.Resource, page: str, backlinks: list[data.Backlink],
+                          aliases: list[data.Alias]) -> dict[str, Any]:
         ctx = self._base(page, posixpath.basename(res.path), res.path)
         owner = self.by_path.get(res.owner) if res.owner and res.owner != res.path else None
         ctx.update({
@@ -197,8 +197,18 @@ class _Site:
 
     # -- one page per resource ----------------------------------------------------
     def render_resource(self, res: data.Resource) -> str:
+        return self._render(res, data.backlinks(self.conn, res.resource_id), data.aliases(self.conn, res.resource_id))
+
+    def render_keyed(self, res: data.Resource, salt: list[Any]) -> tuple[str, str]:
+        """The page and its key (`_page_key` with `salt`), reading the backlinks and aliases once for both:
+        a page with no key to compare (a full build's) is keyed where it is rendered."""
+        backlinks, aliases = data.backlinks(self.conn, res.resource_id), data.aliases(self.conn, res.resource_id)
+        key = _page_key(self, res, salt, data.fingerprint_of(backlinks, aliases))
+        return self._render(res, backlinks, aliases), key
+
+    def _render(self, res: data.Resource, backlinks: list[data.Backlink], aliases: list[data.Alias]) -> str:
         page = page_path(res.path)
-        ctx = self._resource_context(res, page)
+        ctx = self._resource_context(res, page, backlinks, aliases)
         artifact = self._artifact(res)
         if artifact is None:  # recorded error, unsupported file, unreadable sidecar: say so
             return self.env.get_template("problem.html").render(ctx)
@@ -276,8 +286,9 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
     return out
 
 
-def _page_key(site: _Site, res: data.Resource, salt: list[Any]) -> str:
-    extra = data.dependency_fingerprint(site.conn, res.resource_id)
+def _page_key(site: _Site, res: data.Resource, salt: list[Any], fingerprint: list[Any] | None = None) -> str:
+    """`fingerprint`: `data.dependency_fingerprint` of `res`, when read already."""
+    extra = fingerprint if fingerprint is not None else data.dependency_fingerprint(site.conn, res.resource_id)
     extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
     if res.kind == KIND_MARKDOWN:  # its links' resolutions, and what it shows of their targets
         extra.append(dirty.shown_of_targets(site, res))
@@ -363,11 +374,13 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         same_paths = state.get("paths_key") == site.paths_key
         current = set() if same_paths else {page_path(res.path) for res in site.resources}
         keys: dict[str, str] = {}
+        unkeyed: set[str] = set()  # pages written whatever their key: keyed where they are rendered
 
         def changed():  # keyed one by one, each changed page handed on at once: the pool starts rendering
             for res in todo:  # while the rest are keyed and copied here
                 page = page_path(res.path)
-                key = keys[res.path] = _page_key(site, res, salt)
+                compared = page in pages and (out / page).exists()
+                key = keys[res.path] = _page_key(site, res, salt) if compared else None
                 if site._copyable(res):
                     copies.drop_active_copy(out, res.path, site.is_page)
                     copies.copy_source(root, out, res.path)
@@ -378,15 +391,23 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                     if missing:
                         image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
                                                                    options.images))
-                if site_state.entry_key(pages.get(page)) == key and (out / page).exists():
+                if compared and site_state.entry_key(pages[page]) == key:
                     site.report.pages_unchanged += 1
                     rendering.advance()
                 else:
-                    pages[page] = site_state.page_entry(key, res.path)
+                    if key is None:
+                        unkeyed.add(res.path)
+                    pages[page] = site_state.page_entry(key or "", res.path)  # in this order; unkeyed: below
                     site.report.pages_written += 1
                     yield res.path  # written in the worker pool when there are many
-        page_pool.write_pages(site, changed(), options.jobs, rendering.advance,
-                              distinct=len({page_path(r.path) for r in todo}) == len(todo))
+        keyed = page_pool.write_pages(site, changed(), options.jobs, rendering.advance,
+                                      distinct=len({page_path(r.path) for r in todo}) == len(todo),
+                                      salt=salt, unkeyed=unkeyed)
+        for res in todo:  # in order: of two sources sharing a page, the last one written holds it
+            if res.path in unkeyed:
+                keys[res.path] = keyed[res.path]
+                if pages[page_path(res.path)] == site_state.page_entry("", res.path):
+                    pages[page_path(res.path)] = site_state.page_entry(keyed[res.path], res.path)
         if since is not None:
             site.report.pages_unchanged += len(site.resources) - len(todo)
         tags = site_state.tag_entries(pages)  # tag_pages reads and updates the tag pages' entries alone

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from mnote_evidence.build.ids import resource_id
-from mnote_evidence.build.render import backlinks, data, site
+from mnote_evidence.build.render import backlinks, data, page_pool, site, state as site_state
 from mnote_evidence.build.render.backlinks import sentence_around
+from mnote_evidence.build.urls import page_path
 
 
 def _render_site(built) -> site._Site:
@@ -58,3 +61,44 @@ def test_a_page_reads_its_backlinks_labels_with_one_query(built):
         assert backlinks.Sentences(s.conn).snippets([], res.path) == []
     finally:
         s.conn.close()
+
+
+def _salt(ask: bool = False) -> list:
+    return [site_state.templates_hash(site._templates_dir(), {})[0], ask]
+
+
+def test_a_page_keyed_where_it_is_rendered_has_the_page_and_key_of_the_two_done_apart(built):
+    s = _render_site(built)
+    try:
+        assert len(s.resources) >= 10
+        for res in s.resources:
+            assert s.render_keyed(res, _salt()) == (s.render_resource(res), site._page_key(s, res, _salt())), res.path
+    finally:
+        s.conn.close()
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_first_render_records_the_keys_the_caller_would_have_computed(built, tmp_path, monkeypatch, jobs):
+    workspace, out, _ = built
+    monkeypatch.setattr(page_pool, "PAGES_FOR_POOL", 1)  # with jobs 2: every page in the (real) pool
+    monkeypatch.setattr(page_pool, "PAGE_BATCH", 4)
+    fresh = tmp_path / "site"
+    report = site.render_site(workspace, fresh, out / "evidence.sqlite", site.RenderOptions(jobs=jobs))
+    s = _render_site(built)
+    try:
+        pages = site_state.load(fresh)["pages"]
+        assert report.pages_written == len(s.resources)
+        for res in s.resources:
+            assert site_state.entry_key(pages[page_path(res.path)]) == site._page_key(s, res, _salt()), res.path
+    finally:
+        s.conn.close()
+
+
+def test_a_first_render_reads_each_pages_backlinks_once(built, tmp_path, monkeypatch):
+    workspace, out, _ = built
+    calls: list = []
+    original = data.backlinks
+    monkeypatch.setattr(data, "backlinks", lambda *a: calls.append(a) or original(*a))
+    report = site.render_site(workspace, tmp_path / "site", out / "evidence.sqlite", site.RenderOptions(jobs=1))
+    assert report.pages_written >= 10
+    assert len(calls) == len({a[1] for a in calls}) == report.pages_written  # key and page: one read

@@ -97,8 +97,8 @@ def test_what_a_page_worker_gets_and_sends_back_does_not_grow_with_the_workspace
         page_pool._start(*args)  # as a worker would (in this process: its messages are what is measured)
         paths = [f"f{i // 10:03d}/note-{i:04d}.md" for i in range(0, n, n // 8)][:8]
         back = page_pool._render_batch(paths)
-        assert [p for p, _, _ in back] == paths and all(w is not None for _, _, w in back)
-        for _, _, (tmp, size) in back:
+        assert [p for p, *_ in back] == paths and all(w is not None for _, _, w, _ in back)
+        for _, _, (tmp, size), _ in back:
             assert Path(tmp).stat().st_size == size
             Path(tmp).unlink()
         shipped[n] = (len(pickle.dumps(args)), len(pickle.dumps(paths)), len(pickle.dumps(back)))
@@ -146,7 +146,7 @@ def test_a_broken_pool_leaves_every_page_written_and_no_temp_files(tmp_path, mon
     def breaking(site, answer, problems, advance):  # the pool breaks with a task's pages in temp files
         calls[0] += 1
         if calls[0] == 2:
-            assert any(w is not None for _, _, w in answer) and list(pool_dir.rglob("*.tmp"))
+            assert any(w is not None for _, _, w, _ in answer) and list(pool_dir.rglob("*.tmp"))
             raise BrokenProcessPool("a worker died")
         done(site, answer, problems, advance)
     monkeypatch.setattr(page_pool, "_done", breaking)
