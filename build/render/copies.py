@@ -27,13 +27,32 @@ def drop_active_copy(out: Path, rel: str, is_page: Callable[[str], bool]) -> Non
         (out / rel).unlink(missing_ok=True)
 
 
-def copy_source(root: Path, out: Path, rel: str) -> None:
+class Folders:
+    """What one render learned of folders while copying (`copy_source`): each source folder's resolved
+    path (one `resolve` per folder, not one per file: realpath stats every component) and the site's
+    folders it made. Per render only: a symlink may change between builds."""
+
+    def __init__(self) -> None:
+        self.resolved: dict[str, Path] = {}
+        self.made: set[str] = set()
+
+
+def copy_source(root: Path, out: Path, rel: str, folders: Folders | None = None) -> None:
     """Copy the source at `rel` into the site, unless the copy there has its size and is no older.
-    `root` is resolved (`render_site`): only the source's path is resolved here, each file stat'ed once."""
+    `root` is resolved (`render_site`): only the source's folder is resolved here (once per render with
+    `folders`), and the source itself when it is a symlink; each file stat'ed once."""
+    folders = folders or Folders()
     src, dest = root / rel, out / copy_path(rel)
-    resolved = src.resolve()
+    parent, _, name = rel.rpartition("/")
     try:
-        st = os.stat(resolved)
+        st = os.lstat(src)
+        if stat.S_ISLNK(st.st_mode):  # where it points decides
+            resolved = src.resolve()
+            st = os.stat(resolved)
+        else:
+            if parent not in folders.resolved:
+                folders.resolved[parent] = src.parent.resolve()
+            resolved = folders.resolved[parent] / name
     except OSError:
         return
     if not is_inside(resolved, root) or not stat.S_ISREG(st.st_mode):
@@ -44,7 +63,9 @@ def copy_source(root: Path, out: Path, rel: str) -> None:
             return
     except OSError:
         pass
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    if str(dest.parent) not in folders.made:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        folders.made.add(str(dest.parent))
     tmp = dest.with_name(f".{dest.name}.tmp")
     try:
         shutil.copyfile(src, tmp)

@@ -3,7 +3,8 @@
 Incremental: every page has a key (hash of the resource row, its backlinks and
 aliases, the note's link resolutions and what it shows of their targets, the templates and, for a PDF, the page image settings); only pages whose key
 changed are written, and only the pages the build names as possibly changed
-(`build_meta.render_dirty`, `render/dirty.py`) are keyed at all. PDF page images are
+(`build_meta.render_dirty`, `render/dirty.py`) are keyed at all; a page with no key to compare (every
+page of a first render) is keyed where it is rendered, from the same reads (`_Site.render_keyed`). PDF page images are
 cached by content hash and settings (`page_images.py`); images of other
 settings are removed. A resource that disappeared leaves a tombstone page, so
 old citation URLs still land somewhere that says what happened.
@@ -375,6 +376,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         current = set() if same_paths else {page_path(res.path) for res in site.resources}
         keys: dict[str, str] = {}
         unkeyed: set[str] = set()  # pages written whatever their key: keyed where they are rendered
+        folders = copies.Folders()
 
         def changed():  # keyed one by one, each changed page handed on at once: the pool starts rendering
             for res in todo:  # while the rest are keyed and copied here
@@ -383,7 +385,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                 key = keys[res.path] = _page_key(site, res, salt) if compared else None
                 if site._copyable(res):
                     copies.drop_active_copy(out, res.path, site.is_page)
-                    copies.copy_source(root, out, res.path)
+                    copies.copy_source(root, out, res.path, folders)
                 if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
                     folder = out / page_images.image_folder(res.source_hash, options.images)
                     missing = page_images.missing_pages(folder, min(res.page_count, options.max_page_images),

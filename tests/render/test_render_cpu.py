@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from mnote_evidence.build.ids import resource_id
-from mnote_evidence.build.render import backlinks, data, page_pool, site, state as site_state
+from mnote_evidence.build.render import backlinks, copies, data, page_pool, site, state as site_state
 from mnote_evidence.build.render.backlinks import sentence_around
 from mnote_evidence.build.urls import page_path
 
@@ -102,3 +102,30 @@ def test_a_first_render_reads_each_pages_backlinks_once(built, tmp_path, monkeyp
     report = site.render_site(workspace, tmp_path / "site", out / "evidence.sqlite", site.RenderOptions(jobs=1))
     assert report.pages_written >= 10
     assert len(calls) == len({a[1] for a in calls}) == report.pages_written  # key and page: one read
+
+
+def test_source_copies_resolve_each_folder_once_and_never_leave_the_workspace(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    root, out = (tmp_path / "ws").resolve(), tmp_path / "out"
+    (root / "d").mkdir(parents=True)
+    for name in ("a.pdf", "b.pdf", "c.pdf"):
+        (root / "d" / name).write_bytes(name.encode())
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.pdf").write_bytes(b"secret")
+    (root / "away").symlink_to(tmp_path / "outside")  # a folder leaving the workspace
+    (root / "here").symlink_to(root / "d")  # a folder staying in it
+    (root / "d" / "link.pdf").symlink_to(tmp_path / "outside" / "secret.pdf")
+    resolved: list = []
+    original = Path.resolve
+    monkeypatch.setattr(Path, "resolve", lambda self, *a: resolved.append(self) or original(self, *a))
+    folders = copies.Folders()
+    for rel in ("d/a.pdf", "d/b.pdf", "d/c.pdf"):
+        copies.copy_source(root, out, rel, folders)
+        assert (out / rel).read_bytes() == (root / rel).read_bytes()
+    assert len(resolved) == 1  # the folder, once
+    for rel in ("away/secret.pdf", "d/link.pdf", "d/missing.pdf"):
+        copies.copy_source(root, out, rel, folders)
+        assert not (out / rel).exists(), rel
+    copies.copy_source(root, out, "here/a.pdf", folders)
+    assert (out / "here" / "a.pdf").read_bytes() == b"a.pdf"
