@@ -15,37 +15,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from mnote_evidence.build.render import copies, data, front, site, state as site_state
 from tests.conftest import run_build
-
-DAY_AGO = time.time() - 86400
-EDITED = "Projects/Meeting Notes/Kickoff.md"
-
-
-def _aged_build(workspace, out):
-    for path in workspace.rglob("*"):
-        if path.is_file():
-            os.utime(path, (DAY_AGO, DAY_AGO))
-    return run_build(workspace, out, site=True)
-
-
-def _edit(workspace, rel: str = EDITED) -> None:
-    note = workspace / rel
-    note.write_text(note.read_text("utf-8") + "\nOne more paragraph, appended by the edit.\n", "utf-8")
-
-
-def _count(monkeypatch, owner, name: str, calls: list) -> None:
-    original = getattr(owner, name)
-
-    def counted(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-    monkeypatch.setattr(owner, name, counted)
+from tests.test_edit_cost import EDITED, _aged_build, _count, _edit  # the same edit as the build's cost tests
 
 
 def _fresh_render(workspace: Path, out: Path, fresh: Path) -> dict[str, bytes]:
