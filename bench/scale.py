@@ -1,7 +1,7 @@
 """Build cost against workspace size (issue 17): synthetic notes at 100, 1,000, 10,000 (and 100,000) notes.
 
     python bench/scale.py [--notes 100,1000,10000] [--with-100k] [--baseline-ref REF] [--repeat 3]
-                          [--jobs J] [--resume] [--keep]
+                          [--edits N] [--settle S] [--jobs J] [--resume] [--keep]
 
 Workspace: N generated notes (`make_notes`, deterministic: same bytes for the same N and seed), ~5.6 KB each
 of mixed Chinese/English paragraphs (bench/fts_recall.py's corpus), a front-matter tag, `##` headings and
@@ -10,7 +10,9 @@ Every measurement is a whole `python -m mnote_evidence build WS --out OUT --json
 tree under test, working directory = that tree), run under /usr/bin/time:
 - `full`: a fresh copy of the workspace, no output folder (best of --repeat up to 1,000 notes, else once);
 - `noop`: the same command again, nothing changed (--repeat times);
-- `edit`: one paragraph appended to one note (a different note each round, the same notes for every tree).
+- `edit`: one paragraph appended to one note (a different note each round, the same notes for every tree),
+  --edits rounds (default --repeat), the trees alternating; --settle S waits S seconds between the append and
+  the build (as a person saves, then builds; 0: at once, the previous build's writes still being flushed).
 Per run: wall time of the process, `seconds` of its BuildReport (the time inside `build()`, start-up
 excluded), CPU time (user + system of the process, its forkserver and workers: this process becomes their
 subreaper and waits for them), peak RSS (`%M` of /usr/bin/time: the largest single process), peak
@@ -193,9 +195,10 @@ def measure(n: int, trees: dict[str, Path], commits: dict[str, str], code_commit
     for _ in range(args.repeat):
         for label, tree in trees.items():
             noop[label].append(run_build(tree, dirs[label] / "ws", dirs[label] / "out", args.jobs))
-    for r in range(args.repeat):
+    for r in range(args.edits or args.repeat):
         for label, tree in trees.items():
             edited = edit(dirs[label] / "ws", n, r)
+            time.sleep(args.settle)
             edits[label].append({**run_build(tree, dirs[label] / "ws", dirs[label] / "out", args.jobs), "note": edited})
     if not args.keep:
         for d in dirs.values():
@@ -222,6 +225,9 @@ def main() -> None:
     ap.add_argument("--baseline-ref", help="also measure this git ref's sources, interleaved")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of no-op and edit (and of full up to 1,000)")
     ap.add_argument("--jobs", type=int, help="--jobs of the build (default: the build's own default)")
+    ap.add_argument("--edits", type=int, help="rounds of one-note edits, trees alternating (default: --repeat)")
+    ap.add_argument("--settle", type=float, default=0.0,
+                    help="seconds between an edit and its build (default 0: at once)")
     ap.add_argument("--resume", action="store_true", help="keep sizes already in the results for the same commits")
     ap.add_argument("--keep", action="store_true", help="keep the built workspaces in bench/_work/scale/")
     ap.add_argument("--result", type=Path, default=RESULT, help="where to write the results JSON")
