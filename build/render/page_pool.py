@@ -97,7 +97,6 @@ def _write(site: _Site, path: str, salt: list[Any] | None, keys: dict[str, str])
 def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, problems: dict[str, Problems],
              advance: Callable[[int], None], salt: list[Any] | None, keys: dict[str, str]) -> None:
     args = (type(site), str(site.root), str(site.out), str(site.db_path), site.options, salt)
-    site.pool_keys = keys
     with worker_pool(jobs, initializer=_start, initargs=args) as pool:
         futures: set[Future] = set()
         batch: list[str] = []
@@ -109,20 +108,20 @@ def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, pro
                 batch = []
                 for fut in [f for f in futures if f.done()]:  # put finished pages in place as we go
                     futures.discard(fut)
-                    _done(site, fut.result(), problems, advance)
+                    _done(site, fut.result(), problems, advance, keys)
         if batch:
             futures.add(pool.submit(_render_batch, batch))
         for fut in as_completed(futures):
-            _done(site, fut.result(), problems, advance)
+            _done(site, fut.result(), problems, advance, keys)
 
 
 def _done(site: _Site, done: list[tuple[str, Any, tuple[str, int] | None, str | None]],
-          problems: dict[str, Problems], advance: Callable[[int], None]) -> None:
+          problems: dict[str, Problems], advance: Callable[[int], None], keys: dict[str, str]) -> None:
     """A task's pages: each temp file in place with this process's batch, its problems and key kept
-    (the key in `site.pool_keys`)."""
+    (the key in `keys`)."""
     for path, outcome, written, key in done:
         if key is not None:
-            site.pool_keys[path] = key
+            keys[path] = key
         if written is not None:  # (temp file, bytes)
             adopt(Path(written[0]), site.out / page_path(path))
         if isinstance(outcome, tuple):  # (kind, page rule) of an UnknownKind

@@ -120,7 +120,6 @@ class _Site:
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
         self.sentences = Sentences(self.conn)
-        self.pool_keys: dict[str, str] = {}  # keys of pages keyed where they were rendered (`page_pool`)
 
     def _collisions(self) -> None:
         """Report sources placed away from their usual URL, and sources whose pages or copies

@@ -143,12 +143,12 @@ def test_a_broken_pool_leaves_every_page_written_and_no_temp_files(tmp_path, mon
     monkeypatch.setattr(page_pool, "PAGE_BATCH", 4)
     done, calls = page_pool._done, [0]
 
-    def breaking(site, answer, problems, advance):  # the pool breaks with a task's pages in temp files
+    def breaking(site, answer, problems, advance, keys):  # the pool breaks with a task's pages in temp files
         calls[0] += 1
         if calls[0] == 2:
             assert any(w is not None for _, _, w, _ in answer) and list(pool_dir.rglob("*.tmp"))
             raise BrokenProcessPool("a worker died")
-        done(site, answer, problems, advance)
+        done(site, answer, problems, advance, keys)
     monkeypatch.setattr(page_pool, "_done", breaking)
     report = render_site(root, pool_dir, out / "evidence.sqlite", RenderOptions(jobs=2))
     assert report.pages_written == SMALL and not report.problems and calls[0] == 2
