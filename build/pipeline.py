@@ -155,7 +155,7 @@ class _Build:
         Leaving before the index is written (an error, Ctrl-C) removes the copy: the old file stays."""
         cleanup_stray_temps(options.out / DB_NAME)  # before the working copy of this run exists
         run = cls(root, options)
-        if not starts_empty(run.db_path, run.prev.incompatible_schema is not None):
+        if not starts_empty(run.db_path, run.prev.incompatible_schema is not None, run.prev.valid):
             yield run
             return
         with FreshIndex.open(run.db_path) as run.fresh:
@@ -436,9 +436,9 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 "generator": f"mnote-evidence {__version__}",
                 "workspace_name": root.name, "built_at_ms": str(run.stamp),
             })
-            resegmented = write_index(run.db_path, changes, run.fresh)
+            resegmented = write_index(run.db_path, changes, run.fresh, run.prev.valid)
         elif changes.stamps:  # only touched files (same bytes): their new stamps, so they are not hashed again
-            write_index(run.db_path, IndexChanges(stamps=changes.stamps))
+            write_index(run.db_path, IndexChanges(stamps=changes.stamps), valid=run.prev.valid)
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = recorded(run.db_path)

@@ -109,6 +109,7 @@ def scan(root: Path, exclude: list[Path] | None = None,
     trust_before = time.time_ns() - RACY_NS
     excluded = {str(p.resolve()) for p in (exclude or [])}
     found: list[SourceFile] = []
+    kinds: dict[str, str] = {}  # suffix as written -> kind: `kind_for` once per suffix, not once per file
     folders = [(str(root), "")]  # (full path, root-relative prefix)
     while folders:
         folder, prefix = folders.pop()
@@ -142,8 +143,14 @@ def scan(root: Path, exclude: list[Path] | None = None,
                 if (recorded is not None and stat.S_ISREG(st.st_mode)
                         and recorded[0] == (st.st_size, st.st_mtime_ns) and st.st_mtime_ns < trust_before):
                     # the common case of an edit (a regular file as recorded, stamp trusted): what `_entry`
-                    # returns, without its calls (each costs an edit at 10,000 files ~1 ms)
-                    found.append(SourceFile(rel, kind_for(rel), st.st_size, recorded[1], None, recorded[0], False))
+                    # returns, without its calls (each costs an edit at 10,000 files ~1 ms). The name's
+                    # suffix is `suffix_of(rel)`'s: the name has no '/' and no leading dot (hidden: skipped)
+                    dot = name.rfind(".")
+                    suffix = name[dot:] if dot > 0 else ""
+                    kind = kinds.get(suffix)
+                    if kind is None:
+                        kind = kinds[suffix] = kind_for(rel)
+                    found.append(SourceFile(rel, kind, st.st_size, recorded[1], None, recorded[0], False))
                 else:
                     found.append(_entry(root, entry.path, rel, known, trust_before, st))
     found.sort(key=_by_path)

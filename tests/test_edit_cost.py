@@ -469,3 +469,37 @@ def test_reading_the_provider_versions_loads_no_pdf_parsing_helpers():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
     assert out.strip() == "[]"
+
+
+def test_an_edit_checks_the_previous_index_once(workspace, tmp_path, monkeypatch):
+    """`is_valid_db` (a connection and a count) was asked three times per build: reading the previous
+    rows, choosing the write from empty, and writing in place. Now once, on the reading connection."""
+    from mnote_evidence.build.index import writer
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    asked: list = []
+    _count(monkeypatch, writer, "is_valid_db", asked)
+    monkeypatch.setattr(previous, "is_valid_db", writer.is_valid_db)  # imported by name there
+    report = run_build(workspace, out, site=False)
+    assert report.parsed == 1 and report.changed
+    assert len(asked) == 1
+    fresh = tmp_path / "fresh"  # a build from empty asks once too (no file: not at all)
+    asked.clear()
+    assert run_build(workspace, fresh, site=False).parsed > 1 and asked == []
+
+
+def test_the_scan_asks_each_suffix_its_kind_once(workspace, tmp_path, monkeypatch):
+    from mnote_evidence.build import formats, scan as scanning
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    prev = previous.load_previous(out / "evidence.sqlite").resources
+    known = {p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in prev.items()
+             if r.source_mtime_ns is not None and r.source_hash}
+    asked: list = []
+    _count(monkeypatch, scanning, "kind_for", asked)
+    files = scanning.scan(workspace, exclude=[out], known=known)
+    slow = [f for f in files if f.hashed or f.refused]
+    suffixes = {model.suffix_of(f.path) for f in files if f not in slow}
+    assert len(asked) <= len(suffixes) + len(slow) < len(files) / 2
+    assert all(f.kind == formats.kind_for(f.path) for f in files)

@@ -65,7 +65,7 @@ def test_streamed_build_writes_the_database_a_write_at_the_end_writes(tmp_path, 
     streamed = _build(_workspace(tmp_path / "a" / "ws"), tmp_path / "a" / "out", jobs=2)
     assert opened == [tmp_path / "a" / "out" / "evidence.sqlite"]
     # at the end: one process, and the index written after everything was recorded
-    monkeypatch.setattr(pipeline, "starts_empty", lambda db, rebuild: False)
+    monkeypatch.setattr(pipeline, "starts_empty", lambda db, rebuild, valid=None: False)
     at_end = _build(_workspace(tmp_path / "b" / "ws"), tmp_path / "b" / "out", jobs=1)
     assert len(opened) == 1
     errors = {e["path"]: e["code"] for e in streamed.errors}

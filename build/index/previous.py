@@ -27,16 +27,24 @@ class PreviousBuild:
     meta: dict[str, str]
     knowledge: dict[str, dict]  # path -> knowledge_source row
     incompatible_schema: str | None = None  # the other schema version found ("unrecorded" if none)
+    # the file is an SQLite index with our resource table (`writer.is_valid_db`, asked once per build here:
+    # `writer.starts_empty` and `write_index` take this answer instead of opening the file again)
+    valid: bool = False
     knowledge_texts: set[str] = field(default_factory=set)  # paths whose sent text is kept (knowledge_text)
     sent_hashes: dict[str, str] = field(default_factory=dict)  # path -> text_hash of what LightRAG was sent
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
     empty = PreviousBuild({}, {}, {})
-    if not db_path.exists() or not is_valid_db(db_path):
+    if not db_path.exists():
         return empty
-    conn = connect_ro(db_path)
     try:
+        conn = connect_ro(db_path)
+    except sqlite3.DatabaseError:
+        return empty
+    try:
+        if not is_valid_db(db_path, conn=conn):  # on this connection: the file is opened once
+            return empty
         try:
             meta = {r["key"]: r["value"] for r in conn.execute("SELECT key, value FROM build_meta")}
         except sqlite3.DatabaseError:
@@ -45,13 +53,14 @@ def load_previous(db_path: Path) -> PreviousBuild:
             # the index is rebuilt, but LightRAG still holds what was sent: keep its registry (SPEC §9)
             knowledge, hashes = _knowledge(conn)
             return PreviousBuild({}, meta, knowledge, meta.get("schema_version") or "unrecorded",
-                                 sent_hashes=hashes)
+                                 sent_hashes=hashes, valid=True)
         cursor = conn.cursor()
         cursor.row_factory = None  # plain tuples, read by position (`ResourceRow.from_values`)
         resources = {r[1]: ResourceRow.from_values(r)
                      for r in cursor.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource")}
         knowledge, hashes = _knowledge(conn)
-        return PreviousBuild(resources, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes)
+        return PreviousBuild(resources, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes,
+                             valid=True)
     finally:
         conn.close()
 

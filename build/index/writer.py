@@ -91,17 +91,20 @@ def _open_working_copy(db_path: Path, fresh: bool = False) -> tuple[Path, sqlite
     return tmp, conn
 
 
-def is_valid_db(path: Path, thorough: bool = False) -> bool:
+def is_valid_db(path: Path, thorough: bool = False, conn: sqlite3.Connection | None = None) -> bool:
     """An SQLite file with our resource table (a hot journal of a killed build is rolled back by
     `connect_ro`). `thorough` adds `PRAGMA quick_check`, O(file): only where the file is read whole
-    anyway (the copy path); an in-place write that meets a damaged page fails and falls back to it."""
+    anyway (the copy path); an in-place write that meets a damaged page fails and falls back to it.
+    `conn`: a read-only connection to `path` the caller has open (and closes)."""
     try:
-        conn = connect_ro(path)
+        own = conn is None
+        conn = connect_ro(path) if own else conn
         try:
             conn.execute("SELECT count(*) FROM evidence_resource").fetchone()
             return not thorough or conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
         finally:
-            conn.close()
+            if own:
+                conn.close()
     except sqlite3.DatabaseError:
         return False
 
@@ -142,20 +145,27 @@ def _resegment(conn: sqlite3.Connection) -> int:
     return len(rows)
 
 
-def starts_empty(db_path: Path, rebuild: bool) -> bool:
+def starts_empty(db_path: Path, rebuild: bool, valid: bool | None = None) -> bool:
     """Whether `write_index` writes `db_path` from empty: a rebuild for another schema, or no usable
-    index there (the build then streams its rows into a `FreshIndex` as it goes)."""
-    return rebuild or not db_path.exists() or not is_valid_db(db_path)
+    index there (the build then streams its rows into a `FreshIndex` as it goes). `valid`: what
+    `is_valid_db` said of the file this build read (`PreviousBuild.valid`); None: ask it."""
+    if valid is None:
+        valid = db_path.exists() and is_valid_db(db_path)
+    return rebuild or not valid
 
 
-def write_index(db_path: Path, changes: IndexChanges, fresh: FreshIndex | None = None) -> int:
+def write_index(db_path: Path, changes: IndexChanges, fresh: FreshIndex | None = None,
+                valid: bool | None = None) -> int:
     """Apply `changes` (in place, or on a copy renamed into place; into `fresh` if the build opened one,
     which holds the rows of `changes.updates` it was given already); returns how many FTS rows were
-    re-segmented from stored text."""
+    re-segmented from stored text. `valid`: as `starts_empty`'s (the build holds its lock from the read
+    to this write: no other build changed the file meanwhile; a damaged page still fails the write)."""
     if fresh is not None:
         return fresh.finish(changes)
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    if not (changes.rebuild or changes.resegment) and db_path.exists() and is_valid_db(db_path):
+    if valid is None:
+        valid = db_path.exists() and is_valid_db(db_path)
+    if not (changes.rebuild or changes.resegment) and valid:
         try:
             return _write_in_place(db_path, changes)
         except sqlite3.DatabaseError as exc:
