@@ -503,3 +503,50 @@ def test_the_scan_asks_each_suffix_its_kind_once(workspace, tmp_path, monkeypatc
     suffixes = {model.suffix_of(f.path) for f in files if f not in slow}
     assert len(asked) <= len(suffixes) + len(slow) < len(files) / 2
     assert all(f.kind == formats.kind_for(f.path) for f in files)
+
+
+def test_reading_the_rows_and_scanning_trigger_no_collection_and_leave_both_frozen(workspace, tmp_path, monkeypatch):
+    """The previous rows and the scanned files all live on and form no cycles: no automatic collection
+    runs while they are made (at 10,000 notes, ~45 young collections that found nothing), and they are
+    frozen once the scan is done; collection is back on (as the caller had it) for the rest."""
+    import gc
+    from mnote_evidence.build import pipeline
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    collections: list = []
+    seen: dict = {}
+    load, scan = pipeline.load_previous, pipeline.scan
+
+    def spy_load(db_path):
+        seen["before_load"] = len(collections)
+        return load(db_path)
+
+    def spy_scan(*args, **kwargs):
+        files = scan(*args, **kwargs)
+        seen["after_scan"] = len(collections)
+        seen["frozen_at_scan"] = gc.get_freeze_count()
+        return files
+
+    def spy_stamps(self, files):
+        seen["frozen_later"] = gc.get_freeze_count()
+        seen["enabled_later"] = gc.isenabled()
+        return stamps(self, files)
+    stamps = pipeline._Build.stamps
+    monkeypatch.setattr(pipeline, "load_previous", spy_load)
+    monkeypatch.setattr(pipeline, "scan", spy_scan)
+    monkeypatch.setattr(pipeline._Build, "stamps", spy_stamps)
+    callback = (lambda phase, info: collections.append(info) if phase == "start" else None)
+    threshold = gc.get_threshold()
+    gc.callbacks.append(callback)
+    gc.set_threshold(1)  # a collection at every allocation while collection is on
+    try:
+        report = pipeline.build(workspace, pipeline.BuildOptions(out=out, site=False))
+    finally:
+        gc.set_threshold(*threshold)
+        gc.callbacks.remove(callback)
+    assert report.parsed == 1 and len(collections) > seen["after_scan"]  # collections ran after the scan
+    assert seen["after_scan"] == seen["before_load"]
+    # the rows and the files (one each per resource) joined what was frozen before the build
+    assert seen["frozen_later"] >= seen["frozen_at_scan"] + 2 * report.unchanged
+    assert seen["enabled_later"] and gc.isenabled() and gc.get_freeze_count() == 0
