@@ -411,10 +411,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     if not root.is_dir():
         raise NotAWorkspace(root)
     with _build_lock(options.out), _long_lived() as settled, _Build.opened(root, options) as run:
-        known = None if options.rehash else {
-            p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in run.prev.resources.items()
-            if r.source_mtime_ns is not None and r.source_hash}
-        files = scan(root, exclude=[options.out], known=known)
+        files = scan(root, exclude=[options.out], known=None if options.rehash else run.prev.resources)
         settled()  # the previous build's rows and the files just scanned: see `_long_lived`
         run.report.hashed = sum(1 for f in files if f.sha256 and f.hashed)
         StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()

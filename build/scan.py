@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Protocol
 
 from mnote_evidence.build.formats import kind_for
 
@@ -43,6 +43,14 @@ SIDECAR_DIR_SUFFIX = ".ocr"
 RACY_NS = 2_000_000_000  # a stamp younger than this (2 s: FAT's mtime granularity) is not trusted next time
 
 Stamp = tuple[int, int]  # (size, st_mtime_ns)
+
+
+class Recorded(Protocol):
+    """What the previous build recorded of a file (`model.ResourceRow` is one): its stamp and hash."""
+
+    source_size: int | None
+    source_mtime_ns: int | None  # None: no stamp recorded (refused, or too recent to trust)
+    source_hash: str | None
 
 
 @dataclass(slots=True)  # one per file of the workspace, every build: slotted, built faster
@@ -98,9 +106,10 @@ def skip_dir(name: str) -> bool:
 
 
 def scan(root: Path, exclude: list[Path] | None = None,
-         known: Mapping[str, tuple[Stamp, str]] | None = None) -> list[SourceFile]:
-    """All files under `root`, sorted by path (deterministic order). `known`: path -> (stamp, hash) the
-    previous build recorded; a file with the same stamp keeps that hash without being read.
+         known: Mapping[str, Recorded] | None = None) -> list[SourceFile]:
+    """All files under `root`, sorted by path (deterministic order). `known`: path -> what the previous
+    build recorded (its rows, as read: no second mapping of 10,000 tuples made for the scan); a file with
+    the recorded stamp (and a recorded hash) keeps that hash without being read.
 
     One `os.scandir` per folder and one `lstat` per file (`DirEntry.stat`), its type from the folder
     listing: what `os.walk` reads, without a `Path` per entry or a second `lstat` per folder."""
@@ -140,8 +149,9 @@ def scan(root: Path, exclude: list[Path] | None = None,
                     found.append(_unreadable(rel, exc))
                     continue
                 recorded = known.get(rel)
-                if (recorded is not None and stat.S_ISREG(st.st_mode)
-                        and recorded[0] == (st.st_size, st.st_mtime_ns) and st.st_mtime_ns < trust_before):
+                if (recorded is not None and recorded.source_mtime_ns == st.st_mtime_ns
+                        and recorded.source_size == st.st_size and recorded.source_hash
+                        and stat.S_ISREG(st.st_mode) and st.st_mtime_ns < trust_before):
                     # the common case of an edit (a regular file as recorded, stamp trusted): what `_entry`
                     # returns, without its calls (each costs an edit at 10,000 files ~1 ms). The name's
                     # suffix is `suffix_of(rel)`'s: the name has no '/' and no leading dot (hidden: skipped)
@@ -150,7 +160,8 @@ def scan(root: Path, exclude: list[Path] | None = None,
                     kind = kinds.get(suffix)
                     if kind is None:
                         kind = kinds[suffix] = kind_for(rel)
-                    found.append(SourceFile(rel, kind, st.st_size, recorded[1], None, recorded[0], False))
+                    found.append(SourceFile(rel, kind, st.st_size, recorded.source_hash, None,
+                                            (st.st_size, st.st_mtime_ns), False))
                 else:
                     found.append(_entry(root, entry.path, rel, known, trust_before, st))
     found.sort(key=_by_path)
@@ -184,7 +195,7 @@ def _unreadable(rel: str, exc: OSError) -> SourceFile:
     return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
 
 
-def _entry(root: Path, full: str, rel: str, known: Mapping[str, tuple[Stamp, str]] = {},
+def _entry(root: Path, full: str, rel: str, known: Mapping[str, Recorded] = {},
            trust_before: int = 0, st: os.stat_result | None = None) -> SourceFile:
     """One file's entry; `st`: its `lstat`, when the caller has it (one system call for most files:
     a link is followed below)."""
@@ -204,8 +215,9 @@ def _entry(root: Path, full: str, rel: str, known: Mapping[str, tuple[Stamp, str
             raise NotRegularFile(full)
         stamp = (st.st_size, st.st_mtime_ns)
         recorded = known.get(rel)
-        hashed = recorded is None or recorded[0] != stamp
-        digest = file_sha256(full) if hashed else recorded[1]
+        hashed = (recorded is None or not recorded.source_hash
+                  or (recorded.source_size, recorded.source_mtime_ns) != stamp)
+        digest = file_sha256(full) if hashed else recorded.source_hash
     except NotRegularFile:
         return SourceFile(rel, kind_for(rel), 0, None, (
             "not_regular_file", "a FIFO, socket or device, not a regular file; it was not opened"))

@@ -383,8 +383,7 @@ def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, 
     out = tmp_path / "out"
     _aged_build(workspace, out)
     run = pipeline._Build(workspace.resolve(), pipeline.BuildOptions(out=out))
-    known = {p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in run.prev.resources.items()
-             if r.source_mtime_ns is not None and r.source_hash}
+    known = run.prev.resources
     (workspace / EDITED).touch()  # same bytes, a new (too recent) stamp
     files = scan(workspace, exclude=[out], known=known)
 
@@ -406,8 +405,7 @@ def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(wo
     out = tmp_path / "out"
     _aged_build(workspace, out)
     prev = previous.load_previous(out / "evidence.sqlite").resources
-    known = {p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in prev.items()
-             if r.source_mtime_ns is not None and r.source_hash}
+    known = prev
     entries: list = []
     _count(monkeypatch, scanning, "_entry", entries)
     files = scanning.scan(workspace, exclude=[out], known=known)
@@ -494,8 +492,7 @@ def test_the_scan_asks_each_suffix_its_kind_once(workspace, tmp_path, monkeypatc
     out = tmp_path / "out"
     _aged_build(workspace, out)
     prev = previous.load_previous(out / "evidence.sqlite").resources
-    known = {p: ((r.source_size, r.source_mtime_ns), r.source_hash) for p, r in prev.items()
-             if r.source_mtime_ns is not None and r.source_hash}
+    known = prev
     asked: list = []
     _count(monkeypatch, scanning, "kind_for", asked)
     files = scanning.scan(workspace, exclude=[out], known=known)
