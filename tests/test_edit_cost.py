@@ -401,16 +401,20 @@ def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, 
 
 
 def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(workspace, tmp_path, monkeypatch):
+    """...and its kind is asked once per suffix (`kind_for`), not once per file."""
     from mnote_evidence.build import scan as scanning
     out = tmp_path / "out"
     _aged_build(workspace, out)
-    prev = previous.load_previous(out / "evidence.sqlite").resources
-    known = prev
+    known = previous.load_previous(out / "evidence.sqlite").resources  # the rows, as the build passes them
     entries: list = []
+    kinds: list = []
     _count(monkeypatch, scanning, "_entry", entries)
+    _count(monkeypatch, scanning, "kind_for", kinds)
     files = scanning.scan(workspace, exclude=[out], known=known)
     slow = [f for f in files if f.hashed or f.refused]
     assert len(entries) == len(slow) and len(slow) < len(files) / 2
+    suffixes = {model.suffix_of(f.path) for f in files if f not in slow}
+    assert len(kinds) <= len(suffixes) + len(slow) < len(files) / 2  # _entry asks for each slow file
     trust = time.time_ns() - scanning.RACY_NS
     for f in files:
         if f not in slow:
@@ -485,21 +489,6 @@ def test_an_edit_checks_the_previous_index_once(workspace, tmp_path, monkeypatch
     fresh = tmp_path / "fresh"  # a build from empty asks once too (no file: not at all)
     asked.clear()
     assert run_build(workspace, fresh, site=False).parsed > 1 and asked == []
-
-
-def test_the_scan_asks_each_suffix_its_kind_once(workspace, tmp_path, monkeypatch):
-    from mnote_evidence.build import formats, scan as scanning
-    out = tmp_path / "out"
-    _aged_build(workspace, out)
-    prev = previous.load_previous(out / "evidence.sqlite").resources
-    known = prev
-    asked: list = []
-    _count(monkeypatch, scanning, "kind_for", asked)
-    files = scanning.scan(workspace, exclude=[out], known=known)
-    slow = [f for f in files if f.hashed or f.refused]
-    suffixes = {model.suffix_of(f.path) for f in files if f not in slow}
-    assert len(asked) <= len(suffixes) + len(slow) < len(files) / 2
-    assert all(f.kind == formats.kind_for(f.path) for f in files)
 
 
 def test_reading_the_rows_and_scanning_trigger_no_collection_and_leave_both_frozen(workspace, tmp_path, monkeypatch):
