@@ -374,8 +374,25 @@ class _Build:
         return self.prev.meta.get("sidecar_layout", LAYOUT_BESIDE) != self.layout
 
 
+class _Collection:
+    """When the cyclic GC may run during a build (`_long_lived`)."""
+
+    def __init__(self) -> None:
+        self.enabled = gc.isenabled()  # as the caller had it: never switched on here if it was off
+
+    def settled(self, resume: bool = True) -> None:
+        """The previous rows and the scanned files are in: frozen; collection back on if `resume`."""
+        gc.freeze()
+        if resume:
+            self.resume()
+
+    def resume(self) -> None:
+        if self.enabled:
+            gc.enable()
+
+
 @contextmanager
-def _long_lived() -> Iterator[Callable[[], None]]:
+def _long_lived() -> Iterator[_Collection]:
     """The parsed artifacts live until the index is written (millions of objects at 10,000 notes; written
     from empty, each until its rows are in, `_Build._record`, or to the end when LightRAG reads them):
     each is moved out of the cyclic GC's generations as it arrives (`gc.freeze`, O(1)), since every full
@@ -383,25 +400,23 @@ def _long_lived() -> Iterator[Callable[[], None]]:
     are handed back to the GC when the build ends. Reference counting frees them as before. So are
     the modules imported before the build, the previous build's rows (10,000 `ResourceRow`s read by
     `load_previous`) and the scanned files (10,000 `SourceFile`s): frozen as the build starts and once
-    the scan is done (the `settled` this yields), so the collections an edit's own allocations trigger
-    do not traverse them (two full collections cost an edit ~30 ms). Until `settled`, automatic
-    collection is off: reading the rows and scanning allocate ~30,000 objects that all live on and form
-    no cycles, so the ~45 young collections they triggered found nothing and cost an edit ~5-8 ms of CPU.
-    Whatever cyclic garbage those steps might leave is collected once collection is back on."""
-    enabled = gc.isenabled()
+    the scan is done (`_Collection.settled`), so the collections an edit's own allocations trigger do
+    not traverse them (two full collections cost an edit ~30 ms).
+    Automatic collection is off until then: reading the rows and scanning allocate ~30,000 objects that
+    all live on and form no cycles, and the collections they triggered found nothing (with those after
+    them, an edit at 10,000 notes spent 16-22 ms in the GC; 4-6 ms with this). A build that parses few
+    files in this process (an edit: `NOTES_FOR_POOL` or fewer read) keeps it off until its index is
+    written (`_Collection.resume`, before the render): what it allocates meanwhile (the parser's
+    imports, one note's parse) is small, and the ~40 collections it triggered (~5 ms) ran over
+    objects that live on. Whatever cyclic garbage is left meanwhile is collected once it is back on."""
+    collection = _Collection()
     gc.freeze()  # what this process imported before the build
     gc.disable()
-
-    def settled() -> None:
-        gc.freeze()
-        if enabled:
-            gc.enable()
     try:
-        yield settled
+        yield collection
     finally:
         gc.unfreeze()
-        if enabled:
-            gc.enable()
+        collection.resume()
 
 
 def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
@@ -410,10 +425,11 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     root = root.resolve()
     if not root.is_dir():
         raise NotAWorkspace(root)
-    with _build_lock(options.out), _long_lived() as settled, _Build.opened(root, options) as run:
+    with _build_lock(options.out), _long_lived() as collection, _Build.opened(root, options) as run:
         files = scan(root, exclude=[options.out], known=None if options.rehash else run.prev.resources)
-        settled()  # the previous build's rows and the files just scanned: see `_long_lived`
         run.report.hashed = sum(1 for f in files if f.sha256 and f.hashed)
+        # the previous build's rows and the files just scanned; an edit collects after its index write
+        collection.settled(resume=run.report.hashed > NOTES_FOR_POOL)  # see `_long_lived`
         StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
@@ -452,6 +468,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = recorded(run.db_path)
+        collection.resume()
         if options.site:
             from mnote_evidence.build.render.data import FromBuild
             from mnote_evidence.build.render.site import RenderOptions, render_site  # see TYPE_CHECKING above
