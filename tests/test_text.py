@@ -51,3 +51,32 @@ def test_empty_query_is_a_query_error():
 
 def test_join_lines_cjk_and_hyphenation():
     assert join_lines(["线程作", "用域 and a hyphen-", "ated word"]) == "线程作用域 and a hyphenated word"
+
+
+def _segmented_v1(text: str) -> str:
+    """SEGMENTATION_VERSION 1 as first written (a regex callback per CJK run): the reference."""
+    import re
+    import unicodedata
+
+    from mnote_evidence.build.text import CJK_RUN
+
+    def bigrams(run: str) -> str:
+        return run if len(run) == 1 else " ".join([run[i:i + 2] for i in range(len(run) - 1)] + [run[-1]])
+    return CJK_RUN.sub(lambda m: f" {bigrams(m.group(0))} ", unicodedata.normalize("NFKC", text))
+
+
+def test_segment_for_index_is_segmentation_version_1_exactly():
+    """The FTS rows of a build are compared with those of earlier builds (deletes, versions): the
+    same text must give the same string, whatever the implementation (ASCII, runs at either end)."""
+    import random
+
+    from mnote_evidence.build.text import SEGMENTATION_VERSION
+
+    assert SEGMENTATION_VERSION == "1"  # a new version may change the strings: then change this test
+    assert segment_for_index("a线程作用域b 池") == "a 线程 程作 作用 用域 域 b  池 "
+    pool = "ab ,\n-ｆ　½ﬁ，。线程作用域吗カタ한국豈\u0301"  # ASCII, full-width, compatibility, CJK of each range
+    rng = random.Random(17)
+    samples = ["", "a", "线", "线程", "plain ASCII text.", *("".join(rng.choices(pool, k=rng.randint(1, 40)))
+                                                           for _ in range(3000))]
+    for text in samples:
+        assert segment_for_index(text) == _segmented_v1(text), text
