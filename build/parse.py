@@ -74,7 +74,7 @@ def parse_many(root: str, files: list[tuple[str, str]], ocr: OcrSettings, prepar
     results = [parse_one(root, path, source_hash, ocr) for path, source_hash in files]
     if prepare is None:
         return results
-    return [prepare(path, result) for (path, _), result in zip(files, results)]
+    return prepare.many([(path, result) for (path, _), result in zip(files, results)])
 
 
 def batches(files: list[SourceFile], max_files: int, max_bytes: int = BATCH_BYTES) -> list[list[SourceFile]]:
@@ -149,7 +149,7 @@ def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, 
               batch: int = 1, min_pool: int = 2, on_result: OnResult | None = None,
               prepare: Prepare | None = None) -> dict:
     """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
-    (fewer would not repay the start of the workers), else here, one by one; each result then
+    (fewer would not repay the start of the workers), else here, in the same batches; each result then
     goes through `prepare` where it was parsed. `on_result(path, result)` is called as each result
     arrives (in no particular order; `InOrder` restores one) and the result is not kept: this
     process's share of the work (adopting the staged sidecars, recording the result, writing its
@@ -157,12 +157,13 @@ def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, 
     handed to an `on_result` (all, or none)."""
     if jobs <= 1 or len(files) < max(2, min_pool):
         results: dict[str, Any] = {}
-        for f in files:
-            result = parse_many(str(root), [(f.path, f.source_hash)], ocr, _only(prepare, [f]))[0]
-            if on_result is None:
-                results[f.path] = result
-            else:
-                on_result(f.path, result)
-            advance(1)
+        for group in batches(files, batch):  # as a worker's tasks: one file of compiled notes per batch
+            for f, result in zip(group, parse_many(str(root), [(f.path, f.source_hash) for f in group], ocr,
+                                                   _only(prepare, group))):
+                if on_result is None:
+                    results[f.path] = result
+                else:
+                    on_result(f.path, result)
+                advance(1)
         return results
     return parse_in_pool(files, root, jobs, ocr, advance, batch, on_result, prepare)
