@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 
 import pytest
 
-from mnote_evidence.build.text import QueryError, fts_query, join_lines, segment_for_index
+from mnote_evidence.build.text import QueryError, fts_query, join_lines, normalise, segment_for_index
 
 DOCS = ["关于线程作用域的规则", "线程池", "吗啉是一种杂环", "N-甲基吡咯烷酮", "Thread scope joins threads"]
 
@@ -55,9 +56,6 @@ def test_join_lines_cjk_and_hyphenation():
 
 def _segmented_v1(text: str) -> str:
     """SEGMENTATION_VERSION 1 as first written (a regex callback per CJK run): the reference."""
-    import re
-    import unicodedata
-
     from mnote_evidence.build.text import CJK_RUN
 
     def bigrams(run: str) -> str:
@@ -78,5 +76,21 @@ def test_segment_for_index_is_segmentation_version_1_exactly():
     rng = random.Random(17)
     samples = ["", "a", "线", "线程", "plain ASCII text.", *("".join(rng.choices(pool, k=rng.randint(1, 40)))
                                                            for _ in range(3000))]
-    for text in samples:
+    for text in samples + [t * 40 for t in samples[-50:]]:  # and long ones (not kept by `nfkc`)
         assert segment_for_index(text) == _segmented_v1(text), text
+        assert normalise(text) == " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def test_a_block_is_normalised_once_for_its_id_and_its_fts_value(monkeypatch):
+    from mnote_evidence.build import text as text_module
+    from mnote_evidence.build.providers.markdown import MarkdownProvider
+
+    calls: list[str] = []
+    real = unicodedata.normalize
+    monkeypatch.setattr(text_module.unicodedata, "normalize", lambda form, s: calls.append(s) or real(form, s))
+    text_module._nfkc_recent.cache_clear()
+    note = "# 线程作用域\n\n关于线程，作用域的规则。\n\nPlain English paragraph.\n"
+    artifact = MarkdownProvider().parse_text("n.md", "h", note)
+    values = [segment_for_index(b.text) for b in artifact.blocks]
+    assert values[1] == " 关于 于线 线程 程 , 作用 用域 域的 的规 规则 则 。"  # full-width comma: NFKC
+    assert sorted(calls) == sorted(b.text for b in artifact.blocks if not b.text.isascii())  # once each
