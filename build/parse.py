@@ -72,7 +72,7 @@ def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> Parse
 def parse_many(root: str, files: list[tuple[str, str]], ocr: OcrSettings, prepare: Prepare | None = None) -> list:
     """Worker entry point for a batch of small files ((path, source hash) each): `parse_one` on each,
     so one task carries many notes (a task per 2 KB note costs more in the pool than its parse),
-    then `prepare` on each result."""
+    then `prepare.many` on the results (their notes compiled into one file: `build/prepare.py`)."""
     with _young_gc_deferred(all(suffix_of(path) in NOTE_SUFFIXES for path, _ in files)):
         results = [parse_one(root, path, source_hash, ocr) for path, source_hash in files]
         if prepare is None:
