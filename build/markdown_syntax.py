@@ -85,22 +85,27 @@ def keep_deep_text_plugin(md: MarkdownIt) -> None:
 
 
 KEEP_PARSED = 32  # parsed notes held for the renderer, at most (the oldest goes first)
-_kept: dict[str, list[Token]] = {}
+_kept: dict[str, tuple[list[Token], list[int]]] = {}
 
 
-def parse_note(text: str, keep: bool = False) -> list[Token]:
-    """A note's tokens. A build parses a changed note for the index (the provider, `keep=True`) and,
-    in the same process, again for its page (the renderer): kept tokens are handed to the next call
-    with the same text instead, once (the renderer annotates them), so the note is parsed once."""
-    tokens = _kept.pop(text, None)
-    if tokens is not None:
-        return tokens
-    tokens = markdown_parser().parse(text)
-    if keep:
-        while len(_kept) >= KEEP_PARSED:
-            del _kept[next(iter(_kept))]
-        _kept[text] = tokens
-    return tokens
+def keep_parsed(text: str, tokens: list[Token], block_starts: list[int]) -> None:
+    """Hold a note's tokens, and where each of its evidence blocks starts (the token index of each
+    `block_tokens` entry), for the next `parse_note` of the same text. A build parses a changed note
+    for the index (the provider) and, in the same process, again for its page (the renderer): the
+    provider keeps what it made, so the note is parsed, and its blocks found, once."""
+    while len(_kept) >= KEEP_PARSED:
+        del _kept[next(iter(_kept))]
+    _kept[text] = (tokens, block_starts)
+
+
+def parse_note(text: str) -> tuple[list[Token], list[int] | None]:
+    """A note's tokens, and where its evidence blocks start if the provider found them already: what
+    `keep_parsed` holds for this text (handed out once: the renderer annotates the tokens), else a
+    new parse (None: the caller finds its blocks)."""
+    kept = _kept.pop(text, None)
+    if kept is not None:
+        return kept
+    return markdown_parser().parse(text), None
 
 
 @lru_cache(maxsize=1)

@@ -9,8 +9,9 @@ passes through. `adopt_prepared` runs in the build process as each result arrive
 join its `fsutil.durable_batch` (one sync per batch, then the renames: SPEC §2's durability is the
 build process's, as before), and a storage error met in the worker (disk full) is raised there.
 
-With `programs` (a build that renders its site), a note is also compiled there for its page
-(`render/note_programs.py`), from the tokens its parse just made: the render does not parse it again.
+With `programs` (a build that renders its site), the notes of a task are also compiled there for their
+pages (`Prepare.many`, `render/note_programs.py`), from the tokens their parse just made: the render does
+not parse them again.
 
 Invariants: the sidecar bytes and FTS values are those a `--jobs 1` build writes (same functions);
 the index uses the segmented values only if their version is the one it writes (`index/rows.fts_values`).
@@ -24,7 +25,7 @@ from pathlib import Path
 from mnote_evidence.build import text
 from mnote_evidence.build.fsutil import adopt
 from mnote_evidence.build.model import KIND_MARKDOWN, ParsedResourceArtifact, ProviderError
-from mnote_evidence.build.render.note_programs import store_program
+from mnote_evidence.build.render.note_programs import store_programs
 from mnote_evidence.build.sidecars import SidecarPaths, stage_sidecars
 
 
@@ -58,10 +59,18 @@ class Prepare:
             paths, staged = stage_sidecars(Path(self.root), result, self.owners[path], self.layout)
         except OSError as exc:
             return Prepared(result, error=exc)
-        if self.programs is not None and result.kind == KIND_MARKDOWN:
-            # while its tokens are still here: the provider just parsed `result.text` (`keep=True`)
-            store_program(Path(self.programs), result.text, result.blocks)
         return Prepared(result, paths, staged, segmented)
+
+    def many(self, results: list[tuple[str, ParsedResourceArtifact | ProviderError]]) -> list[Prepared | ProviderError]:
+        """Each (path, result) of one parse task through `__call__`; then, with `programs`, its notes
+        compiled for their pages, into one file (`render/note_programs.py`), while their tokens are
+        still here (the provider just parsed them: `markdown_syntax.keep_parsed`)."""
+        out = [self(path, result) for path, result in results]
+        if self.programs is not None:
+            store_programs(Path(self.programs), [(p.artifact.text, p.artifact.blocks) for p in out
+                                                 if isinstance(p, Prepared) and p.error is None
+                                                 and p.artifact.kind == KIND_MARKDOWN])
+        return out
 
 
 def adopt_prepared(result: Prepared | ProviderError) -> None:

@@ -125,11 +125,13 @@ def test_an_edited_note_is_parsed_once(workspace, tmp_path, monkeypatch):
 
 def test_kept_tokens_are_bounded_and_handed_out_once(monkeypatch):
     monkeypatch.setattr(markdown_syntax, "_kept", {})
-    first = markdown_syntax.parse_note("# one\n", keep=True)
-    assert markdown_syntax.parse_note("# one\n") is first
-    assert markdown_syntax.parse_note("# one\n") is not first  # taken: parsed again
+    first = markdown_syntax.markdown_parser().parse("# one\n")
+    markdown_syntax.keep_parsed("# one\n", first, [0])
+    assert markdown_syntax.parse_note("# one\n") == (first, [0])
+    again, starts = markdown_syntax.parse_note("# one\n")  # taken: parsed again, its blocks unknown
+    assert again is not first and starts is None
     for i in range(markdown_syntax.KEEP_PARSED + 5):
-        markdown_syntax.parse_note(f"# {i}\n", keep=True)
+        markdown_syntax.keep_parsed(f"# {i}\n", first, [0])
     assert len(markdown_syntax._kept) == markdown_syntax.KEEP_PARSED
 
 

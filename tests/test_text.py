@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 
 import pytest
 
-from mnote_evidence.build.text import QueryError, fts_query, join_lines, segment_for_index
+from mnote_evidence.build.text import QueryError, fts_query, join_lines, normalise, segment_for_index
 
 DOCS = ["关于线程作用域的规则", "线程池", "吗啉是一种杂环", "N-甲基吡咯烷酮", "Thread scope joins threads"]
 
@@ -51,3 +52,45 @@ def test_empty_query_is_a_query_error():
 
 def test_join_lines_cjk_and_hyphenation():
     assert join_lines(["线程作", "用域 and a hyphen-", "ated word"]) == "线程作用域 and a hyphenated word"
+
+
+def _segmented_v1(text: str) -> str:
+    """SEGMENTATION_VERSION 1 as first written (a regex callback per CJK run): the reference."""
+    from mnote_evidence.build.text import CJK_RUN
+
+    def bigrams(run: str) -> str:
+        return run if len(run) == 1 else " ".join([run[i:i + 2] for i in range(len(run) - 1)] + [run[-1]])
+    return CJK_RUN.sub(lambda m: f" {bigrams(m.group(0))} ", unicodedata.normalize("NFKC", text))
+
+
+def test_segment_for_index_is_segmentation_version_1_exactly():
+    """The FTS rows of a build are compared with those of earlier builds (deletes, versions): the
+    same text must give the same string, whatever the implementation (ASCII, runs at either end)."""
+    import random
+
+    from mnote_evidence.build.text import SEGMENTATION_VERSION
+
+    assert SEGMENTATION_VERSION == "1"  # a new version may change the strings: then change this test
+    assert segment_for_index("a线程作用域b 池") == "a 线程 程作 作用 用域 域 b  池 "
+    pool = "ab ,\n-ｆ　½ﬁ，。线程作用域吗カタ한국豈\u0301"  # ASCII, full-width, compatibility, CJK of each range
+    rng = random.Random(17)
+    samples = ["", "a", "线", "线程", "plain ASCII text.", *("".join(rng.choices(pool, k=rng.randint(1, 40)))
+                                                           for _ in range(3000))]
+    for text in samples + [t * 40 for t in samples[-50:]]:  # and long ones (not kept by `nfkc`)
+        assert segment_for_index(text) == _segmented_v1(text), text
+        assert normalise(text) == " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def test_a_block_is_normalised_once_for_its_id_and_its_fts_value(monkeypatch):
+    from mnote_evidence.build import text as text_module
+    from mnote_evidence.build.providers.markdown import MarkdownProvider
+
+    calls: list[str] = []
+    real = unicodedata.normalize
+    monkeypatch.setattr(text_module.unicodedata, "normalize", lambda form, s: calls.append(s) or real(form, s))
+    text_module._nfkc_recent.cache_clear()
+    note = "# 线程作用域\n\n关于线程，作用域的规则。\n\nPlain English paragraph.\n"
+    artifact = MarkdownProvider().parse_text("n.md", "h", note)
+    values = [segment_for_index(b.text) for b in artifact.blocks]
+    assert values[1] == " 关于 于线 线程 程 , 作用 用域 域的 的规 规则 则 。"  # full-width comma: NFKC
+    assert sorted(calls) == sorted(b.text for b in artifact.blocks if not b.text.isascii())  # once each

@@ -21,7 +21,7 @@ from typing import Callable
 from markdown_it.token import Token
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.markdown_syntax import parse_note
+from mnote_evidence.build.markdown_syntax import keep_parsed, markdown_parser
 from mnote_evidence.build.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
@@ -59,35 +59,39 @@ def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
     open_link: dict[str, str] | None = None
     words: list[str] = []
     for child in token.children or []:
-        if open_link is not None and child.type in ("text", "code_inline"):
-            words.append(child.content)
-        if child.type in ("text", "code_inline", "tag"):
+        ctype = child.type
+        if ctype == "text" or ctype == "code_inline":  # most children: tested first
             parts.append(child.content)
-            if child.type == "tag":
-                links.append({"target": child.meta["tag"], "kind": "tag"})
-        elif child.type == "math_inline":
+            if open_link is not None:
+                words.append(child.content)
+        elif ctype == "tag":
+            parts.append(child.content)
+            links.append({"target": child.meta["tag"], "kind": "tag"})
+        elif ctype == "math_inline":
             parts.append(f"${child.content}$")
-        elif child.type == "math_inline_double":
+        elif ctype == "math_inline_double":
             parts.append(f"$${child.content}$$")
-        elif child.type == "footnote_ref":
+        elif ctype == "footnote_ref":
             parts.append(footnote_label(child))
-        elif child.type in ("softbreak", "hardbreak"):
+        elif ctype == "softbreak" or ctype == "hardbreak":
             parts.append("\n")
-        elif child.type == "image":
+        elif ctype == "image":
             parts.append(child.content)
             links.append({"target": str(child.attrs.get("src", "")), "kind": "image"})
-        elif child.type == "link_open":
+        elif ctype == "link_open":
             open_link, words = {"target": str(child.attrs.get("href", "")), "kind": "link"}, []
             links.append(open_link)
-        elif child.type == "link_close" and open_link is not None:
+        elif ctype == "link_close" and open_link is not None:
             if "".join(words).strip():
                 open_link["label"] = "".join(words)
             open_link = None
-        elif child.type == "wikilink":
+        elif ctype == "wikilink":
             parts.append(child.content)
             kind = "embed" if child.meta["embed"] else "wikilink"
             links.append({"target": child.meta["target"], "kind": kind, "label": child.content})
-    return join_lines("".join(parts).split("\n")), links
+    text = "".join(parts)
+    # one line (most paragraphs): what `join_lines` makes of it, without splitting
+    return text.strip() if "\n" not in text else join_lines(text.split("\n")), links
 
 
 def footnote_label(token: Token) -> str:
@@ -95,20 +99,27 @@ def footnote_label(token: Token) -> str:
     return f"[{token.meta['id'] + 1}]"
 
 
-_CONTAINERS = {"list_item_open": "list_item_close", "blockquote_open": "blockquote_close",
-               "footnote_open": "footnote_close"}
-_CLOSERS = set(_CONTAINERS.values())
+# what `block_tokens` does with a token, by type (any other type: nothing)
+_OPEN, _CLOSE, _TEXT, _RAW, _FRONT, _TABLE = range(6)
+_CONTAINERS = {"list_item_open": "list_item", "blockquote_open": "quote", "footnote_open": "footnote"}
+_ACTIONS = {
+    **dict.fromkeys(_CONTAINERS, _OPEN),
+    **dict.fromkeys(("list_item_close", "blockquote_close", "footnote_close"), _CLOSE),
+    **dict.fromkeys(("heading_open", "paragraph_open", "callout_title_open"), _TEXT),
+    **dict.fromkeys(("fence", "code_block", "html_block", "math_block"), _RAW),
+    "front_matter": _FRONT,
+    "table_open": _TABLE,
+}
+_RAW_KINDS = {"fence": "code", "code_block": "code", "html_block": "html", "math_block": "math"}
 
 
 def _container(stack: list[Token]) -> str:
-    for tok in reversed(stack):
-        if tok.type == "list_item_open":
-            return "list_item"
-        if tok.type == "blockquote_open":
-            return "callout" if (tok.meta or {}).get("callout") else "quote"
-        if tok.type == "footnote_open":
-            return "footnote"
-    return "paragraph"
+    """What holds a paragraph: the innermost container (`stack` holds only containers' openings)."""
+    if not stack:
+        return "paragraph"
+    tok = stack[-1]
+    kind = _CONTAINERS[tok.type]
+    return "callout" if kind == "quote" and (tok.meta or {}).get("callout") else kind
 
 
 def _paragraph(tokens: list[Token], i: int, stack: list[Token]) -> BlockToken:
@@ -122,7 +133,7 @@ def _paragraph(tokens: list[Token], i: int, stack: list[Token]) -> BlockToken:
     elif kind == "list_item" and tokens[i - 1].type == "list_item_open" and "checked" in (tokens[i - 1].meta or {}):
         kind, text = "task", ("[x] " if tokens[i - 1].meta["checked"] else "[ ] ") + text
     elif kind == "footnote":
-        note = f"footnote {footnote_label(next(t for t in reversed(stack) if t.type == 'footnote_open'))}"
+        note = f"footnote {footnote_label(stack[-1])}"
     anchor = (tok.meta or {}).get("anchor")
     return BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], links, anchor, note)
 
@@ -134,23 +145,29 @@ def block_tokens(tokens: list[Token], front_matter: Callable[[str], Properties] 
     out: list[BlockToken] = []
     stack: list[Token] = []
     i = 0
+    actions = _ACTIONS
     while i < len(tokens):
         tok = tokens[i]
-        if tok.type in _CONTAINERS:
+        action = actions.get(tok.type)
+        if action is None:
+            pass
+        elif action == _OPEN:
             stack.append(tok)
-        elif tok.type in _CLOSERS:
+        elif action == _CLOSE:
             stack.pop()
-        elif tok.type in ("heading_open", "paragraph_open", "callout_title_open") and tok.map:
+        elif not tok.map:
+            pass
+        elif action == _TEXT:
             out.append(_paragraph(tokens, i, stack))
-        elif tok.type in ("fence", "code_block", "html_block", "math_block") and tok.map:
-            kind = {"html_block": "html", "math_block": "math"}.get(tok.type, "code")
+        elif action == _RAW:
+            kind = _RAW_KINDS[tok.type]
             text = tok.content.strip() if kind == "math" else tok.content.rstrip("\n")
             out.append(BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], []))
-        elif tok.type == "front_matter" and tok.map:
+        elif action == _FRONT:
             props = front_matter(tok.content)
             out.append(BlockToken(i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links,
                                   properties=props))
-        elif tok.type == "table_open" and tok.map:
+        else:
             i = _table_block(tokens, i, out)
         i += 1
     return [b for b in out if b.text.strip()]
@@ -208,7 +225,7 @@ class MarkdownProvider:
 
     def parse_text(self, path: str, source_hash: str, text: str,
                    warnings: list[Warning_] | None = None) -> ParsedResourceArtifact:
-        tokens = parse_note(text, keep=True)  # the renderer takes them (markdown_syntax.py)
+        tokens = markdown_parser().parse(text)
         offsets = _line_offsets(text)
         new_block_id = BlockIdAllocator(path)
         tree = SectionTree(path)
@@ -216,7 +233,9 @@ class MarkdownProvider:
         warnings = list(warnings or [])
         title = None
         anchors: set[str] = set()
-        for bt in block_tokens(tokens):
+        found = block_tokens(tokens)
+        keep_parsed(text, tokens, [bt.index for bt in found])  # for the renderer (markdown_syntax.py)
+        for bt in found:
             if bt.properties is not None:
                 props = bt.properties
                 title = props.title

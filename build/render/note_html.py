@@ -52,16 +52,18 @@ class BlockMismatch(RuntimeError):
     """The note's tokens no longer match its indexed blocks (it changed since the index was written)."""
 
 
-def _attach_ids(tokens: list[Token], blocks: list[Block]) -> None:
-    shown = next((b.text for b in blocks if b.type == "properties"), "")  # "": front matter without a block
-    found = block_tokens(tokens, lambda raw: Properties(shown))
-    if len(found) != len(blocks):
-        raise BlockMismatch(f"{len(found)} blocks in the note, {len(blocks)} in the index")
-    for bt, block in zip(found, blocks):
+def _attach_ids(tokens: list[Token], blocks: list[Block], starts: list[int] | None) -> None:
+    """`starts`: where each block starts in `tokens`, if the provider found them (else found here)."""
+    if starts is None:
+        shown = next((b.text for b in blocks if b.type == "properties"), "")  # "": front matter without a block
+        starts = [bt.index for bt in block_tokens(tokens, lambda raw: Properties(shown))]
+    if len(starts) != len(blocks):
+        raise BlockMismatch(f"{len(starts)} blocks in the note, {len(blocks)} in the index")
+    for start, block in zip(starts, blocks):
         block_id = block.id
-        tok = tokens[bt.index]
+        tok = tokens[start]
         if tok.hidden and tok.type == "paragraph_open":  # a tight list item's paragraph renders no tag: the <li>
-            i = bt.index
+            i = start
             while tokens[i].type != "list_item_open":
                 i -= 1
             tok = tokens[i]
@@ -105,8 +107,8 @@ def compile_note(text: str, blocks: list[Block]) -> Program:
     """The note's HTML with the parts that depend on the rest of the site (links, wikilinks, embeds, tags,
     old ids) left as operations: (static parts, operations), one more part than operations."""
     md = markdown_parser()
-    tokens = parse_note(text)  # the provider's, when it just parsed this text here (parsed once)
-    _attach_ids(tokens, blocks)
+    tokens, starts = parse_note(text)  # the provider's, when it just parsed this text here (parsed once)
+    _attach_ids(tokens, blocks, starts)
     env: dict[str, Any] = {"ops": []}
     parts = _Renderer(md).render(tokens, md.options, env).split(_MARK)
     if len(parts) != len(env["ops"]) + 1:  # a NUL from elsewhere than the note's text: a bug here, said so

@@ -1,13 +1,16 @@
 """Compiled notes handed from the parse to the render, so a full build parses each note once (issue 17).
 
 Where the build parses a changed note for the index (a parse worker, `build/prepare.py`), its tokens
-are still in memory (`markdown_syntax.parse_note(keep=True)`): `store_program` compiles the note's
-HTML there (`note_html.compile_note`: all but what depends on the rest of the site) and leaves it as
-a JSON file in the site's `PROGRAMS_DIR`, named by a hash of the note's text, its block ids and what
-`compile_note` reads of its blocks. `load_program` in the render finds it for the same text and
-blocks (and removes it); anything else (no file, other text, other blocks, an unreadable file)
-is compiled again in the render, so a program can only save time, never change a page.
-`render_site` removes the folder when it is done; it is never synced (a cache, not a result).
+are still in memory (`markdown_syntax.keep_parsed`): `store_programs` compiles the notes of one parse
+task there (`note_html.compile_note`: all but what depends on the rest of the site) and leaves them in
+one file in the site's `PROGRAMS_DIR` (a file per note cost more to create and remove than the note
+to compile, at ~0.3 ms of system time each here: issue 17). Each program is named by a hash of the
+note's text, its block ids and what `compile_note` reads of its blocks; the file starts with a JSON
+line of {name: [offset, length]} of the programs after it. `load_program` in the render finds the
+program for the same text and blocks (once per process); anything else (no program, other text,
+other blocks, an unreadable file) is compiled again in the render, so a program can only save time,
+never change a page. `render_site` removes the folder when it is done; it is never synced (a cache,
+not a result).
 """
 
 from __future__ import annotations
@@ -24,41 +27,92 @@ if TYPE_CHECKING:  # the parser and renderer load only where a note is compiled
     from mnote_evidence.build.render.note_html import Program
 
 PROGRAMS_DIR = ".mnote-note-programs"  # in the site folder, while a build runs
-VERSION = "1"  # of the program format and of `compile_note`'s output: part of every name
+VERSION = "2"  # of the program format and of `compile_note`'s output: part of every name
+SUFFIX = ".programs"
 
 
 def _name(text: str, blocks: list[Block]) -> str:
     shape = [[b.id, b.anchor, b.text if b.type == "properties" else None] for b in blocks]
     h = hashlib.sha256(f"{VERSION}\0{text}\0".encode("utf-8", "surrogatepass"))
     h.update(json.dumps(shape, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    return h.hexdigest()[:32] + ".json"
+    return h.hexdigest()[:32]
+
+
+def store_programs(folder: Path, notes: list[tuple[str, list[Block]]]) -> None:
+    """Compile each (text, blocks) note (its kept tokens, when it was just parsed here) into one file
+    of `folder`; best effort: a note that does not compile or encode is left to the render."""
+    from mnote_evidence.build.render.note_html import BlockMismatch, compile_note
+    entries: dict[str, list[int]] = {}
+    chunks: list[bytes] = []
+    offset = 0
+    for text, blocks in notes:
+        try:
+            data = json.dumps(compile_note(text, blocks), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except (BlockMismatch, ValueError):  # ValueError: a surrogate in the text (not UTF-8)
+            continue
+        entries[_name(text, blocks)] = [offset, len(data)]
+        chunks.append(data)
+        offset += len(data)
+    if not entries:
+        return
+    head = json.dumps(entries, separators=(",", ":")).encode("ascii") + b"\n"
+    try:
+        folder.mkdir(exist_ok=True)
+        final = folder / (hashlib.sha256(head).hexdigest()[:32] + SUFFIX)  # the same notes: the same file
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(b"".join([head, *chunks]))
+        tmp.replace(final)
+    except OSError:  # disk full...: the render compiles them
+        return
 
 
 def store_program(folder: Path, text: str, blocks: list[Block]) -> None:
-    """Compile the note (its kept tokens, when it was just parsed here) into `folder`; best effort."""
-    from mnote_evidence.build.render.note_html import BlockMismatch, compile_note
+    """One note: `store_programs`."""
+    store_programs(folder, [(text, blocks)])
+
+
+# the programs of a folder, read once per process: (the folder's inode and mtime), {name: (file, start, length)}
+_found: dict[Path, tuple[tuple[int, int], dict[str, tuple[Path, int, int]]]] = {}
+
+
+def _programs_in(folder: Path) -> dict[str, tuple[Path, int, int]]:
+    """Where each program of `folder` is: its files' first lines, read again only if files came or went
+    (a file written or removed changes the folder's mtime)."""
     try:
-        program = compile_note(text, blocks)
-    except BlockMismatch:
-        return
-    try:
-        folder.mkdir(exist_ok=True)
-        final = folder / _name(text, blocks)
-        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(program, ensure_ascii=False, separators=(",", ":")), "utf-8")
-        tmp.replace(final)
-    except (OSError, ValueError):  # disk full, a surrogate in the text...: the render compiles it
-        return
+        st = folder.stat()
+    except OSError:
+        _found.pop(folder, None)
+        return {}
+    key = (st.st_ino, st.st_mtime_ns)
+    known = _found.get(folder)
+    if known is not None and known[0] == key:
+        return known[1]
+    where: dict[str, tuple[Path, int, int]] = {}
+    for path in folder.glob("*" + SUFFIX):
+        try:
+            with open(path, "rb") as f:
+                head = f.readline()
+            entries = json.loads(head)
+            for name, (offset, length) in entries.items():
+                where[name] = (path, len(head) + offset, length)
+        except (OSError, ValueError, TypeError):  # unreadable: its notes are compiled by the render
+            continue
+    _found[folder] = (key, where)
+    return where
 
 
 def load_program(folder: Path | None, text: str, blocks: list[Block]) -> Program | None:
-    """The program `store_program` left for this text and these blocks (removed once read), else None."""
+    """The program `store_programs` left for this text and these blocks (handed out once), else None."""
     if folder is None:
         return None
-    path = folder / _name(text, blocks)
+    entry = _programs_in(folder).pop(_name(text, blocks), None)
+    if entry is None:
+        return None
+    path, start, length = entry
     try:
-        parts, ops = json.loads(path.read_text("utf-8"))
+        with open(path, "rb") as f:
+            f.seek(start)
+            parts, ops = json.loads(f.read(length))
     except (OSError, ValueError, TypeError):
         return None
-    path.unlink(missing_ok=True)
     return parts, ops

@@ -99,8 +99,22 @@ def test_a_program_is_used_once_and_only_for_its_text_and_blocks(tmp_path):
     assert load_program(tmp_path, text, other) is None  # other block ids
     parts, ops = load_program(tmp_path, text, blocks)
     assert len(parts) == len(ops) + 1 and ["wikilink", "B", "B", False] in ops
-    assert load_program(tmp_path, text, blocks) is None  # removed once read
+    assert load_program(tmp_path, text, blocks) is None  # handed out once
     store_program(tmp_path, text, blocks)
-    for f in tmp_path.glob("*.json"):
+    for f in tmp_path.glob("*" + note_programs.SUFFIX):
         f.write_text("{not json", "utf-8")
     assert load_program(tmp_path, text, blocks) is None  # unreadable: compiled again by the render
+
+
+def test_the_notes_of_a_parse_task_share_one_file(tmp_path):
+    """A file per note cost more to create and remove than its note to compile (issue 17)."""
+    notes = [(f"# Note {i}\n\nSee [[N{i}]].\n", [Block(id=f"b-h{i}", type="heading", text=f"Note {i}"),
+                                                  Block(id=f"b-p{i}", type="paragraph", text=f"See [[N{i}]].")])
+             for i in range(5)]
+    broken = ("# Two\n\nblocks\n", [Block(id="b-x", type="heading", text="Two")])  # 2 blocks, 1 indexed
+    note_programs.store_programs(tmp_path, [*notes[:3], broken, *notes[3:]])
+    assert len(list(tmp_path.iterdir())) == 1
+    for i, (text, blocks) in enumerate(notes):
+        parts, ops = load_program(tmp_path, text, blocks)
+        assert ["wikilink", f"N{i}", f"N{i}", False] in ops
+    assert load_program(tmp_path, *broken) is None  # not compiled: the render does it
