@@ -94,13 +94,6 @@ def _op(env: dict, *op: Any) -> str:
     return _MARK
 
 
-def render_note(text: str, note_path: str, blocks: list[Block], aliases: dict[str, list[str]],
-                links: NoteLinks, page: str | None = None, program: Program | None = None) -> str:
-    """The note's HTML; its links are relative to `page` (default: the note's own page). `program`: the
-    note compiled already for this text and these blocks (`render/note_programs.py`), else compiled here."""
-    return run_program(program or compile_note(text, blocks), note_path, aliases, links, page or page_path(note_path))
-
-
 def compile_note(text: str, blocks: list[Block]) -> Program:
     """The note's HTML with the parts that depend on the rest of the site (links, wikilinks, embeds, tags,
     old ids) left as operations: (static parts, operations), one more part than operations."""
