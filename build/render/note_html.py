@@ -114,7 +114,9 @@ def run_program(program: Program, note_path: str, aliases: dict[str, list[str]],
     env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page, "link_stack": []}
     out = [parts[0]]
     for op, part in zip(ops, parts[1:]):
-        out.append(_RUN[op[0]](env, aliases, *op[1:]))
+        # most operations are a block's old ids and `^id` (one per block), and most blocks have neither
+        if op[0] != "alias" or op[2] or op[1] in aliases:
+            out.append(_RUN[op[0]](env, aliases, *op[1:]))
         out.append(part)
     return "".join(out)
 
