@@ -47,7 +47,7 @@ from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.render import copies, data, dirty, page_images, page_pool, state as site_state, tag_pages
-from mnote_evidence.build.render.backlinks import Sentences
+from mnote_evidence.build.render.backlinks import Sentences, items_html
 from mnote_evidence.build.render.front import INDEX, FrontPage, tree
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
@@ -185,6 +185,7 @@ class _Site:
             "removed_aliases": [a.old_id for a in aliases if a.successor is None],
             "aliases": _aliases_by_successor(aliases),
         })
+        ctx["backlinks_html"] = items_html(ctx["backlinks"])
         return ctx
 
     def _page_image(self, path: str, page: int) -> str | None:

@@ -192,3 +192,29 @@ def test_templates_read_a_dicts_items_as_jinja_does():
     assert template.render(d={"url": "a&b", "items": "shadowed"}, o=O()) == "a&amp;b|True|False|attr"
     assert env.from_string("{{ d['items'] }}").render(d={"items": "x"}) == "x"
     assert env.from_string("{{ d.items() | list }}").render(d={"k": 1}) == "[(&#39;k&#39;, 1)]"
+
+
+_PANEL_LOOP = ('{% for b in backlinks %}<li><a href="{{ b.url }}">{{ b.name }}</a>{% if b.folder %} <small class="muted">'
+               '{{ b.folder }}</small>{% endif %}\n    <q>{{ b.sentence.before }}{% if b.sentence.mark %}<mark>'
+               '{{ b.sentence.mark }}</mark>{% endif %}{{ b.sentence.after }}</q></li>{% endfor %}')
+
+
+def test_backlinks_items_drawn_in_python_are_those_the_template_loop_drew(built):
+    """`backlinks.items_html` replaced the panel's Jinja loop (`_PANEL_LOOP`, as it was): the same bytes."""
+    env = site._environment()
+    loop = env.from_string(_PANEL_LOOP)
+    odd = [{"url": "a%20b.html#x", "name": 'A <b> & "c"', "folder": "", "text": "",
+            "sentence": backlinks.Snippet("<i>before</i> ", "", "")},
+           {"url": "../d/e.html", "name": "E", "folder": "d/<f>", "text": "",
+            "sentence": backlinks.Snippet("x ", "'mark'", " & after")}]
+    assert backlinks.items_html(odd) == loop.render(backlinks=odd)
+    s = _render_site(built)
+    try:
+        seen = 0
+        for res in s.resources:
+            ctx = s._resource_context(res, page_path(res.path), data.backlinks(s.conn, res.resource_id), [])
+            assert ctx["backlinks_html"] == loop.render(backlinks=ctx["backlinks"]), res.path
+            seen += len(ctx["backlinks"])
+        assert seen >= 10
+    finally:
+        s.conn.close()
