@@ -59,6 +59,7 @@ from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is
 
 STATE_FILE = site_state.STATE_FILE  # what the last render wrote (`render/state.py`)
 TREE_CACHE = ".mnote-front-tree.html"  # the front page's file tree, rendered (`_Site._tree_html`)
+HOME_CACHE = ".mnote-front-note.json"  # the home note as the front page shows it (`_Site._home_note`)
 
 
 @dataclass
@@ -274,15 +275,36 @@ class _Site:
         ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX),
                     "tree_html": self._tree_html(front)})
         if front.note is not None:
-            artifact = self._artifact(front.note)
-            if artifact is not None:
-                known = len(self.report.problems)
-                ctx["body"] = note_body(self, front.note, artifact, INDEX, _aliases_by_successor(
-                    data.aliases(self.conn, front.note.resource_id)))
-                if any(p in self.report.problems[:known] for p in self.report.problems[known:]):
-                    del self.report.problems[known:]  # already reported by the note's own page
-                ctx["title"] = note_title(front.note, artifact)
+            body, title = self._home_note(front)
+            ctx["body"] = body
+            if title is not None:
+                ctx["title"] = title
         return self.env.get_template("index.html").render(ctx)
+
+    def _home_note(self, front: FrontPage) -> tuple[str | None, str | None]:
+        """The home note's body (links relative to index.html) and title (None: unreadable, the page's
+        default). Every edit changes the front page (its recent changes), and compiling the home note
+        again (no program: only the edited note was parsed) was most of its cost: both are kept in
+        `HOME_CACHE` with the note's page key, which changes whenever its body or title could."""
+        key, cache = f"{front.note_key}|{self.templates_salt}" if front.note_key else None, self.out / HOME_CACHE
+        try:
+            cached = json.loads(cache.read_text("utf-8")) if key else None
+            if cached and cached["key"] == key:
+                return cached["body"], cached["title"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        artifact = self._artifact(front.note)
+        if artifact is None:
+            return None, None
+        known = len(self.report.problems)
+        body = note_body(self, front.note, artifact, INDEX, _aliases_by_successor(
+            data.aliases(self.conn, front.note.resource_id)))
+        if any(p in self.report.problems[:known] for p in self.report.problems[known:]):
+            del self.report.problems[known:]  # already reported by the note's own page
+        title = note_title(front.note, artifact)
+        if key and body is not None:
+            atomic_write_text(cache, json.dumps({"key": key, "body": body, "title": title}))  # ASCII: any text
+        return body, title
 
 
 def _paths_key(resources: list[data.Resource]) -> str:
