@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import posixpath
 from pathlib import Path
-from typing import Any, Callable, Protocol
-
-from jinja2 import Environment
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from mnote_evidence.build.links import LinkResolver
 from mnote_evidence.build.model import ParsedResourceArtifact, ResourceRow as Resource
@@ -27,6 +25,9 @@ from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import load_program, shape_of
 from mnote_evidence.build.urls import relative_url
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 
 class _Site(Protocol):

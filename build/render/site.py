@@ -32,9 +32,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
+from typing import TYPE_CHECKING, Any
 
 from mnote_evidence import __version__
 from mnote_evidence.build.assets import asset_dir
@@ -53,9 +51,11 @@ from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
-from mnote_evidence.build.render.pages import RULES, note_body, note_title
 from mnote_evidence.build.sidecars import artifact_from_source_map
 from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
+
+if TYPE_CHECKING:  # Jinja and the page rules (the Markdown renderer) load where pages are drawn: a render
+    from jinja2 import Environment  # with nothing to do (a no-op build) spends 50 ms on neither
 
 STATE_FILE = site_state.STATE_FILE  # what the last render wrote (`render/state.py`)
 TREE_CACHE = ".mnote-front-tree.html"  # the front page's file tree, rendered (`_Site._tree_html`)
@@ -88,31 +88,9 @@ def _templates_dir() -> Path:
     return asset_dir("site_templates")
 
 
-_DICT_ATTRS = frozenset(dir(dict))
-
-
-class _Environment(Environment):
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        """`x.name` as Jinja reads it, a plain dict's item looked up first when `name` is no attribute of
-        dicts (so the same value): Jinja tries the attribute first, and the AttributeError it raises and
-        catches for a dict's key was a third of the backlinks panel's rendering and most of the tag pages'."""
-        if type(obj) is dict and attribute not in _DICT_ATTRS:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass
-        return super().getattr(obj, attribute)
-
-
 def _environment() -> Environment:
-    # compiled templates are cached per user in the temp folder (Jinja's own, keyed by source checksum):
-    # compiling them took a fifth of a one-note rebuild's time. `auto_reload` off: the templates are hashed
-    # once per render (`state.templates_hash`), not stat'ed again at every page's `get_template` and include
-    env = _Environment(loader=FileSystemLoader(_templates_dir()), autoescape=True, undefined=StrictUndefined,
-                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, auto_reload=False,
-                       bytecode_cache=FileSystemBytecodeCache())
-    env.filters["pct"] = lambda v: f"{v:.4f}".rstrip("0").rstrip(".")
-    return env
+    from mnote_evidence.build.render.templates import environment  # only where pages are drawn
+    return environment(_templates_dir())
 
 
 class _Site:
@@ -137,6 +115,7 @@ class _Site:
         else:
             self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
+        from mnote_evidence.build.render.pages import RULES
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
         self.sentences = Sentences(self.conn)
 
@@ -293,6 +272,7 @@ class _Site:
                 return cached["body"], cached["title"]
         except (OSError, ValueError, KeyError, TypeError):
             pass
+        from mnote_evidence.build.render.pages import note_body, note_title
         artifact = self._artifact(front.note)
         if artifact is None:
             return None, None
