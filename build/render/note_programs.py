@@ -8,9 +8,10 @@ a JSON file in the site's `PROGRAMS_DIR`, named by a hash of the note's text, it
 blocks; anything else (no file, other text, other blocks, an unreadable file)
 is compiled again in the render, so a program can only save time, never change a page.
 `render_site` removes the folder when it is done; it is never synced (a cache, not a result). A program is
-not removed as it is read: on a full build of 10,000 notes those unlinks waited on the file system's
-writeback (the parse's files being flushed by the render's own batched syncs, or any other process's)
-for 15 s of a 57 s render (jobs 1), where the folder's removal at the end takes a fraction of a second.
+not removed as it is read (the front page reads the home note's again): in a profiled full build of 10,000
+notes (jobs 1) those 10,000 unlinks waited 15 s on the file system's writeback (the parse's files flushed
+by the render's own batched syncs, or by any other process's), where the folder's removal at the end
+takes a fraction of a second.
 """
 
 from __future__ import annotations
