@@ -75,7 +75,9 @@ def test_markdown_only_no_op_build_loads_no_pdf_image_word_or_http_library(tmp_p
     imported("build", str(ws), "--out", str(out), "--json")  # the first build: renders the site
     modules, stdout = imported("build", str(ws), "--out", str(out), "--json")
     assert json.loads(stdout)["parsed"] == 0  # a no-op
-    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | DATA | POOL) == set()
+    # with the site: its render has nothing to do, so it loads neither Jinja nor the page rules
+    assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA | POOL) == set()
+    assert "mnote_evidence.build.render.site" in modules and "mnote_evidence.build.render.pages" not in modules
     imported("build", str(ws), "--out", str(tmp_path / "bare"), "--no-site")
     modules, stdout = imported("build", str(ws), "--out", str(tmp_path / "bare"), "--no-site", "--json")
     assert json.loads(stdout)["parsed"] == 0

@@ -9,7 +9,9 @@ link) or it is not in the block's text, the block's text is shortened instead: t
 
 Invariants: the text shown is the indexed block text (a slice of it), never re-derived from the
 source; labels only locate the link within it. Each linking note's labels are read once per
-render of a page (`Sentences`: one query per page).
+render of a page (`Sentences`: one query per page). The panel's items are drawn here (`items_html`),
+the panel around them by `_resource_side.html`: a dozen backlinks a page cost Jinja a third of the
+note page's template time (15 outputs and 8 lookups each).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass
+
+from markupsafe import Markup, escape
 
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.render import data
@@ -104,3 +108,16 @@ class Sentences:
 def _snippet(link: data.Backlink, found: list[str]) -> Snippet:
     label = next((w for w in found if w in link.text), "")
     return sentence_around(link.text, label)
+
+
+def items_html(items: list[dict]) -> Markup:
+    """The backlinks panel's `<li>`s (each backlink's page, title, folder and sentence, its words marked),
+    every value escaped as the template's autoescape would."""
+    out = []
+    for b in items:
+        s: Snippet = b["sentence"]
+        folder = f' <small class="muted">{escape(b["folder"])}</small>' if b["folder"] else ""
+        mark = f"<mark>{escape(s.mark)}</mark>" if s.mark else ""
+        out.append(f'<li><a href="{escape(b["url"])}">{escape(b["name"])}</a>{folder}    '
+                   f"<q>{escape(s.before)}{mark}{escape(s.after)}</q></li>")
+    return Markup("".join(out))

@@ -96,13 +96,6 @@ def _op(env: dict, *op: Any) -> str:
     return _MARK
 
 
-def render_note(text: str, note_path: str, blocks: list[Block], aliases: dict[str, list[str]],
-                links: NoteLinks, page: str | None = None, program: Program | None = None) -> str:
-    """The note's HTML; its links are relative to `page` (default: the note's own page). `program`: the
-    note compiled already for this text and these blocks (`render/note_programs.py`), else compiled here."""
-    return run_program(program or compile_note(text, blocks), note_path, aliases, links, page or page_path(note_path))
-
-
 def compile_note(text: str, blocks: list[Block]) -> Program:
     """The note's HTML with the parts that depend on the rest of the site (links, wikilinks, embeds, tags,
     old ids) left as operations: (static parts, operations), one more part than operations."""
@@ -123,7 +116,9 @@ def run_program(program: Program, note_path: str, aliases: dict[str, list[str]],
     env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page, "link_stack": []}
     out = [parts[0]]
     for op, part in zip(ops, parts[1:]):
-        out.append(_RUN[op[0]](env, aliases, *op[1:]))
+        # most operations are a block's old ids and `^id` (one per block), and most blocks have neither
+        if op[0] != "alias" or op[2] or op[1] in aliases:
+            out.append(_RUN[op[0]](env, aliases, *op[1:]))
         out.append(part)
     return "".join(out)
 

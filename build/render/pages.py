@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import posixpath
 from pathlib import Path
-from typing import Any, Callable, Protocol
-
-from jinja2 import Environment
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from mnote_evidence.build.links import LinkResolver
 from mnote_evidence.build.model import ParsedResourceArtifact, ResourceRow as Resource
 from mnote_evidence.build.providers.encoding import decode_note
 from mnote_evidence.build.render import page_images
-from mnote_evidence.build.render.note_html import BlockMismatch, render_note
+from mnote_evidence.build.render.note_html import BlockMismatch, compile_note, run_program
 from mnote_evidence.build.render.note_links import NoteLinks
-from mnote_evidence.build.render.note_programs import load_program
+from mnote_evidence.build.render.note_map import NoteMap
+from mnote_evidence.build.render.note_programs import load_program, shape_of
 from mnote_evidence.build.urls import relative_url
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 
 class _Site(Protocol):
@@ -43,29 +45,33 @@ class _Site(Protocol):
 PageRule = Callable[[_Site, Resource, dict[str, Any], ParsedResourceArtifact, str], str]
 
 
-def note_body(site: _Site, res: Resource, artifact: ParsedResourceArtifact, page: str,
+def note_body(site: _Site, res: Resource, artifact: ParsedResourceArtifact | NoteMap, page: str,
               aliases: dict[str, list[str]]) -> str | None:
     """A note's HTML with its links relative to `page` (its own page, or the front page);
-    None when the note no longer matches its indexed blocks (recorded as `note_changed`)."""
+    None when the note no longer matches its indexed blocks (recorded as `note_changed`). The blocks
+    themselves are read only when the note is compiled here (`render/note_map.py`)."""
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())
-        return render_note(text, res.path, artifact.blocks, aliases, site.note_links, page=page,
-                           program=load_program(site.programs, text, artifact.blocks))
+        shape = artifact.shape if isinstance(artifact, NoteMap) else shape_of(artifact.blocks)
+        program = load_program(site.programs, text, shape) or compile_note(text, artifact.blocks)
+        return run_program(program, res.path, aliases, site.note_links, page)
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
         site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
         return None
 
 
-def note_title(res: Resource, artifact: ParsedResourceArtifact) -> str:
+def note_title(res: Resource, artifact: ParsedResourceArtifact | NoteMap) -> str:
     """Front matter `title`, else the first heading (the provider's choice), else the file name."""
     return artifact.title or posixpath.splitext(posixpath.basename(res.path))[0]
 
 
-def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
-    """A Markdown note: its own HTML with a block anchor on every block."""
+def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact | NoteMap,
+         page: str) -> str:
+    """A Markdown note: its own HTML with a block anchor on every block (its indexed blocks when it changed
+    since: the only page that shows `blocks`)."""
     body = note_body(site, res, artifact, page, ctx["aliases"])
     ctx["title"] = note_title(res, artifact)
-    ctx.update({"body": body, "blocks": artifact.blocks})
+    ctx.update({"body": body, "blocks": artifact.blocks if body is None else []})
     return site.env.get_template("note.html").render(ctx)
 
 

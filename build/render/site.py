@@ -32,9 +32,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
+from typing import TYPE_CHECKING, Any
 
 from mnote_evidence import __version__
 from mnote_evidence.build.assets import asset_dir
@@ -47,17 +45,21 @@ from mnote_evidence.build.links import LinkResolver, alias_map
 from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.render import copies, data, dirty, page_images, page_pool, state as site_state, tag_pages
-from mnote_evidence.build.render.backlinks import Sentences
+from mnote_evidence.build.render.backlinks import Sentences, items_html
 from mnote_evidence.build.render.front import INDEX, FrontPage, tree
 from mnote_evidence.build.render.note_links import NoteLinks
+from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
 from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
-from mnote_evidence.build.render.pages import RULES, note_body, note_title
 from mnote_evidence.build.sidecars import artifact_from_source_map
 from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
 
+if TYPE_CHECKING:  # Jinja and the page rules (the Markdown renderer) load where pages are drawn: a render
+    from jinja2 import Environment  # with nothing to do (a no-op build) spends 50 ms on neither
+
 STATE_FILE = site_state.STATE_FILE  # what the last render wrote (`render/state.py`)
 TREE_CACHE = ".mnote-front-tree.html"  # the front page's file tree, rendered (`_Site._tree_html`)
+HOME_CACHE = ".mnote-front-note.json"  # the home note as the front page shows it (`_Site._home_note`)
 
 
 @dataclass
@@ -87,13 +89,8 @@ def _templates_dir() -> Path:
 
 
 def _environment() -> Environment:
-    # compiled templates are cached per user in the temp folder (Jinja's own, keyed by source checksum):
-    # compiling them took a fifth of a one-note rebuild's time
-    env = Environment(loader=FileSystemLoader(_templates_dir()), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                      bytecode_cache=FileSystemBytecodeCache())
-    env.filters["pct"] = lambda v: f"{v:.4f}".rstrip("0").rstrip(".")
-    return env
+    from mnote_evidence.build.render.templates import environment  # only where pages are drawn
+    return environment(_templates_dir())
 
 
 class _Site:
@@ -118,6 +115,7 @@ class _Site:
         else:
             self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
+        from mnote_evidence.build.render.pages import RULES
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
         self.sentences = Sentences(self.conn)
 
@@ -167,6 +165,7 @@ class _Site:
             "removed_aliases": [a.old_id for a in aliases if a.successor is None],
             "aliases": _aliases_by_successor(aliases),
         })
+        ctx["backlinks_html"] = items_html(ctx["backlinks"])
         return ctx
 
     def _page_image(self, path: str, page: int) -> str | None:
@@ -227,6 +226,8 @@ class _Site:
             self.report.problems.append({"path": res.path, "code": "sidecar_missing",
                                          "message": "source map not readable; rebuild to recreate it"})
             return None
+        if res.kind == KIND_MARKDOWN and not doc.get("pages"):  # its blocks built only if needed
+            return NoteMap(doc)
         return artifact_from_source_map(doc, "")
 
     def render_tombstone(self, page: str, source: str) -> str:
@@ -253,15 +254,37 @@ class _Site:
         ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX),
                     "tree_html": self._tree_html(front)})
         if front.note is not None:
-            artifact = self._artifact(front.note)
-            if artifact is not None:
-                known = len(self.report.problems)
-                ctx["body"] = note_body(self, front.note, artifact, INDEX, _aliases_by_successor(
-                    data.aliases(self.conn, front.note.resource_id)))
-                if any(p in self.report.problems[:known] for p in self.report.problems[known:]):
-                    del self.report.problems[known:]  # already reported by the note's own page
-                ctx["title"] = note_title(front.note, artifact)
+            body, title = self._home_note(front)
+            ctx["body"] = body
+            if title is not None:
+                ctx["title"] = title
         return self.env.get_template("index.html").render(ctx)
+
+    def _home_note(self, front: FrontPage) -> tuple[str | None, str | None]:
+        """The home note's body (links relative to index.html) and title (None: unreadable, the page's
+        default). Every edit changes the front page (its recent changes), and compiling the home note
+        again (no program: only the edited note was parsed) was most of its cost: both are kept in
+        `HOME_CACHE` with the note's page key, which changes whenever its body or title could."""
+        key, cache = f"{front.note_key}|{self.templates_salt}" if front.note_key else None, self.out / HOME_CACHE
+        try:
+            cached = json.loads(cache.read_text("utf-8")) if key else None
+            if cached and cached["key"] == key:
+                return cached["body"], cached["title"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        from mnote_evidence.build.render.pages import note_body, note_title
+        artifact = self._artifact(front.note)
+        if artifact is None:
+            return None, None
+        known = len(self.report.problems)
+        body = note_body(self, front.note, artifact, INDEX, _aliases_by_successor(
+            data.aliases(self.conn, front.note.resource_id)))
+        if any(p in self.report.problems[:known] for p in self.report.problems[known:]):
+            del self.report.problems[known:]  # already reported by the note's own page
+        title = note_title(front.note, artifact)
+        if key and body is not None:
+            atomic_write_text(cache, json.dumps({"key": key, "body": body, "title": title}))  # ASCII: any text
+        return body, title
 
 
 def _paths_key(resources: list[data.Resource]) -> str:

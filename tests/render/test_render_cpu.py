@@ -129,3 +129,92 @@ def test_source_copies_resolve_each_folder_once_and_never_leave_the_workspace(tm
         assert not (out / rel).exists(), rel
     copies.copy_source(root, out, "here/a.pdf", folders)
     assert (out / "here" / "a.pdf").read_bytes() == b"a.pdf"
+
+
+def test_a_notes_map_gives_the_title_and_block_shape_of_its_artifact_and_builds_blocks_only_on_use(built):
+    import json
+
+    from mnote_evidence.build.render import note_map
+    from mnote_evidence.build.render.note_programs import shape_of
+    from mnote_evidence.build.sidecars import artifact_from_source_map
+
+    s = _render_site(built)
+    try:
+        notes = [r for r in s.resources if r.kind == "markdown" and r.status == "ok"]
+        assert len(notes) >= 10
+        for res in notes:
+            doc = json.loads((s.root / res.source_map_path).read_text("utf-8"))
+            full = artifact_from_source_map(doc, "")
+            view = s._artifact(res)
+            assert isinstance(view, note_map.NoteMap)
+            assert (view.title, view.shape) == (full.title, shape_of(full.blocks)), res.path
+            assert "blocks" not in vars(view)  # not built for the shape
+            assert view.blocks == full.blocks
+    finally:
+        s.conn.close()
+
+
+def test_a_first_render_builds_no_note_blocks_when_the_parse_left_every_program(built, tmp_path, monkeypatch):
+    """The pages run the programs the parse left: no note's source map becomes `Block`s, no note is compiled."""
+    from mnote_evidence.build.providers.encoding import decode_note
+    from mnote_evidence.build.render import note_map, note_programs, pages
+
+    workspace, out, _ = built
+    fresh = tmp_path / "site"
+    fresh.mkdir()
+    s = _render_site(built)
+    try:
+        for res in s.resources:
+            if res.kind == "markdown" and res.status == "ok":
+                text, _ = decode_note((s.root / res.path).read_bytes())
+                note_programs.store_program(fresh / note_programs.PROGRAMS_DIR, text, s._artifact(res).blocks)
+    finally:
+        s.conn.close()
+    built_blocks, compiled = [], []
+    real = note_map.artifact_from_source_map
+    monkeypatch.setattr(note_map, "artifact_from_source_map", lambda *a: built_blocks.append(a) or real(*a))
+    monkeypatch.setattr(pages, "compile_note", lambda *a: compiled.append(a) or 1 / 0)
+    report = site.render_site(workspace, fresh, out / "evidence.sqlite", site.RenderOptions(jobs=1))
+    assert report.pages_written >= 10 and not report.problems
+    assert built_blocks == [] and compiled == [], [a[0]["sourceRootRelativePath"] for a in built_blocks]
+    for page in out.rglob("*.html"):  # the same pages as the build's own render
+        rel = page.relative_to(out)
+        if rel.parts[0] not in ("_static",):
+            assert (fresh / rel).read_bytes() == page.read_bytes(), rel
+
+
+def test_templates_read_a_dicts_items_as_jinja_does():
+    env = site._environment()
+    template = env.from_string("{{ d.url }}|{{ d.items is defined }}|{{ d.missing is defined }}|{{ o.url }}")
+
+    class O:
+        url = "attr"
+    assert template.render(d={"url": "a&b", "items": "shadowed"}, o=O()) == "a&amp;b|True|False|attr"
+    assert env.from_string("{{ d['items'] }}").render(d={"items": "x"}) == "x"
+    assert env.from_string("{{ d.items() | list }}").render(d={"k": 1}) == "[(&#39;k&#39;, 1)]"
+
+
+_PANEL_LOOP = ('{% for b in backlinks %}<li><a href="{{ b.url }}">{{ b.name }}</a>{% if b.folder %} <small class="muted">'
+               '{{ b.folder }}</small>{% endif %}\n    <q>{{ b.sentence.before }}{% if b.sentence.mark %}<mark>'
+               '{{ b.sentence.mark }}</mark>{% endif %}{{ b.sentence.after }}</q></li>{% endfor %}')
+
+
+def test_backlinks_items_drawn_in_python_are_those_the_template_loop_drew(built):
+    """`backlinks.items_html` replaced the panel's Jinja loop (`_PANEL_LOOP`, as it was): the same bytes."""
+    env = site._environment()
+    loop = env.from_string(_PANEL_LOOP)
+    odd = [{"url": "a%20b.html#x", "name": 'A <b> & "c"', "folder": "", "text": "",
+            "sentence": backlinks.Snippet("<i>before</i> ", "", "")},
+           {"url": "../d/e.html", "name": "E", "folder": "d/<f>", "text": "",
+            "sentence": backlinks.Snippet("x ", "'mark'", " & after")}]
+    assert backlinks.items_html(odd) == loop.render(backlinks=odd)
+    s = _render_site(built)
+    try:
+        seen = 0
+        for res in s.resources:
+            ctx = s._resource_context(res, page_path(res.path), data.backlinks(s.conn, res.resource_id), [])
+            assert ctx["backlinks_html"] == loop.render(backlinks=ctx["backlinks"]), res.path
+            seen += len(ctx["backlinks"])
+        assert seen >= 10
+    finally:
+        s.conn.close()

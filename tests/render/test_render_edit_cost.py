@@ -308,3 +308,22 @@ def test_a_render_with_nothing_to_do_reads_no_base(workspace, tmp_path, monkeypa
     read.clear()
     run_build(workspace, out, site=True)
     assert [args[0].name for args in read] == [site.STATE_FILE, site_state.PAGES_FILE]
+
+
+def test_an_edits_note_page_runs_the_program_its_parse_left(workspace, tmp_path, monkeypatch):
+    """The edited note's page reads of its source map the title and block shape: no `Block`s built from it,
+    no compile in the render (the parse compiled the note where it parsed it)."""
+    from mnote_evidence.build.render import note_map, pages
+
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    built, compiled = [], []
+    real_blocks, real_compile = note_map.artifact_from_source_map, pages.compile_note
+    monkeypatch.setattr(note_map, "artifact_from_source_map", lambda *a: built.append(a) or real_blocks(*a))
+    monkeypatch.setattr(pages, "compile_note", lambda *a: compiled.append(a) or real_compile(*a))
+    report = run_build(workspace, out, site=True)
+    assert report.site.pages_written >= 1 and not report.site.problems
+    assert built == [] and compiled == []
+    monkeypatch.undo()
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")

@@ -1,0 +1,38 @@
+"""A note's source map as its page reads it (issue 17): the title and the blocks' shape, the blocks built
+only when the page needs them.
+
+A note's page needs of its source map (`sidecars.py`) the title and, to find the program the parse
+compiled (`render/note_programs.py`), the shape of its blocks (ids, anchors, the properties block's
+text). Building the 47 `Block`s of a note (`artifact_from_source_map`) was a seventh of a full
+render's CPU and is needed only when the note is compiled here (no program) or shown from its
+indexed blocks (it changed since): `blocks` is built on first use, from the same JSON.
+
+Invariant: `title`, `blocks` and `shape` are what `artifact_from_source_map` of the same document
+gives (`shape` = `note_programs.shape_of(blocks)`), so a page is the same either way.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from mnote_evidence.build.model import Block
+from mnote_evidence.build.render.note_programs import Shape
+from mnote_evidence.build.sidecars import artifact_from_source_map
+
+
+class NoteMap:
+    """A Markdown note's source map (`doc`, parsed JSON without pages) for its page."""
+
+    def __init__(self, doc: dict[str, Any]):
+        self.doc = doc
+        self.title: str | None = doc.get("title")
+
+    @cached_property
+    def blocks(self) -> list[Block]:
+        return artifact_from_source_map(self.doc, "").blocks
+
+    @cached_property
+    def shape(self) -> Shape:
+        return [[b["id"], b.get("anchor"), b["text"] if b["type"] == "properties" else None]
+                for b in self.doc.get("blocks", [])]
