@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Mapping, Protocol
 
 from mnote_evidence.build.formats import kind_for
+from mnote_evidence.build.model import suffix_of
 
 SIDECAR_DIR_SUFFIX = ".ocr"
 RACY_NS = 2_000_000_000  # a stamp younger than this (2 s: FAT's mtime granularity) is not trusted next time
@@ -153,10 +154,8 @@ def scan(root: Path, exclude: list[Path] | None = None,
                         and recorded.source_size == st.st_size and recorded.source_hash
                         and stat.S_ISREG(st.st_mode) and st.st_mtime_ns < trust_before):
                     # the common case of an edit (a regular file as recorded, stamp trusted): what `_entry`
-                    # returns, without its calls (each costs an edit at 10,000 files ~1 ms). The name's
-                    # suffix is `suffix_of(rel)`'s: the name has no '/' and no leading dot (hidden: skipped)
-                    dot = name.rfind(".")
-                    suffix = name[dot:] if dot > 0 else ""
+                    # returns, without its calls (each costs an edit at 10,000 files ~1 ms)
+                    suffix = suffix_of(name)
                     kind = kinds.get(suffix)
                     if kind is None:
                         kind = kinds[suffix] = kind_for(rel)

@@ -52,8 +52,8 @@ def write_pages(site: _Site, paths: Iterable[str], jobs: int, advance: Callable[
     """Render and write the pages of the resources at `paths` (drawn as they come: the pool starts
     on the first `PAGES_FOR_POOL` while the caller finds the rest); problems go to `site.report`.
     `distinct`: no two of them can share a page (else they are written in order, the last one winning,
-    as reported). With `salt`, pages are keyed where they are rendered (`_Site.render_keyed`): those in
-    `unkeyed` (the caller looks, as it draws each path) here, every one in a worker. Returns those keys."""
+    as reported). With `salt`, the pages in `unkeyed` (the caller looks, as it draws each path) are keyed
+    where they are rendered (`_Site.render_keyed`), here or in a worker. Returns those keys."""
     paths = iter(paths)
     keys: dict[str, str] = {}
     head = [] if jobs <= 1 or not distinct else list(islice(paths, PAGES_FOR_POOL))
@@ -65,7 +65,7 @@ def write_pages(site: _Site, paths: Iterable[str], jobs: int, advance: Callable[
     order: list[str] = []  # every path drawn, in the caller's order
     problems: dict[str, Problems] = {}
     try:
-        _in_pool(site, chain(head, paths), order, jobs, problems, advance, salt, keys)
+        _in_pool(site, chain(head, paths), order, jobs, problems, advance, salt, keys, unkeyed)
     except BrokenExecutor:  # a worker died (BrokenProcessPool): render what is missing here
         order.extend(paths)  # the ones not drawn yet
         for path in order:
@@ -86,17 +86,28 @@ def _drop_temps(page: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _page(site: _Site, path: str, salt: list[Any] | None) -> tuple[str, str | None]:
+    """The page of the resource at `path`, and its key when `salt` is given (`_Site.render_keyed`)."""
+    res = site.by_path[path]
+    return (site.render_resource(res), None) if salt is None else site.render_keyed(res, salt)
+
+
 def _write(site: _Site, path: str, salt: list[Any] | None, keys: dict[str, str]) -> None:
-    if salt is None:
-        html = site.render_resource(site.by_path[path])
-    else:
-        html, keys[path] = site.render_keyed(site.by_path[path], salt)
+    html, key = _page(site, path, salt)
+    if key is not None:
+        keys[path] = key
     atomic_write_text(site.out / page_path(path), html)
 
 
 def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, problems: dict[str, Problems],
-             advance: Callable[[int], None], salt: list[Any] | None, keys: dict[str, str]) -> None:
+             advance: Callable[[int], None], salt: list[Any] | None, keys: dict[str, str],
+             unkeyed: Container[str]) -> None:
+    """Render `paths` in `PAGE_BATCH` tasks; a worker keys the pages of `unkeyed` (the caller keyed the
+    others before it drew them: not keyed twice)."""
     args = (type(site), str(site.root), str(site.out), str(site.db_path), site.options, salt)
+
+    def task(batch: list[str]) -> Future:
+        return pool.submit(_render_batch, batch, [p for p in batch if p in unkeyed])
     with worker_pool(jobs, initializer=_start, initargs=args) as pool:
         futures: set[Future] = set()
         batch: list[str] = []
@@ -104,13 +115,13 @@ def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, pro
             order.append(path)
             batch.append(path)
             if len(batch) == PAGE_BATCH:
-                futures.add(pool.submit(_render_batch, batch))
+                futures.add(task(batch))
                 batch = []
                 for fut in [f for f in futures if f.done()]:  # put finished pages in place as we go
                     futures.discard(fut)
                     _done(site, fut.result(), problems, advance, keys)
         if batch:
-            futures.add(pool.submit(_render_batch, batch))
+            futures.add(task(batch))
         for fut in as_completed(futures):
             _done(site, fut.result(), problems, advance, keys)
 
@@ -138,21 +149,18 @@ def _start(site_class: type, root: str, out: str, db_path: str, options: Any, sa
     _worker_salt = salt
 
 
-def _render_batch(paths: list[str]) -> list[tuple[str, Any, tuple[str, int] | None, str | None]]:
+def _render_batch(paths: list[str], to_key: Container[str] = ()) -> list[tuple[str, Any, tuple[str, int] | None,
+                                                                             str | None]]:
     """Worker task: render these pages into temp files; for each, its problems (or an UnknownKind's kind
     and rule), its temp file with its size (None: the page on disk already has these bytes) and its
-    key (None: not asked to key)."""
-    site, salt = _worker_site, _worker_salt
+    key (None: not in `to_key`, or the worker keys nothing)."""
+    site = _worker_site
     assert site is not None
     out: list[tuple[str, Any, tuple[str, int] | None, str | None]] = []
     for path in paths:
         known = len(site.report.problems)
-        key = None
         try:
-            if salt is None:
-                html = site.render_resource(site.by_path[path])
-            else:
-                html, key = site.render_keyed(site.by_path[path], salt)
+            html, key = _page(site, path, _worker_salt if path in to_key else None)
         except UnknownKind as exc:  # its own arguments do not survive pickling: sent as data
             out.append((path, (exc.kind, exc.page), None, None))
             return out
