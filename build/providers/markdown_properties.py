@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from mnote_evidence.build.markdown_obsidian import tag_name
 from mnote_evidence.build.model import Warning_
+from mnote_evidence.build.providers.plain_yaml import plain_mapping
 
 
 @dataclass
@@ -44,11 +43,15 @@ def _shown(value: Any) -> str:
 
 
 def read_properties(raw: str) -> Properties:
-    try:
-        data = yaml.safe_load(raw) if raw.strip() else {}
-    except yaml.YAMLError as exc:
-        return Properties(raw, warning=Warning_("front_matter_invalid", f"front matter is not valid YAML "
-                                                f"({str(exc).splitlines()[0]}); kept as text"))
+    data = plain_mapping(raw)  # PyYAML (imported only then) reads what is not plain: `plain_yaml.py`
+    if data is None:
+        import yaml
+
+        try:
+            data = yaml.safe_load(raw) if raw.strip() else {}
+        except yaml.YAMLError as exc:
+            return Properties(raw, warning=Warning_("front_matter_invalid", f"front matter is not valid YAML "
+                                                    f"({str(exc).splitlines()[0]}); kept as text"))
     if not isinstance(data, dict):
         return Properties(raw, warning=Warning_("front_matter_invalid",
                                                 "front matter is not a YAML mapping; kept as text"))
