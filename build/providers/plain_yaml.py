@@ -26,18 +26,18 @@ _ITEM = re.compile(r"( *)- +(.*)")
 _NOT_FIRST = frozenset("-?:,[]{}#&*!|>'\"%@`0123456789+.~<=")
 # words the bool and null resolvers match in some spelling: any spelling falls back
 _RESOLVED_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null"))
-# characters outside the printable range PyYAML's reader accepts, YAML's other line breaks (NEL,
-# U+2028/9), the BOM, comments, and the flow indicators (a block scalar may hold them; kept out);
-# inside a flow list also `,`, `:` and `?`
-_UNSAFE = "[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]|[#\\[\\]{}"
-_UNSAFE_IN_BLOCK = re.compile(_UNSAFE + "]")
-_UNSAFE_IN_FLOW = re.compile(_UNSAFE + ",:?]")  # PyYAML ends a flow scalar at any of ,:?[]{}
+# comments and flow indicators (a block scalar may hold `[]{}`; kept out) and, inside a flow list,
+# the characters PyYAML ends a flow scalar at
+_NOT_IN_BLOCK = frozenset("#[]{}")
+_NOT_IN_FLOW = frozenset("#[]{},:?")
 
 
-def _scalar(text: str, unsafe: re.Pattern[str] = _UNSAFE_IN_BLOCK) -> str | None:
-    """`text` (already stripped of surrounding spaces) if it is a plain scalar that loads as itself."""
+def _scalar(text: str, not_in: frozenset[str] = _NOT_IN_BLOCK) -> str | None:
+    """`text` (already stripped of surrounding spaces) if it is a plain scalar that loads as itself.
+    `str.isprintable` is stricter than PyYAML's reader (it also refuses no-break and other spaces,
+    format and private-use characters) and refuses YAML's line breaks (NEL, U+2028/9) and the BOM."""
     if (not text or text[0] in _NOT_FIRST or text.endswith(":") or ": " in text
-            or text.lower() in _RESOLVED_WORDS or unsafe.search(text)):
+            or text.lower() in _RESOLVED_WORDS or not text.isprintable() or not not_in.isdisjoint(text)):
         return None
     return text
 
@@ -46,7 +46,7 @@ def _flow_list(text: str) -> list[str] | None:
     inner = text[1:-1].strip(" ")
     if not inner:
         return []
-    items = [_scalar(item.strip(" "), _UNSAFE_IN_FLOW) for item in inner.split(",")]
+    items = [_scalar(item.strip(" "), _NOT_IN_FLOW) for item in inner.split(",")]
     return None if None in items else items  # type: ignore[return-value]
 
 
