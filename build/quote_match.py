@@ -33,7 +33,10 @@ _SOFT_HYPHEN = "\u00ad"
 _HYPHENS = frozenset("-\u2010\u2011")
 _WORD = re.compile(r"[^\W_]+")
 _CUT = re.compile(r"…|\.\.\.")
-_CJK_CHAR = re.compile(f"({CJK_RUN.pattern[:-1]})")  # one character of CJK_RUN's class
+
+
+def _spaced(run: re.Match[str]) -> str:
+    return f" {' '.join(run.group())} "
 
 
 def match_tokens(text: str) -> list[str]:
@@ -41,7 +44,7 @@ def match_tokens(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text or "").replace(_SOFT_HYPHEN, "")
     text = _HYPHEN.sub("", text).casefold()
     if CJK_RUN.search(text):
-        text = _CJK_CHAR.sub(r" \1 ", text)  # every CJK character a word of its own
+        text = CJK_RUN.sub(_spaced, text)  # every CJK character a word of its own
     return _WORD.findall(text)
 
 
