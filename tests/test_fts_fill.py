@@ -27,15 +27,16 @@ def _filled(path: Path, lifted: bool, rows: list[tuple[int, str, str]]) -> sqlit
     conn = sqlite3.connect(path, isolation_level=None)
     create_schema(conn)
     conn.execute("BEGIN")
+    hashsize = "INSERT INTO evidence_fts (evidence_fts, rank) VALUES ('hashsize', ?)"
     if lifted:
         fts_fill.begin(conn)
     else:
-        conn.execute("INSERT INTO evidence_fts (evidence_fts, rank) VALUES ('hashsize', ?)", [fts_fill.BULK_FTS_HASH])
+        conn.execute(hashsize, [fts_fill.BULK_FTS_HASH])
     conn.executemany(INSERT, rows)
     if lifted:
         fts_fill.end(conn)
     else:
-        conn.execute("INSERT INTO evidence_fts (evidence_fts, rank) VALUES ('hashsize', ?)", [fts_fill.FTS_HASH_DEFAULT])
+        conn.execute(hashsize, [fts_fill.FTS_HASH_DEFAULT])
     conn.execute("COMMIT")
     layout.lay_out(conn)
     return conn
