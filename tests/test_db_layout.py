@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from mnote_evidence.build.index import layout, writer
+from mnote_evidence.build.index import fts_fill, layout
 from tests.conftest import connect, run_build
 
 
@@ -13,22 +13,32 @@ def segments(conn) -> int:
     return conn.execute("SELECT count(DISTINCT segid) FROM evidence_fts_idx").fetchone()[0]
 
 
+def largest_segment(conn) -> tuple[int, int]:
+    """(segid, %_idx rows) of the FTS segment with the most b-tree entries: the one a full build wrote."""
+    return tuple(conn.execute("SELECT segid, count(*) FROM evidence_fts_idx GROUP BY segid ORDER BY 2 DESC, 1 "
+                              "LIMIT 1").fetchone())
+
+
 def test_full_build_leaves_one_fts_segment_and_4k_pages_incremental_ones_a_bounded_few(workspace, tmp_path):
     out = tmp_path / "out"
     run_build(workspace, out)
     conn = connect(out)
     assert segments(conn) == 1  # a fresh index is laid out whole
-    # filled with a large FTS hash (writer.BULK_FTS_HASH), left with FTS5's default for the writes below
-    assert dict(conn.execute("SELECT k, v FROM evidence_fts_config"))["hashsize"] == writer.FTS_HASH_DEFAULT
+    # filled with a large FTS hash (fts_fill.BULK_FTS_HASH), left with FTS5's default for the writes below
+    assert dict(conn.execute("SELECT k, v FROM evidence_fts_config"))["hashsize"] == fts_fill.FTS_HASH_DEFAULT
+    full = largest_segment(conn)
     conn.close()
-    counts = []
+    counts, largest = [], []
     for i in range(3 * layout.MAX_SEGMENTS):  # each in-place build appends a segment; merges bound the count
         (workspace / "Inbox/Extra.md").write_text(f"# Extra\n\nA quokka note about 吗啉, take {i}.\n", "utf-8")
         run_build(workspace, out)
         conn = connect(out)
         counts.append(segments(conn))
+        largest.append(largest_segment(conn))
         conn.close()
     assert counts[0] == 2 and max(counts) <= layout.MAX_SEGMENTS + 1, counts
+    # the full build's segment is never merged with theirs (fts_fill.py): no build rewrote the whole index
+    assert set(largest) == {full}, largest
     conn = connect(out)
     assert conn.execute("PRAGMA page_size").fetchone()[0] == layout.PAGE_SIZE
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"

@@ -4,15 +4,29 @@ The static site's search box (`site_templates/_static/search.js`) opens the same
 few 4 KiB pages at a time. Two things decide how many pages a query touches: how many FTS5 segments
 the index has (every query reads each segment's b-tree; every write transaction appends one), and free
 pages between the tables. The policy, by the way the build writes (`writer.py`):
-- a copy-and-rename write (a fresh or rebuilt index) ends with `lay_out`: FTS 'optimize' (one segment)
-  and VACUUM when more than `VACUUM_FREE_SHARE` of the file is free (at 60,000 blocks, 94 MB,
-  bench/static_search.py measured `optimize` at 0.2-1.0 s and VACUUM at 1.6-1.8 s: O(index));
-- an in-place write (an incremental build) must cost O(change), so it never optimizes: it appends one
-  segment, and `merge_step` does a bounded FTS5 'merge' (at most about `MERGE_PAGES` pages written,
-  merging levels that hold `automerge`=4 or more segments) inside the same transaction. Measured on
-  the 1,000-note index over 40 small writes: segments stay at 2-4 (automerge alone: 2-16; a negative,
-  cross-level 'merge' grew them to 74 as each write restarted a merge of the large segment), at
-  20 ms per write against 13 ms with no merge. `MAX_SEGMENTS` is the bound tests hold it to. When incremental writes have freed more than
+- a copy-and-rename write (a fresh or rebuilt index) ends with `lay_out`: FTS 'optimize' (one segment;
+  an index filled from empty is one already, lifted to level 5 by `fts_fill.py`) and VACUUM when more
+  than `VACUUM_FREE_SHARE` of the file is free (at 60,000 blocks, 94 MB, bench/static_search.py measured
+  `optimize` at 0.2-1.0 s and VACUUM at 1.6-1.8 s: O(index));
+- an in-place write (an incremental build) must cost O(change), so it never optimizes: it appends a
+  segment (two when it re-inserts rowids it just deleted: FTS5 flushes when rowids go down), and
+  `merge_step` does a bounded FTS5 'merge' (at most about `MERGE_PAGES` pages written) inside the same
+  transaction, of the level holding the most segments if it holds 4 or more (`usermerge`). Such a merge
+  takes ALL of a level's segments, so the full build's segment sits on a level the writes' segments
+  reach only after some 3,000 writes (`fts_fill.py`), and the merges combine the writes' own segments,
+  which climb a level per 4 merges, 3 at most on each: after n writes since the full build about
+  1 + 3 * (floor(log4 n) + 1) segments at most (7 up to 15 writes, 10 up to 63, 13 up to 255, 16 up to
+  1,023; one or two more while a merge spans writes). Measured at 10,000 notes over 30 one-note edits:
+  2-7 (mean 4.5), merge step 0-3 ms, at most 178 rows written; at 1,000 notes over 80 edits: 3-10 (10
+  at the 63rd: 3 on each of levels 0-2; mean 5.4). Before fts_fill that segment sat on level 0 with
+  theirs: at 10,000 notes 20 of the first 30 edits wrote 256 pages of a merge of the whole index (15-88
+  ms each; into level 1 over edits 3-15, into level 2 from edit 23; one VACUUMed the 35 MB it freed,
+  0.36 s) while the writes' segments piled up to 16; at 1,000 notes over 80 edits 3-9 (mean 4.9).
+  Simulated over 1,500 writes at 1,000 notes: at most 16 (mean 8.5) with fts_fill, 15 (mean 7.5)
+  without. Each segment costs a range reader about one more page per query term. (A cross-level,
+  negative 'merge' grew the count to 74 on the 1,000-note index, each write restarting a merge of the
+  large segment; automerge alone: 2-16.) `MAX_SEGMENTS` is the bound the tests hold 3 * `MAX_SEGMENTS`
+  small writes to (they reach 4). When incremental writes have freed more than
   `VACUUM_FREE_SHARE`, `wants_vacuum` says so and the writer rewrites the file with VACUUM INTO a
   copy that is renamed into place (rare: deleted rows' pages are reused by the rows that replace them).
 A copy-and-rename write of a database written from empty also VACUUMs (`compact`): its indexes were
@@ -30,7 +44,7 @@ import sqlite3
 
 PAGE_SIZE = 4096  # = search.js's requestChunkSize on hosts that serve byte ranges
 VACUUM_FREE_SHARE = 0.2
-MAX_SEGMENTS = 8  # what incremental writes keep the FTS segment count at or under (tests/test_db_layout.py)
+MAX_SEGMENTS = 8  # what 3 * MAX_SEGMENTS small in-place writes keep the segment count at or under (tests)
 MERGE_PAGES = 256  # pages of FTS merge work per in-place write (1 MiB)
 
 
@@ -57,6 +71,7 @@ def segments(conn: sqlite3.Connection) -> int:
 
 
 def merge_step(conn: sqlite3.Connection) -> None:
-    """Inside an in-place write: a bounded FTS5 merge (about `MERGE_PAGES` pages of work) of the levels
-    that hold four or more segments; O(1) in the index's size."""
+    """Inside an in-place write: a bounded FTS5 merge (about `MERGE_PAGES` pages of work) of the level
+    holding the most segments, if four or more; O(1) in the index's size (the full build's segment is
+    out of its reach: `fts_fill.py`)."""
     conn.execute("INSERT INTO evidence_fts(evidence_fts, rank) VALUES ('merge', ?)", [MERGE_PAGES])

@@ -38,7 +38,7 @@ from typing import Any, Iterable
 
 from mnote_evidence.build.errors import IndexDamaged
 from mnote_evidence.build.fsutil import fsync_path
-from mnote_evidence.build.index import anchors, layout
+from mnote_evidence.build.index import anchors, fts_fill, layout
 from mnote_evidence.build.index.rows import ResourceUpdate, insert, insert_update, sql_value
 from mnote_evidence.build.index.schema import create_schema
 from mnote_evidence.build.knowledge.texts import pack_text
@@ -137,9 +137,11 @@ def _replace_links(conn: sqlite3.Connection, changes: IndexChanges) -> None:
 def _resegment(conn: sqlite3.Connection) -> int:
     """Rewrite every FTS row from its block's stored text with the current segmentation. 'delete-all'
     empties the index without reading what it held (rows indexed by another segmentation: the 'delete'
-    of a resource's rows before this, with this segmentation's values, is undone here too)."""
+    of a resource's rows before this, with this segmentation's values, is undone here too); it is then
+    filled like a fresh one (`fts_fill`)."""
     rows = conn.execute("SELECT id, text, block_id FROM evidence_block_row ORDER BY id").fetchall()
     conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('delete-all')")
+    fts_fill.begin(conn)  # filled from empty from here on; `_write_copy` ends it
     conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
                      ((i, text.segment_for_index(t), b) for i, t, b in rows))
     return len(rows)
@@ -231,6 +233,8 @@ def _write_copy(db_path: Path, changes: IndexChanges) -> int:
     try:
         conn.execute("BEGIN")
         resegmented = _apply(conn, changes)
+        if changes.resegment:
+            fts_fill.end(conn)
         conn.execute("COMMIT")
         _lay_out_and_replace(conn, tmp, db_path, compact=False)
         return resegmented
@@ -265,7 +269,7 @@ class FreshIndex:
         try:
             conn.execute("BEGIN")
             self.deferred = _defer_indexes(conn)
-            _fts_hash_size(conn, BULK_FTS_HASH)
+            fts_fill.begin(conn)
         except BaseException:
             self.discard()
             raise
@@ -300,7 +304,7 @@ class FreshIndex:
             resegmented = _apply(self.conn, changes, self)
             for ddl in self.deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
                 self.conn.execute(ddl)
-            _fts_hash_size(self.conn, FTS_HASH_DEFAULT)  # what incremental writes of this file work with
+            fts_fill.end(self.conn)  # one FTS segment, out of reach of incremental writes' merges
             self.conn.execute("COMMIT")
             _lay_out_and_replace(self.conn, self.tmp, self.db_path, compact=True)
             self.conn = None
@@ -322,19 +326,6 @@ BULK_TABLES = ("evidence_block_row", "evidence_section", "evidence_edge_row")  #
 BULK_INDEXES = ("evidence_link_alias", "evidence_link_report", "evidence_link_tag",
                 "evidence_resource_not_ok", "evidence_resource_warned")
 BULK_CACHE_KIB = 64 * 1024  # page cache of a write from empty (SQLite's default: 2 MiB)
-
-
-BULK_FTS_HASH = 64 * 2**20  # FTS5 'hashsize' while written from empty: terms pending before a flush
-FTS_HASH_DEFAULT = 2**20  # FTS5's own default
-
-
-def _fts_hash_size(conn: sqlite3.Connection, size: int) -> None:
-    """FTS5 keeps new terms in a hash of this size and writes them out as a new segment when it is full;
-    with its default 1 MiB an index filled from empty is flushed and merged (automerge) over and over
-    before 'optimize' merges it once more. The 470,109 blocks of the 10,000-note index, inserted alone:
-    FTS CPU 2.6 -> 1.9 s, 'optimize' 0.46 -> 0.16 s with 64 MiB. Kept in the FTS config: set back to
-    the default before the commit, so incremental writes work as before."""
-    conn.execute("INSERT INTO evidence_fts(evidence_fts, rank) VALUES ('hashsize', ?)", [size])
 
 
 def _defer_indexes(conn: sqlite3.Connection) -> list[str]:
