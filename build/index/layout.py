@@ -13,19 +13,14 @@ pages between the tables. The policy, by the way the build writes (`writer.py`):
   `merge_step` does a bounded FTS5 'merge' (at most about `MERGE_PAGES` pages written) inside the same
   transaction, of the level holding the most segments if it holds 4 or more (`usermerge`). Such a merge
   takes ALL of a level's segments, so the full build's segment sits on a level the writes' segments
-  reach only after some 3,000 writes (`fts_fill.py`), and the merges combine the writes' own segments,
-  which climb a level per 4 merges, 3 at most on each: after n writes since the full build about
-  1 + 3 * (floor(log4 n) + 1) segments at most (7 up to 15 writes, 10 up to 63, 13 up to 255, 16 up to
-  1,023; one or two more while a merge spans writes). Measured at 10,000 notes over 30 one-note edits:
-  2-7 (mean 4.5), merge step 0-3 ms, at most 178 rows written; at 1,000 notes over 80 edits: 3-10 (10
-  at the 63rd: 3 on each of levels 0-2; mean 5.4). Before fts_fill that segment sat on level 0 with
-  theirs: at 10,000 notes 20 of the first 30 edits wrote 256 pages of a merge of the whole index (15-88
-  ms each; into level 1 over edits 3-15, into level 2 from edit 23; one VACUUMed the 35 MB it freed,
-  0.36 s) while the writes' segments piled up to 16; at 1,000 notes over 80 edits 3-9 (mean 4.9).
-  Simulated over 1,500 writes at 1,000 notes: at most 16 (mean 8.5) with fts_fill, 15 (mean 7.5)
-  without. Each segment costs a range reader about one more page per query term. (A cross-level,
-  negative 'merge' grew the count to 74 on the 1,000-note index, each write restarting a merge of the
-  large segment; automerge alone: 2-16.) `MAX_SEGMENTS` is the bound the tests hold 3 * `MAX_SEGMENTS`
+  reach only after some 3,000 writes (`fts_fill.py`; on level 0, where it sat before, the third edit
+  after a full build began rewriting the whole index, 256 pages an edit). The merges combine the
+  writes' own segments, which climb a level per 4 merges, 3 at most on each: after n writes since the
+  full build about 1 + 3 * (floor(log4 n) + 1) segments at most (7 up to 15 writes, 10 up to 63, 13 up
+  to 255), one or two more while a merge spans writes; each costs a range reader about one more page
+  per query term. Measured: README "Incremental builds". (A cross-level, negative 'merge' grew the
+  count to 74 on the 1,000-note index, each write restarting a merge of the large segment; automerge
+  alone: 2-16.) `MAX_SEGMENTS` is the bound the tests hold 3 * `MAX_SEGMENTS`
   small writes to (they reach 4). When incremental writes have freed more than
   `VACUUM_FREE_SHARE`, `wants_vacuum` says so and the writer rewrites the file with VACUUM INTO a
   copy that is renamed into place (rare: deleted rows' pages are reused by the rows that replace them).
