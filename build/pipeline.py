@@ -476,7 +476,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             render_options = RenderOptions(jobs=options.jobs, images=options.page_images,
                                            max_page_images=options.max_page_images, ask=options.lightrag is not None)
             # the rows this run read and what it wrote since: the renderer reads only the rows written
-            known = (FromBuild(run.prev.resources.values(), changes.resource_ids_written(), graph.resolver,
+            known = (FromBuild(run.prev.resources, changes.resource_ids_written(), graph.resolver,
                                graph.aliases)
                      if run.prev.resources and not (changes.rebuild or changes.resegment) else None)
             run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress, known)
