@@ -1,0 +1,84 @@
+"""Work a one-note edit's render skips because its inputs did not change (issue 17, session 9): counted
+calls and equal outputs, in the style of tests/render/test_render_edit_cost.py.
+
+A page whose resource row changed (its page fields: an edited note's source hash) gets another key
+whatever its backlinks, so it is keyed where it is drawn, its backlinks read once; the front page's tree
+key is the one the state recorded when no row of the tree changed; the tree's HTML is put into the front
+page after the template. Each is compared with a full render of the same index.
+"""
+
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.render import data, front, site, state as site_state
+from mnote_evidence.build.render.templates import environment
+from tests.conftest import run_build
+from tests.render.test_render_edit_cost import _fresh_render, _site_files
+from tests.test_edit_cost import EDITED, _aged_build, _count, _edit
+
+
+def test_an_edited_notes_page_reads_its_backlinks_once_and_the_site_is_a_full_renders(workspace, tmp_path,
+                                                                                      monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    read: list = []
+    _count(monkeypatch, data, "backlinks", read)
+    report = run_build(workspace, out, site=True).site
+    ids = [args[1] for args in read]
+    assert report.pages_written >= 1 and ids.count(resource_id(EDITED)) == 1, ids  # was twice: keyed, drawn
+    monkeypatch.undo()
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
+    assert site._load_state(tmp_path / "fresh")["pages"] == site._load_state(out)["pages"]
+
+
+def test_an_edit_takes_the_recorded_tree_key_and_an_added_file_computes_it(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    recorded = site_state.load_head(out)["tree"]
+    _edit(workspace)
+    made: list = []
+    of = front.FrontPage.of.__func__
+
+    def spy(cls, *args, **kwargs):
+        page = of(cls, *args, **kwargs)
+        made.append(page)
+        return page
+    monkeypatch.setattr(front.FrontPage, "of", classmethod(spy))
+    run_build(workspace, out, site=True)
+    assert made[-1].known_tree_key == recorded  # not the 10,000-row join
+    computed = front.FrontPage(made[-1].resources, None, None, False).tree_key()
+    assert computed == recorded == site_state.load_head(out)["tree"]
+    (workspace / "Added.md").write_text("# Added\n", "utf-8")
+    run_build(workspace, out, site=True)
+    assert made[-1].known_tree_key is None and site_state.load_head(out)["tree"] != recorded
+    monkeypatch.undo()
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
+
+
+def test_same_tree_looks_at_the_rows_read_again_and_the_count():
+    def row(path, status="ok", error=None, title=None):
+        return data.Resource.from_values([f"id-{path}", path, None, "markdown", status, None, None, "h", None,
+                                          None, error, None, None, 0, "[]", 1, title, None, None, None])
+    before = {p: row(p) for p in ("a.md", "b.md")}
+    now = dict(before) | {"a.md": row("a.md", title="New title")}
+    assert front.same_tree(2, {"a.md": before["a.md"]}, now)  # a title is not in the tree
+    assert not front.same_tree(2, {"a.md": before["a.md"]}, now | {"a.md": row("a.md", status="error", error="x")})
+    assert not front.same_tree(2, {"c.md": None}, now | {"c.md": row("c.md")})  # added
+    assert not front.same_tree(2, {}, {"a.md": before["a.md"]})  # removed
+    assert not front.same_tree(2, None, now)  # no build's rows: every row read
+
+
+def test_the_tree_goes_into_the_front_page_where_the_template_would_put_it():
+    env = environment(site._templates_dir())
+    template = env.get_template("index.html")
+    tree = '<ul class="tree"><li>a &amp; b</li></ul>' * 50
+    base = {"title": "ws", "page": "index.html", "crumbs": [], "file_name": None, "static": "_static",
+            "home": "index.html", "ask_url": None, "workspace": "ws", "csp": "", "recent": [], "last_change": "",
+            "errors": [], "warnings": [], "stale": [], "counts": {"ok": 1}, "home_note": None, "tags_url": "t",
+            "body": None}
+    for ctx in (base, base | {"body": Markup("<p>home</p>"), "home_note": {"path": "README.md", "url": "R"}},
+                base | {"body": Markup(f"<p>{site._TREE_MARK}</p>"), "home_note": {"path": "README.md", "url": "R"}}):
+        assert site._with_tree(template, ctx, tree) == template.render(ctx | {"tree_html": Markup(tree)})
