@@ -9,6 +9,8 @@ page after the template. Each is compared with a full render of the same index.
 
 from __future__ import annotations
 
+import json
+
 from markupsafe import Markup
 
 from mnote_evidence.build.ids import resource_id
@@ -82,3 +84,41 @@ def test_the_tree_goes_into_the_front_page_where_the_template_would_put_it():
     for ctx in (base, base | {"body": Markup("<p>home</p>"), "home_note": {"path": "README.md", "url": "R"}},
                 base | {"body": Markup(f"<p>{site._TREE_MARK}</p>"), "home_note": {"path": "README.md", "url": "R"}}):
         assert site._with_tree(template, ctx, tree) == template.render(ctx | {"tree_html": Markup(tree)})
+
+
+def _dirty(out) -> dict:
+    conn = data.connect_ro(out / "evidence.sqlite")
+    try:
+        return json.loads(conn.execute("SELECT value FROM build_meta WHERE key = 'render_dirty'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_a_paragraph_appended_leaves_the_pages_and_tags_its_note_links_to_and_a_changed_link_block_does_not(
+        workspace, tmp_path):
+    """Linking.md links to Linked.md (whose backlink quotes the linking block) and carries a tag: appending a
+    paragraph changes neither, so neither page is looked at again; changing the linking block (or the
+    tagged one, or the note's title) looks at both again, and the site is always what a full render of the index writes."""
+    out, note = tmp_path / "out", workspace / "Linking.md"
+    note.write_text("# Linking\n\nSee [[Linked]] for more.\n\nTagged #linking-tag here.\n", "utf-8")
+    (workspace / "Linked.md").write_text("# Linked\n\nNothing links from here.\n", "utf-8")
+    _aged_build(workspace, out)
+    note.write_text(note.read_text("utf-8") + "\nAn appended paragraph.\n", "utf-8")
+    run_build(workspace, out, site=True)
+    assert _dirty(out) == {"since": _dirty(out)["since"], "resources": ["Linking.md"], "tags": []}
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh1")
+    note.write_text(note.read_text("utf-8").replace("for more", "for much more"), "utf-8")
+    run_build(workspace, out, site=True)
+    assert _dirty(out)["resources"] == ["Linked.md", "Linking.md"]  # (and its tags: a note is quiet or not)
+    assert "for much more" in (out / "Linked.html").read_text("utf-8")
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh2")
+    note.write_text(note.read_text("utf-8").replace("Tagged #linking-tag here", "Tagged #linking-tag there"), "utf-8")
+    run_build(workspace, out, site=True)
+    assert _dirty(out)["tags"] == ["linking-tag"]
+    assert "there" in (out / "_tags/linking-tag.html").read_text("utf-8")
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh3")
+    (workspace / "Linked.md").write_text("---\ntitle: Linked, titled\n---\n# Linked\n", "utf-8")  # the target's
+    note.write_text(note.read_text("utf-8").replace("# Linking", "---\ntitle: A new title\n---\n# Linking"), "utf-8")
+    run_build(workspace, out, site=True)  # a new title: shown by the backlink and the tag page
+    assert {"Linked.md", "Linking.md"} <= set(_dirty(out)["resources"]) and _dirty(out)["tags"] == ["linking-tag"]
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh4")
