@@ -33,7 +33,7 @@ from typing import Any
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild
 from mnote_evidence.build.index.writer import IndexChanges
-from mnote_evidence.build.link_targets import recorded_aliases
+from mnote_evidence.build.link_targets import recorded_aliases, split_target
 from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
 from mnote_evidence.build.model import STATUS_OK, STATUS_STALE, LinkRow, NoteLink
 from mnote_evidence.build.scan import SourceFile
@@ -237,7 +237,10 @@ class LinkStage:
             dirty_pages |= {hit.path for _, hit in found if hit.path}
             dirty_tags |= {link.target for link, _ in found if link.kind == "tag"}
         dirty_pages |= {path_of[rid] for rid in changes.links if rid in path_of}
-        dirty_pages |= linking_touched
+        # a note linking to a rewritten resource shows something of it only through an embed or a `#fragment`
+        # (`render/dirty.shown_of_targets`: a plain link shows its URL); one whose rows changed is above
+        dirty_pages |= {n for n in linking_touched if n not in by_note or any(
+            hit.path in touched and (link.kind == "embed" or split_target(link.target)[1]) for link, hit in by_note[n])}
         dirty_pages |= {note for note, _, hit in self.resolved if hit.path in touched}
         changes.meta["render_dirty"] = {"since": self.prev.meta.get("built_at_ms"),
                                         "resources": sorted(dirty_pages), "tags": sorted(dirty_tags)}

@@ -122,3 +122,22 @@ def test_a_paragraph_appended_leaves_the_pages_and_tags_its_note_links_to_and_a_
     run_build(workspace, out, site=True)  # a new title: shown by the backlink and the tag page
     assert {"Linked.md", "Linking.md"} <= set(_dirty(out)["resources"]) and _dirty(out)["tags"] == ["linking-tag"]
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh4")
+
+
+def test_notes_linking_to_an_edited_note_are_looked_at_again_when_they_embed_it_or_name_a_fragment(
+        workspace, tmp_path):
+    out, target = tmp_path / "out", workspace / "Target.md"
+    target.write_text("# Target\n\n## Part\n\nThe part's text.\n", "utf-8")
+    for name, link in [("Plain", "[[Target]]"), ("Embeds", "![[Target]]"), ("Fragment", "[[Target#Part]]"),
+                       ("Markdown", "[target](Target.md)")]:
+        (workspace / f"{name}.md").write_text(f"# {name}\n\nSee {link} here.\n", "utf-8")
+    _aged_build(workspace, out)
+    target.write_text(target.read_text("utf-8").replace("The part's text.", "The part's new text."), "utf-8")
+    run_build(workspace, out, site=True)
+    assert _dirty(out)["resources"] == ["Embeds.md", "Fragment.md", "Target.md"]  # not Plain, not Markdown
+    assert "part&#x27;s new text." in (out / "Embeds.html").read_text("utf-8")
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh1")
+    target.write_text(target.read_text("utf-8").replace("## Part", "## Renamed"), "utf-8")
+    run_build(workspace, out, site=True)  # the fragment now finds nothing: a broken link on Fragment's page
+    assert "broken-link" in (out / "Fragment.html").read_text("utf-8")
+    assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh2")
