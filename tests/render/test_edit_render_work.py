@@ -141,3 +141,60 @@ def test_notes_linking_to_an_edited_note_are_looked_at_again_when_they_embed_it_
     run_build(workspace, out, site=True)  # the fragment now finds nothing: a broken link on Fragment's page
     assert "broken-link" in (out / "Fragment.html").read_text("utf-8")
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh2")
+
+
+def test_the_lazy_entries_read_what_the_whole_base_holds_and_save_the_same_state(tmp_path):
+    """Pages named to fool a text search (quotes, backslashes, `, "x": ` inside a name, a tag count named as
+    a page, control characters, non-ASCII): every entry looked up one by one is the merged base's, and
+    changes saved through `Entries` load as the same pages a plain dict saves."""
+    import random
+    rng = random.Random(9)
+    parts = ["a", "é", "中", '"', "\\", ", ", '": ', "\n", "\t", "x.html", "{", "}", " "]
+    names = {"".join(rng.choice(parts) for _ in range(rng.randint(1, 6))) + ".html" for _ in range(300)}
+    names |= {"a.html", ', "a.html": ', '"a.html"'}
+    pages: dict = {n: site_state.page_entry(f"k{i:03d}", n) for i, n in enumerate(sorted(names))}
+    tagged = sorted(names)[:5]
+    for n in tagged:  # object entries whose insides repeat page names
+        pages[n] = {"key": "t", "source": None, "tag": True, "counts": {m: 1 for m in sorted(names)[:40]}}
+    pages["gone.html"] = site_state.tombstone("gone.md")
+    out = tmp_path / "out"
+    out.mkdir()
+    site_state.save(out, {"stamp": [1]}, pages, {})
+    lazy = site_state.with_pages(out, site_state.load_head(out), lazy=True)["pages"]
+    assert isinstance(lazy, site_state.Entries)
+    for n in [*pages, "missing.html", '", "a.html']:
+        assert lazy.get(n) == pages.get(n), n
+    assert lazy._all is None  # looked up one by one: the base never parsed whole
+    assert site_state.tag_entries(lazy) == {n: pages[n] for n in tagged} and lazy._all is None
+    # changes through `Entries` and through a dict of the same base save the same pages
+    loaded, plain = site_state.with_pages(out, site_state.load_head(out), lazy=True), site_state.load(out)
+    for state in (loaded, plain):
+        state["pages"]["a.html"] = site_state.page_entry("new", "a.md")
+        del state["pages"][tagged[1]]
+        del state["pages"][sorted(names)[-1]]
+        state["pages"]["added.html"] = site_state.page_entry("k", "added.md")
+    site_state.save(out, {"stamp": [2]}, loaded["pages"], loaded)
+    assert loaded["pages"]._all is None  # saved over the base without parsing it
+    expected = dict(plain["pages"])
+    assert site_state.load(out)["pages"] == expected and dict(loaded["pages"]) == expected
+
+
+def test_an_edit_parses_no_base_whole(workspace, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _aged_build(workspace, out)
+    _edit(workspace)
+    parsed: list = []
+    _count(monkeypatch, site_state.Entries, "all_base", parsed)
+    looked: list = []
+    _count(monkeypatch, site_state.Entries, "_lookup", looked)
+    report = run_build(workspace, out, site=True).site
+    assert parsed == [] and 1 <= len(looked) <= len(_dirty(out)["resources"]) + 1  # (+1: the home note)
+    assert report.pages_written >= 1
+    monkeypatch.undo()
+    assert site._load_state(tmp_path / "out")["pages"] == site._load_state(_fresh_dir(workspace, out, tmp_path))["pages"]
+
+
+def _fresh_dir(workspace, out, tmp_path):
+    fresh = tmp_path / "fresh"
+    site.render_site(workspace, fresh, out / "evidence.sqlite")
+    return fresh
