@@ -11,6 +11,7 @@ import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Mapping
 
 from mnote_evidence.build.model import ResourceRow as Resource
@@ -73,13 +74,14 @@ def read_resources(conn: sqlite3.Connection, known: FromBuild | None = None
     if known is None:
         return [Resource.from_values(r) for r in cursor.execute(
             f"SELECT {Resource.SQL_COLUMNS} FROM evidence_resource ORDER BY source_root_relative_path")], None
-    by_id = {r.resource_id: r for r in known.rows.values() if r.resource_id not in known.written}
-    again: dict[str, Resource | None] = {}
+    rows = [r for r in known.rows.values() if r.resource_id not in known.written]  # (a list, sorted by
+    again: dict[str, Resource | None] = {}  # `attrgetter`: half the time of a dict by id sorted by a lambda)
     for r in cursor.execute(f"SELECT {Resource.SQL_COLUMNS} FROM evidence_resource "
                             "WHERE resource_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(known.written))]):
-        row = by_id[r[0]] = Resource.from_values(r)
-        again[row.path] = known.rows.get(row.path)
-    return sorted(by_id.values(), key=lambda r: r.path), again  # code point order: SQLite's BINARY order of UTF-8
+        rows.append(Resource.from_values(r))
+        again[rows[-1].path] = known.rows.get(rows[-1].path)
+    rows.sort(key=attrgetter("path"))  # code point order: SQLite's BINARY order of UTF-8
+    return rows, again
 
 
 def page_fields(res: Resource) -> tuple[Any, ...]:
