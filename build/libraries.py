@@ -1,6 +1,6 @@
 """The heavy libraries that read and draw PDFs, images and Word files, imported on first use (issue 17 point 2).
 
-Every build imports every provider (the format registry reads their versions) and the site
+A build may import any provider (the first file of its format) and the site
 renderer, yet a no-op build, a markdown-only workspace or `--no-site` never opens a PDF, an image
 or a Word file: importing PyMuPDF (~120 ms), python-docx with lxml (~75 ms) and Pillow (~30 ms)
 there was pure start-up. So the modules that use them (`providers/pdf.py`, `providers/image.py`,

@@ -28,7 +28,7 @@ from mnote_evidence.build import versions
 from mnote_evidence.build.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES,
                                           DEFAULT_OUT)
 from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
-from mnote_evidence.build.formats import format_for, provider_for
+from mnote_evidence.build.formats import format_for, provider_for, provider_version
 from mnote_evidence.build.fsutil import in_durable_batch
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
@@ -167,9 +167,10 @@ class _Build:
         suffix = suffix_of(path)
         version = self._suffix_versions.get(suffix)
         if version is None:
-            spec = format_for(path).provider
+            fmt = format_for(path)
+            spec = fmt.provider
             if spec not in self._versions:
-                self._versions[spec] = provider_for(path, self.options.ocr).version()
+                self._versions[spec] = provider_version(fmt, self.options.ocr)  # (the registry's: no import)
             version = self._suffix_versions[suffix] = self._versions[spec]
         return version
 

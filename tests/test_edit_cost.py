@@ -581,3 +581,20 @@ def test_a_build_that_reads_many_files_collects_again_after_the_scan(workspace, 
     collections, seen, report = _collections_of_an_edit(workspace, tmp_path, monkeypatch)
     assert report.parsed == 1
     assert seen["after_scan"] == seen["before_load"] < seen["after_index"]
+
+
+def test_the_provider_versions_are_the_providers_and_are_read_without_importing_them():
+    """The registry's versions (library, revision, OCR engine) are what each provider says, and reading them
+    imports no provider of a format whose registry entry names its library."""
+    import subprocess
+    from mnote_evidence.build import formats
+    from mnote_evidence.build.ocr.settings import OcrSettings
+    for ocr in (OcrSettings(), OcrSettings(engine="none")):
+        for fmt in formats.FORMATS:
+            assert formats.provider_version(fmt, ocr) == formats.provider_class(fmt.provider)(ocr).version()
+    code = ("import sys; from mnote_evidence.build.formats import provider_versions; provider_versions(); "
+            "print(sorted(m for m in sys.modules if m.startswith('mnote_evidence.build.providers.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
+    assert out.strip() == "['mnote_evidence.build.providers.base', 'mnote_evidence.build.providers.encoding', " \
+        "'mnote_evidence.build.providers.markdown', 'mnote_evidence.build.providers.markdown_properties']", out
