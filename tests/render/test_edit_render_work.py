@@ -183,10 +183,9 @@ def test_an_edit_parses_no_base_whole(workspace, tmp_path, monkeypatch):
     out = tmp_path / "out"
     _aged_build(workspace, out)
     _edit(workspace)
-    parsed: list = []
-    _count(monkeypatch, site_state.Entries, "all_base", parsed)
-    looked: list = []
-    _count(monkeypatch, site_state.Entries, "_lookup", looked)
+    parsed, looked = [], []  # the whole base parsed; pages looked up in its text
+    for name, calls in (("all_base", parsed), ("_lookup", looked)):
+        _count(monkeypatch, site_state.Entries, name, calls)
     report = run_build(workspace, out, site=True).site
     assert parsed == [] and 1 <= len(looked) <= len(_dirty(out)["resources"]) + 1  # (+1: the home note)
     assert report.pages_written >= 1
