@@ -70,22 +70,25 @@ class LinkResolver:
         return self._searched[key]
 
     def _search(self, key: str) -> list[str]:
-        """`_named`, by searching the paths joined by NUL (no path holds one), lowered as a whole: lowering
-        is per character (the one rule with context, a final sigma, sees the same non-letters around a
-        file name, '/' or NUL, as when the name is lowered alone), and never adds or drops a NUL, so the
-        k-th path's text lies between the k-th and (k+1)-th NUL whatever its length."""
-        if "\0" in key or "/" in key:
+        """`_named`, by searching the paths joined by NUL (no path holds one), each after a '/', lowered as a
+        whole: lowering is per character (the one rule with context, a final sigma, sees the same
+        non-letters around a file name, '/' and NUL, as when the name is lowered alone) and never adds or
+        drops a NUL, so the k-th path's text lies between the k-th and (k+1)-th NUL whatever its length.
+        One pass over the text per name: `/name` followed by NUL or `.md` NUL."""
+        if not key or "\0" in key or "/" in key:
             return []
         if not self._listed:
             self._listed = list(self.paths)
-            self._text = ("\0" + "\0".join(self._listed) + "\0").lower()
-        text, found = self._text, []
-        for needle in (f"/{key}\0", f"\0{key}\0", f"/{key}.md\0", f"\0{key}.md\0"):
-            at = text.find(needle)
-            while at >= 0:
-                end = at + len(needle) - 1  # the NUL after the k-th path: k + 1 NULs before it
+            self._text = ("\0/" + "\0/".join(self._listed) + "\0").lower()
+        text, needle, found = self._text, "/" + key, []
+        at = text.find(needle)
+        while at >= 0:
+            end = at + len(needle)
+            if text.startswith(".md\0", end):
+                end += 3
+            if text.startswith("\0", end):  # the NUL after the k-th path: k + 1 NULs before it
                 found.append(self._listed[text.count("\0", 0, end) - 1])
-                at = text.find(needle, at + 1)
+            at = text.find(needle, at + 1)
         return found
 
     def resolve(self, note: str, target: str, kind: str) -> Resolution:
