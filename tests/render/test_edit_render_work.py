@@ -197,3 +197,17 @@ def _fresh_dir(workspace, out, tmp_path):
     fresh = tmp_path / "fresh"
     site.render_site(workspace, fresh, out / "evidence.sqlite")
     return fresh
+
+
+def test_the_lazy_entries_of_small_bases(tmp_path):
+    """No string entry, one, two; no object entry: each page found, and no other."""
+    tag = {"key": "t", "source": None, "tag": True}
+    for pages in ({}, {"_tags/a.html": tag}, {"b.html": "k\tb.md"}, {"b.html": "k\tb.md", "a.html": "j\ta.md"},
+                  {"_tags/a.html": tag, "b.html": "k\tb.md", "c.html": "l\tc.md"}):
+        out = tmp_path / str(len(list(tmp_path.iterdir())))
+        out.mkdir()
+        site_state.save(out, {"stamp": [1]}, pages, {})
+        lazy = site_state.with_pages(out, site_state.load_head(out), lazy=True)["pages"]
+        for page in [*pages, "0.html", "a0.html", "bb.html", "z.html"]:
+            assert lazy.get(page) == pages.get(page), (pages, page)
+        assert lazy._all is None and dict(lazy) == pages
