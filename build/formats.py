@@ -9,10 +9,13 @@ one provider module under `build/providers/` plus one `Format(...)` line in `FOR
 Invariants: a suffix belongs to at most one format (checked at import); a file whose suffix
 is not registered is kind `other` and is recorded `unsupported`, never sent to a provider
 of another format; providers are imported lazily (the query side reads kinds and suffixes
-without loading PyMuPDF); a provider is built as `Provider(ocr)`. Every build imports every
-provider (`provider_versions`, the unchanged-file check), so a provider module stays light: its
-`version()` reads its library's version from package metadata (`libraries.library_version`) and
-the library itself loads with the first file parsed (`build/libraries.py`; tests/test_startup.py).
+without loading PyMuPDF); a provider is built as `Provider(ocr)`. Every build asks every
+provider's version (`provider_versions`, the unchanged-file check): a format's entry names its
+library, its revision (bumped when the same bytes would give other output) and whether the OCR
+engine counts, so the version is read from package metadata (`libraries.library_version`) without
+importing the provider (`provider_version`); the provider's own `version()` answers the same. A
+provider module still stays light: its library loads with the first file parsed (`build/libraries.py`;
+tests/test_startup.py).
 """
 
 from __future__ import annotations
@@ -33,14 +36,26 @@ class Format:
     kind: Kind
     provider: str  # "<module under build/providers>:<class>", imported on first use
     page: str  # the page rule in render/pages.py that renders its resources
+    # The provider's version (`provider_version`): its library's version, this code's revision of the
+    # provider (bumped when the same bytes would give other output), the OCR engine's when it reads
+    # images. Kept here, not in the provider module: every build asks every provider's version, and
+    # importing the PDF, Word and image providers for it cost a one-note edit ~1 ms. `library` None:
+    # the provider class says (`Provider.version`), imported for it.
+    library: str | None = None
+    revision: str = ""
+    ocr: bool = False
 
 
 FORMATS: tuple[Format, ...] = (
     Format("markdown", NOTE_SUFFIXES, Kind.MARKDOWN, "markdown:MarkdownProvider", page="note"),
-    Format("pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf"),
-    Format("docx", (".docx",), Kind.OFFICE, "docx:DocxProvider", page="document"),
+    # pdf revision 6: page furniture gets role "furniture"; 7: boxHoldsText (build/providers/pdf_boxes.py)
+    Format("pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf", library="pymupdf", revision="7", ocr=True),
+    # docx revision 2: notes, comments, text boxes; repaired packages
+    Format("docx", (".docx",), Kind.OFFICE, "docx:DocxProvider", page="document", library="python-docx",
+           revision="2"),
+    # image revision 3: images past 200 MP are refused from the header (image_too_large)
     Format("image", (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp"), Kind.IMAGE,
-           "image:ImageProvider", page="image"),
+           "image:ImageProvider", page="image", library="pillow", revision="3", ocr=True),
 )
 
 
@@ -94,11 +109,29 @@ def provider_for(path: str, ocr: OcrSettings | None = None) -> Provider | None:
     return provider_class(fmt.provider)(ocr or OcrSettings()) if fmt else None
 
 
+def format_named(name: str) -> Format:
+    """The registered format called `name` (looked up in `FORMATS` when asked)."""
+    return next(fmt for fmt in FORMATS if fmt.name == name)
+
+
+def provider_version(fmt: Format, ocr: OcrSettings | None = None) -> str:
+    """The version of `fmt`'s provider: from the registry (library version `+m` revision, `+ocr:` the
+    engine's) without importing the provider, unless the registry names no library."""
+    ocr = ocr or OcrSettings()
+    if fmt.library is None:
+        return provider_class(fmt.provider)(ocr).version()
+    from mnote_evidence.build.libraries import library_version
+    from mnote_evidence.build.ocr.run import versioned  # (the OCR runner: where versions are asked)
+
+    base = f"{library_version(fmt.library)}+m{fmt.revision}"
+    return versioned(base, ocr) if fmt.ocr else base
+
+
 def provider_versions(ocr: OcrSettings | None = None) -> dict[str, str]:
     """Every provider's version by the resource kind it produces (`build_meta.provider_versions`);
     formats that share a kind are joined with '|' in registry order."""
     out: dict[str, str] = {}
     for fmt in FORMATS:
-        version = provider_class(fmt.provider)(ocr or OcrSettings()).version()
+        version = provider_version(fmt, ocr)
         out[fmt.kind] = f"{out[fmt.kind]}|{version}" if fmt.kind in out else version
     return out

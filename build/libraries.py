@@ -1,6 +1,6 @@
 """The heavy libraries that read and draw PDFs, images and Word files, imported on first use (issue 17 point 2).
 
-Every build imports every provider (the format registry reads their versions) and the site
+A build may import any provider (the first file of its format) and the site
 renderer, yet a no-op build, a markdown-only workspace or `--no-site` never opens a PDF, an image
 or a Word file: importing PyMuPDF (~120 ms), python-docx with lxml (~75 ms) and Pillow (~30 ms)
 there was pure start-up. So the modules that use them (`providers/pdf.py`, `providers/image.py`,
@@ -50,21 +50,37 @@ def _dist_info_version(distribution: str) -> str | None:
     searched in order as `importlib.metadata` searches; None (ask it) when that is not exactly one
     `*.dist-info` folder with a `METADATA` file (an `.egg-info`, two versions, ...) or none is found."""
     want = _normal(distribution)
-    for entry in sys.path:
+    for entry, found in _metadata_folders(tuple(sys.path)):
+        if found is None:  # not a folder (a zip, a path hook's name): importlib.metadata may know better
+            return None
+        names = found.get(want)
+        if not names:
+            continue
+        if len(names) > 1 or not names[0].lower().endswith(".dist-info"):
+            return None
+        return _metadata_version(os.path.join(entry or ".", names[0], "METADATA"))
+    return None
+
+
+@cache
+def _metadata_folders(path: tuple[str, ...]) -> list[tuple[str, dict[str, list[str]] | None]]:
+    """Per `sys.path` entry, its metadata folders by normalised distribution name (None: an entry that
+    exists but is no folder; entries that do not exist are left out). Listed once per process for every
+    library asked (a build asks three: each listing of site-packages, normalised, cost an edit ~1 ms)."""
+    out: list[tuple[str, dict[str, list[str]] | None]] = []
+    for entry in path:
         try:
             names = os.listdir(entry or ".")
-        except OSError:  # not a folder (a zip, a path hook's name): importlib.metadata may know better
+        except OSError:
             if entry and os.path.exists(entry):
-                return None
+                out.append((entry, None))
             continue
-        found = [n for n in names if n.lower().endswith((".dist-info", ".egg-info"))
-                 and _normal(n.lower().rpartition(".")[0].partition("-")[0]) == want]
-        if not found:
-            continue
-        if len(found) > 1 or not found[0].lower().endswith(".dist-info"):
-            return None
-        return _metadata_version(os.path.join(entry or ".", found[0], "METADATA"))
-    return None
+        found: dict[str, list[str]] = {}
+        for n in names:
+            if n.lower().endswith((".dist-info", ".egg-info")):
+                found.setdefault(_normal(n.lower().rpartition(".")[0].partition("-")[0]), []).append(n)
+        out.append((entry, found))
+    return out
 
 
 def _metadata_version(path: str) -> str | None:

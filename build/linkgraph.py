@@ -33,9 +33,9 @@ from typing import Any
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild
 from mnote_evidence.build.index.writer import IndexChanges
-from mnote_evidence.build.link_targets import recorded_aliases
+from mnote_evidence.build.link_targets import recorded_aliases, split_target
 from mnote_evidence.build.links import LinkResolver, Resolution, alias_map, owners
-from mnote_evidence.build.model import STATUS_STALE, LinkRow, NoteLink
+from mnote_evidence.build.model import STATUS_OK, STATUS_STALE, LinkRow, NoteLink
 from mnote_evidence.build.scan import SourceFile
 from mnote_evidence.build.sqlite_ro import connect_ro
 
@@ -76,6 +76,12 @@ class _Previous:
                 [json.dumps(sorted(notes))]):
             out[r[0]].append((NoteLink(r[1], r[2], r[3], r[6]), Resolution(r[4], r[5])))
         return out
+
+    def blocks(self, ids: set[str]) -> dict[str, tuple[str, int, str, str]]:
+        """block id -> (resource id, ordinal, kind, text) of the blocks with those ids, as the index holds them."""
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in self._rows(
+            "SELECT block_id, resource_id, ordinal, kind, text FROM evidence_block_row "
+            "WHERE block_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(ids))])}
 
     def linking(self, targets: set[str]) -> dict[str, set[str]]:
         """target path -> the notes whose links resolved to it."""
@@ -150,6 +156,28 @@ class LinkStage:
         finally:
             self._reader.close()
 
+    def _quiet(self, same_links: dict[str, list[LinkRow]], changes: IndexChanges) -> set[str]:
+        """Of the rewritten notes whose link rows (and edges) are the index's, those whose title and linking
+        blocks (id, order, kind, text: each block holding a link or tag) are too, the note `ok` before and
+        after: all that another page shows of a note (a backlink on its target's page: the block's text,
+        the link's label, the note's title; a tag page: its tagged blocks), so those pages are not looked at
+        again. An edit that appends a paragraph re-keyed every page its note links to (and its tags')."""
+        updates = {u.row.path: u for u in changes.updates if u.row.path in same_links}
+        wanted: dict[str, dict[str, tuple[str, int, str, str]]] = {}
+        for note, rows in same_links.items():
+            update, prev = updates.get(note), self.prev.resources[note]
+            if (update is None or update.artifact is None or update.row.status != STATUS_OK
+                    or prev.status != STATUS_OK or update.row.title != prev.title):
+                continue
+            ids = {r["source_block_id"] for r in rows}
+            rid = update.row.resource_id
+            wanted[note] = {b.id: (rid, i, b.type, b.text) for i, b in enumerate(update.artifact.blocks) if b.id in ids}
+        if not wanted:
+            return set()
+        before = self._reader.blocks({b for blocks in wanted.values() for b in blocks})
+        return {note for note, blocks in wanted.items() if all(before.get(b) == v for b, v in blocks.items())
+                and len(blocks) == len({r["source_block_id"] for r in same_links[note]})}
+
     def _edge_type(self, note: str, target: str, notes: set[str]) -> str:
         """A link edge's type, as the `evidence_link_edge` view computes it (schema.py `LINK_TYPE_SQL`)."""
         return ("markdown_links_to" if target in notes else
@@ -173,6 +201,7 @@ class LinkStage:
             regroup = {n for n in linking_touched if n in notes and n not in by_note}
             by_note.update(self._reader.links_of(regroup))
         dirty_pages, dirty_tags = set(touched), set()
+        same_links: dict[str, list[LinkRow]] = {}  # rewritten notes whose link rows are the index's
         for note in sorted(by_note):
             rows: list[LinkRow] = []
             edges: list[tuple[str, str, str]] = []
@@ -188,6 +217,14 @@ class LinkStage:
             if note in rewritten or prev is None or prev.links_hash != digest:
                 changes.links[note_id] = (rows, digest)
                 dirty_pages.add(note)
+                if prev is not None and prev.links_hash == digest:
+                    same_links[note] = rows  # its targets and tags: below, unless what they show is unchanged
+                    continue
+                dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
+                dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
+        quiet = self._quiet(same_links, changes)
+        for note, rows in same_links.items():
+            if note not in quiet:
                 dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
                 dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
         for path in self.prev.resources.keys() - notes:  # no longer a note with links (stale, error, gone)
@@ -195,12 +232,15 @@ class LinkStage:
             if prev.links_hash is not None:
                 changes.links[prev.resource_id] = ([], None)
         # what the old rows of rewritten notes pointed at (their backlinks and tags change too)
-        old_rows = self._reader.links_of({path_of[rid] for rid in changes.links if rid in path_of})
+        old_rows = self._reader.links_of({path_of[rid] for rid in changes.links if rid in path_of} - quiet)
         for found in old_rows.values():
             dirty_pages |= {hit.path for _, hit in found if hit.path}
             dirty_tags |= {link.target for link, _ in found if link.kind == "tag"}
         dirty_pages |= {path_of[rid] for rid in changes.links if rid in path_of}
-        dirty_pages |= linking_touched
+        # a note linking to a rewritten resource shows something of it only through an embed or a `#fragment`
+        # (`render/dirty.shown_of_targets`: a plain link shows its URL); one whose rows changed is above
+        dirty_pages |= {n for n in linking_touched if n not in by_note or any(
+            hit.path in touched and (link.kind == "embed" or split_target(link.target)[1]) for link, hit in by_note[n])}
         dirty_pages |= {note for note, _, hit in self.resolved if hit.path in touched}
         changes.meta["render_dirty"] = {"since": self.prev.meta.get("built_at_ms"),
                                         "resources": sorted(dirty_pages), "tags": sorted(dirty_tags)}

@@ -28,7 +28,7 @@ from mnote_evidence.build import versions
 from mnote_evidence.build.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES,
                                           DEFAULT_OUT)
 from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
-from mnote_evidence.build.formats import format_for, provider_for
+from mnote_evidence.build.formats import format_for, provider_for, provider_version
 from mnote_evidence.build.fsutil import in_durable_batch
 from mnote_evidence.build.ids import resource_id
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
@@ -167,9 +167,10 @@ class _Build:
         suffix = suffix_of(path)
         version = self._suffix_versions.get(suffix)
         if version is None:
-            spec = format_for(path).provider
+            fmt = format_for(path)
+            spec = fmt.provider
             if spec not in self._versions:
-                self._versions[spec] = provider_for(path, self.options.ocr).version()
+                self._versions[spec] = provider_version(fmt, self.options.ocr)  # (the registry's: no import)
             version = self._suffix_versions[suffix] = self._versions[spec]
         return version
 
@@ -476,7 +477,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             render_options = RenderOptions(jobs=options.jobs, images=options.page_images,
                                            max_page_images=options.max_page_images, ask=options.lightrag is not None)
             # the rows this run read and what it wrote since: the renderer reads only the rows written
-            known = (FromBuild(run.prev.resources.values(), changes.resource_ids_written(), graph.resolver,
+            known = (FromBuild(run.prev.resources, changes.resource_ids_written(), graph.resolver,
                                graph.aliases)
                      if run.prev.resources and not (changes.rebuild or changes.resegment) else None)
             run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress, known)

@@ -90,6 +90,32 @@ def test_an_edit_builds_one_link_resolver(workspace, tmp_path, monkeypatch):
     assert len(built) == 1
 
 
+def test_an_edit_indexes_no_path_by_name_and_resolves_as_a_full_build(workspace, tmp_path, monkeypatch):
+    """The edit's resolver finds the names its links ask by searching the paths' text (`links._search`):
+    it never indexes every path, and the link rows are a fresh build's."""
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    _aged_build(workspace, out)
+    with open(workspace / EDITED, "a", encoding="utf-8") as f:
+        f.write("\nSee [[Kickoff]], [[kickoff.md]] and [[nowhere]].\n")
+    built: list = []
+    init = links.LinkResolver.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        built.append(self)
+    monkeypatch.setattr(links.LinkResolver, "__init__", spy)
+    run_build(workspace, out, site=True)
+    assert len(built) == 1 and built[0]._by_name is None and set(built[0]._searched) == {"kickoff", "kickoff.md", "nowhere"}
+    run_build(workspace, fresh, site=False)
+    rows = "SELECT resource_id, source_block_id, target, kind, target_path, problem, label FROM evidence_link ORDER BY 1, 2, 3, 4"
+    conns = [data.connect_ro(o / "evidence.sqlite") for o in (out, fresh)]
+    try:
+        assert [list(map(tuple, c.execute(rows))) for c in conns][0] == [list(map(tuple, c.execute(rows))) for c in conns][1]
+    finally:
+        for c in conns:
+            c.close()
+
+
 def test_an_edit_asks_the_notes_provider_version_once(workspace, tmp_path, monkeypatch):
     out = tmp_path / "out"
     _aged_build(workspace, out)
@@ -555,3 +581,20 @@ def test_a_build_that_reads_many_files_collects_again_after_the_scan(workspace, 
     collections, seen, report = _collections_of_an_edit(workspace, tmp_path, monkeypatch)
     assert report.parsed == 1
     assert seen["after_scan"] == seen["before_load"] < seen["after_index"]
+
+
+def test_the_provider_versions_are_the_providers_and_are_read_without_importing_them():
+    """The registry's versions (library, revision, OCR engine) are what each provider says, and reading them
+    imports no provider of a format whose registry entry names its library."""
+    import subprocess
+    from mnote_evidence.build import formats
+    from mnote_evidence.build.ocr.settings import OcrSettings
+    for ocr in (OcrSettings(), OcrSettings(engine="none")):
+        for fmt in formats.FORMATS:
+            assert formats.provider_version(fmt, ocr) == formats.provider_class(fmt.provider)(ocr).version()
+    code = ("import sys; from mnote_evidence.build.formats import provider_versions; provider_versions(); "
+            "print(sorted(m for m in sys.modules if m.startswith('mnote_evidence.build.providers.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
+    assert out.strip() == "['mnote_evidence.build.providers.base', 'mnote_evidence.build.providers.encoding', " \
+        "'mnote_evidence.build.providers.markdown', 'mnote_evidence.build.providers.markdown_properties']", out

@@ -41,3 +41,38 @@ def test_wikilinks_resolve_as_the_rule_reads_over_random_workspaces():
         for note in ["x.md", "a/x.md", "a/b/x.md", "c/x.md"]:
             for name in ["n", "N.md", "m", "n.pdf", "o.markdown", "missing"]:
                 assert resolver.resolve(note, name, "wikilink").path == _brute(paths, note, name), (paths, note, name)
+
+
+# the characters whose lower case needs care: final sigma (context), dotted capital I (two characters),
+# Kelvin sign, title case, a case-ignorable combining mark, and the word-inner marks `.`, `'`, `·`
+_TRICKY = ["a", "B", "Σ", "σ", "ς", "İ", "I", ".", "'", "·", "-", " ", "ß", "ǅ", "\u0345", "K", "\u212a"]
+
+
+def test_names_found_by_searching_the_paths_text_are_the_name_indexs(monkeypatch):
+    """A resolver finds its first `NAMES_BY_SEARCH` names in its paths' lowered text, then indexes every
+    path: both give the same paths for every name, whatever the case rules of the characters."""
+    from mnote_evidence.build import links
+    rng = random.Random(5)
+    for _ in range(200):
+        paths = {"/".join("".join(rng.choice(_TRICKY) for _ in range(rng.randint(1, 4)))
+                          for _ in range(rng.randint(1, 3))) + rng.choice(["", ".md", ".MD", ".pdf"])
+                 for _ in range(30)}
+        bases = {posixpath.basename(p) for p in paths}
+        names = bases | {b[:-3] for b in bases} | {b.upper() for b in bases} | {"Σ", "a\0b", "a/b"}
+        searching, indexed = LinkResolver(paths), LinkResolver(paths)
+        monkeypatch.setattr(links, "NAMES_BY_SEARCH", 10 ** 6)
+        found = {n: sorted(searching._named(n.lower())) for n in names}
+        monkeypatch.setattr(links, "NAMES_BY_SEARCH", 0)
+        assert found == {n: sorted(indexed._named(n.lower())) for n in names}
+        assert searching._by_name is None and indexed._by_name is not None
+
+
+def test_a_resolver_indexes_its_paths_only_after_many_names(monkeypatch):
+    from mnote_evidence.build import links
+    paths = {f"f{i}/n{i}.md" for i in range(200)}
+    resolver = LinkResolver(paths)
+    for i in range(links.NAMES_BY_SEARCH):
+        assert resolver.resolve("x.md", f"N{i}", "wikilink").path == f"f{i}/n{i}.md"
+    assert resolver._by_name is None  # a dozen names (an edit's) index no path
+    assert resolver.resolve("x.md", "n150", "wikilink").path == "f150/n150.md"
+    assert resolver._by_name is not None and len(resolver._by_name) == 400  # a full build's: every path, once

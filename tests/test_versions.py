@@ -2,12 +2,13 @@
 
 Real builds of content_fixtures copies; versions are changed in-process through
 the documented hooks (`text.SEGMENTATION_VERSION` + `text.segment_for_index`,
-a provider's `REVISION`, BuildOptions' OCR and page image settings) or by
+a provider's revision (`formats.FORMATS`), BuildOptions' OCR and page image settings) or by
 writing another schema version into a real database.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -21,7 +22,7 @@ from mnote_evidence.build import text
 from mnote_evidence.build.cli_build import _print_report
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.providers import docx as docx_provider
+from mnote_evidence.build import formats
 from mnote_evidence.build.urls import page_path
 from mnote_evidence.functions import evidence
 from mnote_evidence.functions.db import EvidenceDB
@@ -149,7 +150,9 @@ def test_provider_revision_change_reparses_only_that_format(workspace, tmp_path,
     before = _resources(out)
     docx = {p for p, (kind, _, _) in before.items() if kind == "office" and before[p][2]}
     assert len(docx) == 2  # the chemistry notes and the corrupt one (its error is retried)
-    monkeypatch.setattr(docx_provider, "REVISION", "test-2")
+    bumped = tuple(dataclasses.replace(f, revision="test-2") if f.name == "docx" else f for f in formats.FORMATS)
+    monkeypatch.setattr(formats, "FORMATS", bumped)  # the registry, and its table by suffix
+    monkeypatch.setattr(formats, "BY_SUFFIX", formats._by_suffix(bumped))
 
     report = run_build(workspace, out)
     assert report.parsed == len(docx) and report.reused_sidecars == 0

@@ -33,7 +33,8 @@ import zipfile
 from pathlib import Path
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.libraries import library_version, python_docx
+from mnote_evidence.build.formats import format_named, provider_version
+from mnote_evidence.build.libraries import python_docx
 from mnote_evidence.build.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
@@ -42,7 +43,6 @@ from mnote_evidence.build.providers.docx_parts import (W, notes, paragraph_text,
 from mnote_evidence.build.sections import SectionTree
 from mnote_evidence.build.zipbudget import OverBudget, check_inflated_size
 
-REVISION = "2"  # 2: notes, comments, text boxes; repaired packages
 MAX_UNCOMPRESSED = 512 * 1024 * 1024
 
 W14_PARA_ID = "{http://schemas.microsoft.com/office/word/2010/wordml}paraId"
@@ -131,7 +131,7 @@ class DocxProvider:
         pass  # text comes from the file itself: no OCR
 
     def version(self) -> str:
-        return f"{library_version('python-docx')}+m{REVISION}"
+        return provider_version(format_named("docx"))  # the registry keeps it (build/formats.py)
 
     def _open(self, path: Path) -> tuple[object, object, list[Warning_]]:
         """(body element, styles root, warnings): python-docx first, the raw XML when it refuses."""

@@ -12,14 +12,14 @@ from __future__ import annotations
 import warnings
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.libraries import image_ops, library_version, pillow
+from mnote_evidence.build.formats import format_named, provider_version
+from mnote_evidence.build.libraries import image_ops, pillow
 from mnote_evidence.build.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
-from mnote_evidence.build.ocr.run import engine_version, image_lines, versioned
+from mnote_evidence.build.ocr.run import engine_version, image_lines
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.pixels import too_many_pixels
 from mnote_evidence.build.providers.base import ParseInput
 
-REVISION = "3"  # 3: images past 200 MP are refused from the header (image_too_large)
 
 
 def image_size(item: ParseInput) -> tuple[int, int]:
@@ -52,7 +52,7 @@ class ImageProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return versioned(f"{library_version('pillow')}+m{REVISION}", self.ocr)
+        return provider_version(format_named("image"), self.ocr)  # the registry keeps it (build/formats.py)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         width, height = image_size(item)

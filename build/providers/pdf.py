@@ -22,11 +22,12 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from mnote_evidence.build.ids import BlockIdAllocator
-from mnote_evidence.build.libraries import library_version, mupdf
+from mnote_evidence.build.formats import format_named, provider_version
+from mnote_evidence.build.libraries import mupdf
 from mnote_evidence.build.model import (
     KIND_PDF, ROLE_BODY, ROLE_FURNITURE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_,
 )
-from mnote_evidence.build.ocr.run import engine_version, pdf_page_lines, versioned
+from mnote_evidence.build.ocr.run import engine_version, pdf_page_lines
 from mnote_evidence.build.ocr.settings import OcrSettings
 from mnote_evidence.build.providers.base import ParseInput
 from mnote_evidence.build.sections import SectionTree
@@ -35,7 +36,6 @@ from mnote_evidence.build.text import join_lines, normalise
 if TYPE_CHECKING:  # PyMuPDF itself loads with the first PDF opened (build/libraries.py)
     import pymupdf
 
-REVISION = "7"  # 6: page furniture gets role "furniture"; 7: boxHoldsText (build/providers/pdf_boxes.py)
 _MAX_HEADING_CHARS = 200
 
 
@@ -192,7 +192,7 @@ class PdfProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return versioned(f"{library_version('pymupdf')}+m{REVISION}", self.ocr)
+        return provider_version(format_named("pdf"), self.ocr)  # the registry keeps it (build/formats.py)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         data = item.full_path.read_bytes()

@@ -46,7 +46,7 @@ from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATU
 from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.render import copies, data, dirty, page_images, page_pool, state as site_state, tag_pages
 from mnote_evidence.build.render.backlinks import Sentences, items_html
-from mnote_evidence.build.render.front import INDEX, FrontPage, tree
+from mnote_evidence.build.render.front import INDEX, FrontPage, same_tree, tree
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # Jinja and the page rules (the Markdown renderer) load where
 
 STATE_FILE = site_state.STATE_FILE  # what the last render wrote (`render/state.py`)
 TREE_CACHE = ".mnote-front-tree.html"  # the front page's file tree, rendered (`_Site._tree_html`)
+_TREE_MARK = "\0mnote-front-tree\0"  # where `render_index` puts the tree's HTML
 HOME_CACHE = ".mnote-front-note.json"  # the home note as the front page shows it (`_Site._home_note`)
 
 
@@ -101,8 +102,13 @@ class _Site:
         self.conn = data.connect_ro(db_path)
         self.env = _environment()
         self.report = RenderReport()
-        self.resources = data.resources(self.conn, from_build)
+        self.resources, again = data.read_resources(self.conn, from_build)
         self.by_path = {r.path: r for r in self.resources}
+        self.same_tree = from_build is not None and same_tree(len(from_build.rows), again, self.by_path)
+        # rows written since the build's read whose page fields changed: their pages' keys change too (a key
+        # hashes those fields), so they are keyed where they are drawn, their backlinks read once for both
+        self.rows_changed = {p for p, old in (again or {}).items() if p in self.by_path and (
+            old is None or data.page_fields(old) != data.page_fields(self.by_path[p]))}
         aliases = (from_build.aliases if from_build and from_build.aliases is not None
                    else alias_map(recorded_aliases(self.conn)))
         self.resolver = _resolver({r.path for r in self.resources if r.status != STATUS_STALE}, aliases,
@@ -251,14 +257,13 @@ class _Site:
     def render_index(self, front: FrontPage) -> str:
         """The front page: the home note (links relative to index.html) beside the tree, or the tree."""
         ctx = self._base(INDEX, self.meta.get("workspace_name", "Workspace"), None) | front.context()
-        ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX),
-                    "tree_html": self._tree_html(front)})
+        ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX)})
         if front.note is not None:
             body, title = self._home_note(front)
             ctx["body"] = body
             if title is not None:
                 ctx["title"] = title
-        return self.env.get_template("index.html").render(ctx)
+        return _with_tree(self.env.get_template("index.html"), ctx, self._tree_html(front))
 
     def _home_note(self, front: FrontPage) -> tuple[str | None, str | None]:
         """The home note's body (links relative to index.html) and title (None: unreadable, the page's
@@ -285,6 +290,19 @@ class _Site:
         if key and body is not None:
             atomic_write_text(cache, json.dumps({"key": key, "body": body, "title": title}))  # ASCII: any text
         return body, title
+
+
+def _with_tree(template: Any, ctx: dict[str, Any], tree_html: str) -> str:
+    """`template` rendered with `tree_html` as its `tree_html`. The tree (0.9 MB at 10,000 files) goes in
+    after the template: Jinja's `escape` of a Markup that large copies it twice (1.4 ms of an edit). The
+    page shows the tree once, so exactly one mark is its place (with a second one, written in the home
+    note, the tree goes through the template as before)."""
+    from markupsafe import Markup  # Jinja's, loaded with it
+
+    html = template.render(ctx | {"tree_html": Markup(_TREE_MARK)})
+    if html.count(_TREE_MARK) == 1:
+        return html.replace(_TREE_MARK, tree_html)
+    return template.render(ctx | {"tree_html": Markup(tree_html)})
 
 
 def _paths_key(resources: list[data.Resource]) -> str:
@@ -380,7 +398,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
-    state = site_state.with_pages(out, state)
+    state = site_state.with_pages(out, state, lazy=True)  # the base's entries read where asked
     site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
@@ -403,7 +421,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         def changed():  # keyed one by one, each changed page handed on at once: the pool starts rendering
             for res in todo:  # while the rest are keyed and copied here
                 page = page_path(res.path)
-                compared = page in pages and (out / page).exists()
+                compared = page in pages and res.path not in site.rows_changed and (out / page).exists()
                 key = keys[res.path] = _page_key(site, res, salt) if compared else None
                 if site._copyable(res):
                     copies.drop_active_copy(out, res.path, site.is_page)
@@ -451,8 +469,11 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         imaging.finish()
         if since is None:  # other settings leave stale images only when the stamp changed: a full pass
             site.report.images_removed = page_images.remove_stale(out, options.images)
+        # the state's tree key holds for the rows it was computed from: the build's, when the site was
+        # rendered from the build before (`since`) and no row of the tree changed (`same_tree`)
+        recorded_tree = state.get("tree") if since is not None and site.same_tree else None
         front = FrontPage.of(site.resources, lambda note: keys.get(note.path) or site_state.entry_key(pages.get(
-            page_path(note.path))), options.ask)
+            page_path(note.path))), options.ask, recorded_tree if isinstance(recorded_tree, str) else None)
         front_key = front.key(salt)
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
@@ -463,7 +484,8 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             copies.copy_static(_templates_dir(), out)
             atomic_write_text(out / HEADERS_FILE, headers_file())
         commit_pending()  # the pages are on disk before the state file says they are done
-        site_state.save(out, {"stamp": stamp, "front": front_key, "ask": options.ask, "collisions": collisions,
+        site_state.save(out, {"stamp": stamp, "front": front_key, "tree": front.tree_key(), "ask": options.ask,
+                              "collisions": collisions,
                               "paths_key": site.paths_key, "templates": templates_signed}, pages, state)
     finally:
         site.conn.close()
