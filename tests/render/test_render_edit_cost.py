@@ -299,7 +299,7 @@ def test_a_render_with_nothing_to_do_reads_no_base(workspace, tmp_path, monkeypa
     out = tmp_path / "out"
     _aged_build(workspace, out)
     read: list = []
-    _count(monkeypatch, site_state, "_text", read)  # every state file read goes through it
+    _count(monkeypatch, site_state, "_read", read)
     report = run_build(workspace, out, site=True)  # a no-op
     assert report.site.pages_written == 0 and report.site.pages_unchanged > 10
     assert [args[0].name for args in read] == [site.STATE_FILE]
