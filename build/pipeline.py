@@ -31,6 +31,7 @@ from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
 from mnote_evidence.build.formats import format_for, provider_for, provider_version
 from mnote_evidence.build.fsutil import in_durable_batch
 from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import (FreshIndex, IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms,
                                                starts_empty, write_index)
@@ -458,14 +459,19 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                                   or changes.links or plan.meta_changed or run.layout_changed()
                                   or not run.db_path.exists())
         resegmented = 0
+        token = row_cache.new_token()  # names this write: the row cache written after it must carry it
         if run.report.changed:
             changes.meta.update({
                 "generator": f"mnote-evidence {__version__}",
-                "workspace_name": root.name, "built_at_ms": str(run.stamp),
+                "workspace_name": root.name, "built_at_ms": str(run.stamp), row_cache.TOKEN_KEY: token,
             })
             resegmented = write_index(run.db_path, changes, run.fresh, run.prev.valid)
         elif changes.stamps:  # only touched files (same bytes): their new stamps, so they are not hashed again
-            write_index(run.db_path, IndexChanges(stamps=changes.stamps), valid=run.prev.valid)
+            write_index(run.db_path, IndexChanges(stamps=changes.stamps, meta={row_cache.TOKEN_KEY: token}),
+                        valid=run.prev.valid)
+        if run.report.changed or changes.stamps:  # the rows for the next build (a new base after a rebuild)
+            rebuilt = run.fresh is not None or changes.rebuild or changes.resegment
+            row_cache.save(run.db_path, token, None if rebuilt else run.prev.cached, changes.resource_ids_written())
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = recorded(run.db_path)

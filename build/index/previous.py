@@ -15,6 +15,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.index.writer import is_valid_db
 from mnote_evidence.build.model import ResourceRow
@@ -32,6 +33,7 @@ class PreviousBuild:
     valid: bool = False
     knowledge_texts: set[str] = field(default_factory=set)  # paths whose sent text is kept (knowledge_text)
     sent_hashes: dict[str, str] = field(default_factory=dict)  # path -> text_hash of what LightRAG was sent
+    cached: row_cache.Cached | None = None  # the rows came from the cache beside the index (`row_cache.py`)
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
@@ -54,15 +56,28 @@ def load_previous(db_path: Path) -> PreviousBuild:
             knowledge, hashes = _knowledge(conn)
             return PreviousBuild({}, meta, knowledge, meta.get("schema_version") or "unrecorded",
                                  sent_hashes=hashes, valid=True)
-        cursor = conn.cursor()
-        cursor.row_factory = None  # plain tuples, read by position (`ResourceRow.from_values`)
-        resources = {r[1]: ResourceRow.from_values(r)
-                     for r in cursor.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource")}
+        resources, cached = _resources(conn, db_path, meta.get(row_cache.TOKEN_KEY))
         knowledge, hashes = _knowledge(conn)
         return PreviousBuild(resources, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes,
-                             valid=True)
+                             valid=True, cached=cached)
     finally:
         conn.close()
+
+
+def _resources(conn: sqlite3.Connection, db_path: Path, token: str | None
+               ) -> tuple[dict[str, ResourceRow], row_cache.Cached | None]:
+    """Every resource row by path: from the cache beside the index when it is this index's (a third of
+    the cost), else from the index; and the cache read."""
+    found = row_cache.read(db_path, token)
+    if found is not None:
+        try:
+            return {r[1]: ResourceRow.from_values(r) for r in found[0]}, found[1]
+        except (TypeError, IndexError, ValueError):  # values of another layout after all: ask the index
+            pass
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, read by position (`ResourceRow.from_values`)
+    return {r[1]: ResourceRow.from_values(r)
+            for r in cursor.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource")}, None
 
 
 def _knowledge(conn: sqlite3.Connection) -> tuple[dict[str, dict], dict[str, str]]:
