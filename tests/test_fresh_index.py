@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from mnote_evidence.build import pipeline
-from mnote_evidence.build.index import writer
+from mnote_evidence.build.index import row_cache, writer
 from mnote_evidence.build.parse import InOrder
 from mnote_evidence.build.progress import Stage
 
@@ -56,6 +56,7 @@ def _dump(db: Path) -> list[str]:
 def test_streamed_build_writes_the_database_a_write_at_the_end_writes(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "now_ms", lambda: STAMP_MS)
     monkeypatch.setattr(writer, "now_ms", lambda: STAMP_MS)
+    monkeypatch.setattr(row_cache, "new_token", lambda: "token")  # in build_meta, random otherwise
     opened = []
     monkeypatch.setattr(writer.FreshIndex, "open", classmethod(
         lambda cls, db: opened.append(db) or cls(db, *writer._open_working_copy(db, fresh=True))))

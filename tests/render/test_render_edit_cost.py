@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.render import copies, data, front, site, state as site_state
 from tests.conftest import run_build
 from tests.test_edit_cost import EDITED, _aged_build, _count, _edit  # the same edit as the build's cost tests
@@ -31,7 +32,8 @@ def _fresh_render(workspace: Path, out: Path, fresh: Path) -> dict[str, bytes]:
 
 
 def _site_files(out: Path) -> dict[str, bytes]:
-    skip = {"evidence.sqlite", site.STATE_FILE, site_state.PAGES_FILE, ".build.lock"}
+    skip = {"evidence.sqlite", site.STATE_FILE, site_state.PAGES_FILE, ".build.lock", row_cache.ROWS_BASE,
+            row_cache.ROWS_DELTA}  # the build's state, not the site's
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
             if p.is_file() and p.name not in skip and ".mnote" not in p.relative_to(out).parts}
 
