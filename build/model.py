@@ -16,7 +16,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any, ClassVar, NotRequired, Sequence, TypedDict
+from typing import Any, ClassVar, Iterable, Iterator, NotRequired, Sequence, TypedDict
 
 SOURCE_MAP_SCHEMA = "mnote.resource_source_map.v1"
 LOCATOR_SCHEMA = "mnote.evidence_locator.v1"
@@ -280,6 +280,20 @@ class ResourceRow:
         "resource_id, source_root_relative_path, owner_document_path, kind, status, provider, provider_version, "
         "source_hash, artifact_path, source_map_path, error_code, error_message, page_count, block_count, "
         "warnings_json, updated_at_ms, title, source_size, source_mtime_ns, links_hash")
+
+    @classmethod
+    def select(cls, conn: sqlite3.Connection, ids: Iterable[str] | None = None,
+               by_path: bool = False) -> Iterator[tuple]:
+        """The `evidence_resource` rows as `SQL_COLUMNS` value tuples (for `from_values`): every row, or
+        those with these resource ids; in path order if `by_path` (SQLite's BINARY order of UTF-8)."""
+        cursor = conn.cursor()
+        cursor.row_factory = None  # plain tuples, read by position
+        sql = f"SELECT {cls.SQL_COLUMNS} FROM evidence_resource"
+        if ids is not None:
+            sql += " WHERE resource_id IN (SELECT value FROM json_each(?))"
+        if by_path:
+            sql += " ORDER BY source_root_relative_path"
+        return cursor.execute(sql, [] if ids is None else [json.dumps(sorted(ids))])
 
     @classmethod
     def from_values(cls, v: Sequence[Any]) -> "ResourceRow":

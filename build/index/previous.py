@@ -74,10 +74,7 @@ def _resources(conn: sqlite3.Connection, db_path: Path, token: str | None
             return {r[1]: ResourceRow.from_values(r) for r in found[0]}, found[1]
         except (TypeError, IndexError, ValueError):  # values of another layout after all: ask the index
             pass
-    cursor = conn.cursor()
-    cursor.row_factory = None  # plain tuples, read by position (`ResourceRow.from_values`)
-    return {r[1]: ResourceRow.from_values(r)
-            for r in cursor.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource")}, None
+    return {r[1]: ResourceRow.from_values(r) for r in ResourceRow.select(conn)}, None
 
 
 def _knowledge(conn: sqlite3.Connection) -> tuple[dict[str, dict], dict[str, str]]:

@@ -23,7 +23,6 @@ re-stamped ones). The files are no evidence: nothing but `load_previous` reads t
 
 from __future__ import annotations
 
-import json
 import marshal
 import os
 import sqlite3
@@ -101,18 +100,15 @@ def save(db_path: Path, token: str, cached: Cached | None, written: set[str]) ->
 def _save(db_path: Path, token: str, cached: Cached | None, written: set[str]) -> None:
     folder = db_path.parent
     conn = connect_ro(db_path)
-    conn.row_factory = None  # tuples, as `load_previous` reads them
     try:
         stamp = _stamp(db_path)
         if cached is not None and len(cached.delta.keys() | written) <= DELTA_MAX:
             delta = dict(cached.delta)
             delta.update(dict.fromkeys(written))  # None unless still in the index:
-            delta.update((r[0], r) for r in conn.execute(
-                f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource "
-                "WHERE resource_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(written))]))
+            delta.update((r[0], r) for r in ResourceRow.select(conn, written))
             _write(folder / ROWS_DELTA, [cached.base_id, token, stamp], delta)
             return
-        rows = conn.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource").fetchall()
+        rows = ResourceRow.select(conn).fetchall()
     finally:
         conn.close()
     base_id = new_token()

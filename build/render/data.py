@@ -69,15 +69,11 @@ def read_resources(conn: sqlite3.Connection, known: FromBuild | None = None
     """`resources`, and the rows read again (path -> the row `known` held for that path, None: a new
     row; None: no `known`, every row read): what changed since the build's read, without comparing
     10,000 rows (a resource's id is its path's, so a path names the same row before and after)."""
-    cursor = conn.cursor()
-    cursor.row_factory = None  # plain tuples, read by position (`Resource.from_values`)
     if known is None:
-        return [Resource.from_values(r) for r in cursor.execute(
-            f"SELECT {Resource.SQL_COLUMNS} FROM evidence_resource ORDER BY source_root_relative_path")], None
+        return [Resource.from_values(r) for r in Resource.select(conn, by_path=True)], None
     rows = [r for r in known.rows.values() if r.resource_id not in known.written]  # (a list, sorted by
     again: dict[str, Resource | None] = {}  # `attrgetter`: half the time of a dict by id sorted by a lambda)
-    for r in cursor.execute(f"SELECT {Resource.SQL_COLUMNS} FROM evidence_resource "
-                            "WHERE resource_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(known.written))]):
+    for r in Resource.select(conn, known.written):
         rows.append(Resource.from_values(r))
         again[rows[-1].path] = known.rows.get(rows[-1].path)
     rows.sort(key=attrgetter("path"))  # code point order: SQLite's BINARY order of UTF-8
