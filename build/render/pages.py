@@ -23,7 +23,7 @@ from mnote_evidence.build.render import page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, compile_note, run_program
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
-from mnote_evidence.build.render.note_programs import load_program, shape_of
+from mnote_evidence.build.render.note_programs import load_program
 from mnote_evidence.build.urls import relative_url
 
 if TYPE_CHECKING:
@@ -42,31 +42,29 @@ class _Site(Protocol):
     report: Any  # RenderReport: `.problems`
 
 
-PageRule = Callable[[_Site, Resource, dict[str, Any], ParsedResourceArtifact, str], str]
+PageRule = Callable[[_Site, Resource, dict[str, Any], ParsedResourceArtifact | NoteMap, str], str]  # NoteMap: a note
 
 
-def note_body(site: _Site, res: Resource, artifact: ParsedResourceArtifact | NoteMap, page: str,
+def note_body(site: _Site, res: Resource, artifact: NoteMap, page: str,
               aliases: dict[str, list[str]]) -> str | None:
     """A note's HTML with its links relative to `page` (its own page, or the front page);
     None when the note no longer matches its indexed blocks (recorded as `note_changed`). The blocks
     themselves are read only when the note is compiled here (`render/note_map.py`)."""
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())
-        shape = artifact.shape if isinstance(artifact, NoteMap) else shape_of(artifact.blocks)
-        program = load_program(site.programs, text, shape) or compile_note(text, artifact.blocks)
+        program = load_program(site.programs, text, artifact.shape) or compile_note(text, artifact.blocks)
         return run_program(program, res.path, aliases, site.note_links, page)
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
         site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
         return None
 
 
-def note_title(res: Resource, artifact: ParsedResourceArtifact | NoteMap) -> str:
+def note_title(res: Resource, artifact: NoteMap) -> str:
     """Front matter `title`, else the first heading (the provider's choice), else the file name."""
     return artifact.title or posixpath.splitext(posixpath.basename(res.path))[0]
 
 
-def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact | NoteMap,
-         page: str) -> str:
+def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: NoteMap, page: str) -> str:
     """A Markdown note: its own HTML with a block anchor on every block (its indexed blocks when it changed
     since: the only page that shows `blocks`)."""
     body = note_body(site, res, artifact, page, ctx["aliases"])

@@ -232,7 +232,7 @@ class _Site:
             self.report.problems.append({"path": res.path, "code": "sidecar_missing",
                                          "message": "source map not readable; rebuild to recreate it"})
             return None
-        if res.kind == KIND_MARKDOWN and not doc.get("pages"):  # its blocks built only if needed
+        if res.kind == KIND_MARKDOWN:  # (a note has no pages) its blocks built only if needed
             return NoteMap(doc)
         return artifact_from_source_map(doc, "")
 
