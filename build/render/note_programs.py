@@ -76,11 +76,6 @@ def store_programs(folder: Path, notes: list[tuple[str, list[Block]]]) -> None:
         return
 
 
-def store_program(folder: Path, text: str, blocks: list[Block]) -> None:
-    """One note: `store_programs`."""
-    store_programs(folder, [(text, blocks)])
-
-
 # the programs of a folder, read once per process: (the folder's inode and mtime), {name: (file, start, length)}
 _found: dict[Path, tuple[tuple[int, int], dict[str, tuple[Path, int, int]]]] = {}
 

@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from mnote_evidence.build.model import Block
 from mnote_evidence.build.render import note_programs, pages
-from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, load_program, shape_of, store_program
+from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, load_program, shape_of, store_programs
 from mnote_evidence.build.render.site import RenderOptions, render_site
 from tests.conftest import connect, copy_workspace, run_build
 
@@ -94,7 +94,7 @@ def test_site_is_the_same_with_the_programs_and_the_note_parsed_once(tmp_path, m
 def test_a_program_is_used_only_for_its_text_and_blocks(tmp_path):
     blocks = [Block(id="b-1", type="heading", text="A"), Block(id="b-2", type="paragraph", text="See [[B]].")]
     text = "# A\n\nSee [[B]].\n"
-    store_program(tmp_path, text, blocks)
+    store_programs(tmp_path, [(text, blocks)])
     assert load_program(tmp_path, text + " ", shape_of(blocks)) is None  # other text
     other = [blocks[0], Block(id="b-3", type="paragraph", text="See [[B]].")]
     assert load_program(tmp_path, text, shape_of(other)) is None  # other block ids
@@ -102,7 +102,7 @@ def test_a_program_is_used_only_for_its_text_and_blocks(tmp_path):
     assert len(parts) == len(ops) + 1 and ["wikilink", "B", "B", False] in ops
     # not removed as it is read (the render removes the folder at its end): read again, the same program
     assert load_program(tmp_path, text, shape_of(blocks)) == (parts, ops)
-    store_program(tmp_path, text, blocks)
+    store_programs(tmp_path, [(text, blocks)])
     for f in tmp_path.glob("*" + note_programs.SUFFIX):
         f.write_text("{not json", "utf-8")
     assert load_program(tmp_path, text, shape_of(blocks)) is None  # unreadable: compiled again by the render

@@ -167,7 +167,7 @@ def test_a_first_render_builds_no_note_blocks_when_the_parse_left_every_program(
         for res in s.resources:
             if res.kind == "markdown" and res.status == "ok":
                 text, _ = decode_note((s.root / res.path).read_bytes())
-                note_programs.store_program(fresh / note_programs.PROGRAMS_DIR, text, s._artifact(res).blocks)
+                note_programs.store_programs(fresh / note_programs.PROGRAMS_DIR, [(text, s._artifact(res).blocks)])
     finally:
         s.conn.close()
     built_blocks, compiled = [], []
