@@ -1,4 +1,5 @@
-"""Small helpers shared by the benchmarks: timing, peak memory, the machine's load, a git ref's sources."""
+"""Small helpers shared by the benchmarks: where results go, timing, peak memory, the machine's load, a git ref's
+sources."""
 
 from __future__ import annotations
 
@@ -14,7 +15,19 @@ from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / "bench" / "_work"  # git-ignored
+RESULTS = REPO / "bench" / "results"  # the committed, full-size results
+QUICK_ENV = "MNOTE_BENCH_QUICK"  # "1": a quick run (`bench/run --quick` sets it for every bench it starts)
 TREE = ["mnote_evidence", "build", "functions", "schemas", "site_templates"]  # what the package is made of
+
+
+def results_path(name: str, quick: bool | None = None) -> Path:
+    """Where a bench writes (and reads back) its results file or folder `name`: bench/results/NAME for a
+    full-size run, bench/results/quick/NAME (git-ignored) for a quick one, so that a quick run never
+    overwrites a committed result. `quick` defaults to the environment's MNOTE_BENCH_QUICK."""
+    quick = os.environ.get(QUICK_ENV) == "1" if quick is None else quick
+    path = (RESULTS / "quick" if quick else RESULTS) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> float:

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import baseline_tree, compile_tree  # noqa: E402
+from bench._util import baseline_tree, compile_tree, results_path  # noqa: E402
 from bench.real_workspace import WORK, assemble  # noqa: E402
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
 from mnote_evidence.functions.contracts import Context  # noqa: E402
@@ -47,7 +47,7 @@ from tests.knowledge.harness import LightRag  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-RESULT = HERE / "results/ask_startup.json"
+RESULT = results_path("ask_startup.json")
 QUESTIONS = REPO / "tests/real_documents/questions.json"
 
 

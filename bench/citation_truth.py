@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import results_path  # noqa: E402
 from bench.real_workspace import WORK, assemble  # noqa: E402
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
 from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
@@ -44,7 +45,7 @@ from tests.knowledge.truth import Tally, check  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE.parent / "tests/real_documents/questions.json"
-RESULT = HERE / "results/citation_truth.json"
+RESULT = results_path("citation_truth.json")
 
 
 def norm(text: str) -> str:

@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import results_path  # noqa: E402
 from bench.real_workspace import SYSTEM_PDFS, gnuplot_pdf  # noqa: E402
 from mnote_evidence.build.ocr.settings import OcrSettings  # noqa: E402
 from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
@@ -95,7 +96,7 @@ def main() -> None:
     print("mean furniture share of top 10 (%):", summary)
     result = {"pdfs": per_pdf, "meanFurnitureShareTop10Pct": summary,
               "queries": sum(len(v) for v in QUERIES.values())}
-    (HERE / "results" / "furniture.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    results_path("furniture.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,10 @@ import sys
 import time
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results" / "incremental.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import results_path  # noqa: E402
+
+RESULTS = results_path("incremental.json")
 
 
 def _cpu() -> float:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import results_path  # noqa: E402
 from mnote_evidence.build.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
 from tests.ocr.truth import cjk_chars, compare, latin_words, page_truth_and_ocr  # noqa: E402
 
@@ -63,7 +64,7 @@ def main() -> None:
                 "seconds_per_page_median": sorted(r["seconds"] for r in en + zh)[len(en + zh) // 2] if en + zh else None,
             }
     out = {"summary": summary, "pages": rows}
-    (REPO / "bench/results/ocr_truth.json").write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
+    results_path("ocr_truth.json").write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
 
 

@@ -13,14 +13,18 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import sys
 import time
 from pathlib import Path
 
 import pymupdf
 from PIL import Image
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import results_path  # noqa: E402
+
 DEFAULT = Path("/usr/share/R/doc/manual/R-exts.pdf")
-OUT = Path(__file__).resolve().parent / "results" / "legibility"
+OUT = results_path("legibility")
 
 
 def encode(pix: pymupdf.Pixmap, fmt: str) -> bytes:

@@ -42,13 +42,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import (  # noqa: E402
-    REPO, WORK, baseline_tree, become_subreaper, children_pids, code_commit, compile_tree, git_commit, machine, reap_orphans)
+    REPO, WORK, baseline_tree, become_subreaper, children_pids, code_commit, compile_tree, git_commit, machine,
+    reap_orphans, results_path)
 from bench.fts_recall import paragraphs  # noqa: E402
 
 GENERATOR = 1  # bump when make_notes changes what it writes (cached workspaces are keyed by it)
 SEED = 11
 PARAGRAPHS = 40
-RESULT = REPO / "bench/results/scale.json"
+RESULT = results_path("scale.json")
 HERE = WORK / "scale"
 TIME = "/usr/bin/time"
 

@@ -36,12 +36,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import baseline_tree, compile_tree  # noqa: E402
+from bench._util import baseline_tree, compile_tree, results_path  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "_work" / "startup"
-RESULT = HERE / "results/startup.json"
+RESULT = results_path("startup.json")
 # the libraries a command should load only when it uses them (import name -> how the report calls it)
 HEAVY = {"pymupdf": "fitz", "httpx": "httpx", "jinja2": "jinja2", "datasette": "datasette", "mcp": "mcp",
          "numpy": "numpy", "pandas": "pandas", "PIL": "PIL", "docx": "docx", "lxml": "lxml",

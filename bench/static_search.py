@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import results_path  # noqa: E402
 from bench.fts_recall import TERMS, corpus  # noqa: E402
 from mnote_evidence.build.index import layout  # noqa: E402
 from mnote_evidence.build.ocr.settings import OcrSettings  # noqa: E402
@@ -50,7 +51,7 @@ from tests.servers import free_port, start, stop  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "_work" / "static_search"
-RESULTS = HERE / "results" / "static_search.json"
+RESULTS = results_path("static_search.json")
 VENDOR = REPO / "site_templates/_static/vendor/sql.js-httpvfs"
 FIXED = ["线程作用域", "吗啉", "线程", "吡咯烷", "retention period", "evidence", "MIME", "libtasn1"]
 

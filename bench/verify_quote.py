@@ -34,6 +34,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench._util import results_path  # noqa: E402
 from bench.query_latency import WORK, make_db  # noqa: E402
 from mnote_evidence.build.index.schema import SCHEMA_VERSION  # noqa: E402
 from mnote_evidence.build.text import SEGMENTATION_VERSION  # noqa: E402
@@ -44,7 +45,7 @@ from mnote_evidence.functions.quote_check import mark_results  # noqa: E402
 from mnote_evidence.functions.verify import verify_quote  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-RESULT = HERE / "results/verify_quote.json"
+RESULT = results_path("verify_quote.json")
 
 
 def database(blocks: int) -> Path:
