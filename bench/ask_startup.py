@@ -1,4 +1,4 @@
-"""`ask --json` against LightRAG's own warm `/query/data` (issue 10 point 6: target <= 2x).
+"""`ask --json` against LightRAG's own warm `/query/data` (target: <= 2x).
 
     python bench/ask_startup.py [--rounds 7] [--baseline-ref main]
 
@@ -15,7 +15,7 @@ the machine's load hits all alike:
 - `version`: `python -m mnote_evidence --version` (interpreter + click + the package: start-up floor);
 - `bare`: `python -c pass` (the interpreter alone);
 - with `--baseline-ref`, `baselineModule`: `python -m mnote_evidence ask --json` on that git ref's
-  code (extracted with `git archive`), the before of this change.
+  code (extracted with `git archive`), the baseline.
 Both source trees are byte-compiled first (`compileall`), as an install is: this machine sets
 PYTHONDONTWRITEBYTECODE, which would otherwise add ~80 ms of compiling to every start.
 Each `askInProcess` call gets a fresh `Context` (a new database handle), as the CLI process does.

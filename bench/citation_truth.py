@@ -12,7 +12,7 @@ checks of tests/knowledge/truth.py against the sidecars on disk and the PDFs (Py
 open a block holding it?) and mapping time per question (median, p95; the LightRAG call excluded).
 Mapping time is reported as wall time and as this process's CPU time (the machine is shared: CPU time
 leaves out the waits for a core). `--baseline` runs the same data through the mapper of `git show main:functions/citations.py` too.
-Targets (issue 10): >= 95 % quotes fully in block, >= 98 % blocks and >= 95 % regions inside the
+Targets: >= 95 % quotes fully in block, >= 98 % blocks and >= 95 % regions inside the
 chunk, 100 % boxes, mapping <= 20 ms per question.
 """
 
@@ -53,7 +53,7 @@ def norm(text: str) -> str:
 
 
 def baseline_mapper():
-    """The mapper as merged on main before this change (resemblance: first 40 chars anywhere in the chunk)."""
+    """The baseline: the mapper as it is on main (`git show`), loaded as a module."""
     src = subprocess.run(["git", "-C", str(HERE.parent), "show", "main:functions/citations.py"],
                          capture_output=True, text=True, check=True).stdout
     path = WORK / "baseline_citations.py"

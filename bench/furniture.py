@@ -1,4 +1,4 @@
-"""Page furniture on real multi-page PDFs (issue 13 point 2): how much of it leaves search, and what gets marked.
+"""Page furniture on real multi-page PDFs: how much of it leaves search, and what gets marked.
 
     python bench/furniture.py     # writes bench/results/furniture.json
 
@@ -9,8 +9,8 @@ gnuplot.pdf via `apt-get download`; the list is bench/real_workspace.py's) are b
   for body text wrongly marked; `suspects` are the marked texts most likely wrong (not a page number and
   on one page only) and `missedCandidates` body blocks whose text equals a furniture text (digits aside);
 - for title-like queries (a running header's words, searched within that PDF): the share of furniture
-  among the top 10 with `includeFurniture` (everything ranked, as before furniture had a role) and
-  by default.
+  among the top 10 with `includeFurniture` (everything ranked, furniture included) and
+  by default (furniture left out).
 """
 
 from __future__ import annotations

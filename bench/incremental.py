@@ -1,5 +1,5 @@
 """One-note edit and no-op rebuilds, inside the build and whole process, code A against code B in the
-same run (README "Incremental builds"; issue 17 point 1).
+same run (README "Incremental builds").
 
     python bench/incremental.py --site NAME=CODE:BUILT [--site NAME=CODE:BUILT ...] [--rounds 3]
 

@@ -2,7 +2,7 @@
 
     python bench/mcp_roundtrip.py [--site SITE_DIR] [--rounds R] [--http]
 
-Target (issue 15): protocol overhead <= 5 ms p50 on stdio. The site is the sample workspace
+Target: protocol overhead <= 5 ms p50 on stdio. The site is the sample workspace
 (content_fixtures) built into bench/_work/mcp-site unless --site names a built site.
 In-process = `routes.run(evidence_search route, ctx, request)` in this process: validation,
 one DB session, the handler, `errors.call` (what every adapter runs). MCP = the SDK's stdio client

@@ -5,7 +5,7 @@
 Default PDFs (Debian's r-doc-pdf): R-exts.pdf (236 pages) and fullrefman.pdf (2,415 pages).
 Ours = blocks + bbox + sections + sidecar write. Baselines on the same pages, same run,
 interleaved round by round (min and median of --rounds): raw `page.get_text("dict")` (what
-we call underneath when a PDF has no outline), liteparse (the original design's parser; JSON
+we call underneath when a PDF has no outline), liteparse (JSON
 output, OCR off, `max_pages` = the page count: its default stops at 1,000 pages) and
 pdfplumber `extract_words()` (one round; skipped above --pdfplumber-max-pages). `ours_vs_this`
 = our min wall time / that row's min wall time (below 1: ours is faster); `ours_vs_this_cpu` the

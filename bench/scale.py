@@ -1,4 +1,4 @@
-"""Build cost against workspace size (issue 17): synthetic notes at 100, 1,000, 10,000 (and 100,000) notes.
+"""Build cost against workspace size: synthetic notes at 100, 1,000, 10,000 (and 100,000) notes, against a git ref's code.
 
     python bench/scale.py [--notes 100,1000,10000] [--with-100k] [--baseline-ref REF] [--repeat 3]
                           [--edits N] [--settle S] [--jobs J] [--resume] [--keep]
@@ -19,7 +19,7 @@ subreaper and waits for them), peak RSS (`%M` of /usr/bin/time: the largest sing
 memory of the whole process tree (summed PSS, sampled every 0.2 s), and the load average before it started. After the last full build: bytes of evidence.sqlite, of the whole
 output folder and of the notes. With --baseline-ref, the same runs on that git ref's sources (`git archive`)
 interleaved with the working tree's, so load on the machine hits both alike.
-Results (bench/results/scale.json) are written after each size; --resume keeps the sizes already measured
+Results (bench/results/scale.json, or --result PATH) are written after each size; --resume keeps the sizes already measured
 for the same commits and goes on with the rest.
 """
 

@@ -1,4 +1,4 @@
-"""Start-up per command: wall time and what each one imports (issue 17 point 2).
+"""Start-up per command: wall time and what each one imports, against a baseline ref's code.
 
     python bench/startup.py [--rounds 5] [--baseline-ref main] [--no-lightrag]
 
@@ -18,7 +18,7 @@ interpreter's own start-up included), the `top` modules by cumulative time (firs
 the entry script's, the command's, and those made inside functions), and `loaded`: which heavy
 libraries (PyMuPDF, httpx, jinja2, ...) were imported at all. `bare` is `python -c pass`.
 With `--baseline-ref`, the same commands on that git ref's code (extracted with `git archive`,
-`baseline` in the output): the before of a change, measured beside it.
+`baseline` in the output), measured beside it.
 Results: bench/results/startup.json.
 """
 

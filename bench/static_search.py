@@ -1,4 +1,4 @@
-"""Search on a static host: `evidence.sqlite` read by range requests against Pagefind (issue 14, point 2).
+"""Search on a static host: `evidence.sqlite` read by range requests against Pagefind.
 
     python bench/static_search.py [--corpus real|synthetic|both] [--notes 10000] [--no-pagefind]
 

@@ -1,11 +1,11 @@
-"""Verified quotes: what the check costs per citation, and how many real citations it verifies (issue 15).
+"""Verified quotes: what the check costs per citation, and how many real citations it verifies.
 
     python bench/verify_quote.py [--blocks N] [--samples S] [--skip-truth | --skip-cost]
 
 1. Cost, on an N-block database (default 100,000; bench/query_latency.py's generator: our schema and
    segmentation, synthetic mixed Chinese/English blocks in 1,000 PDF resources, cached in
    bench/_work/), for S sampled blocks, in process, warm, one connection:
-   - `quoteCheck`: what every search result and citation now pays (functions/quote_check.py
+   - `quoteCheck`: what every search result and citation pays (functions/quote_check.py
      `mark_results` on 10 results, divided by 10: one indexed read for all, the quote matched in the
      block's text);
    - `verify_quote` by blockId, by citationUrl (`…pdf.html#blockId`) and by page URL (`#page-N`), the
