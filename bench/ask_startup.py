@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import baseline_tree, compile_tree, results_path  # noqa: E402
 from bench.real_workspace import WORK, assemble  # noqa: E402
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
-from mnote_evidence.functions.contracts import Context  # noqa: E402
-from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.knowledge import ask  # noqa: E402
+from mnote_evidence.functions.core.contracts import Context  # noqa: E402
+from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
+from mnote_evidence.functions.handlers.knowledge import ask  # noqa: E402
 from tests.knowledge.harness import LightRag  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -11,7 +11,7 @@ checks of tests/knowledge/truth.py against the sidecars on disk and the PDFs (Py
 `get_textbox`). Also: fact hits (when a retrieved chunk holds the answer phrase, does its citation
 open a block holding it?) and mapping time per question (median, p95; the LightRAG call excluded).
 Mapping time is reported as wall time and as this process's CPU time (the machine is shared: CPU time
-leaves out the waits for a core). `--baseline` runs the same data through the mapper of `git show main:functions/citations.py` too.
+leaves out the waits for a core). `--baseline` runs the same data through the mapper of `git show main:functions/citations/mapper.py` too.
 Targets: >= 95 % quotes fully in block, >= 98 % blocks and >= 95 % regions inside the
 chunk, 100 % boxes, mapping <= 20 ms per question.
 """
@@ -39,7 +39,7 @@ from bench._util import results_path  # noqa: E402
 from bench.real_workspace import WORK, assemble  # noqa: E402
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
 from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
-from mnote_evidence.functions.citations import CitationMapper  # noqa: E402
+from mnote_evidence.functions.citations.mapper import CitationMapper  # noqa: E402
 from tests.knowledge.harness import LightRag  # noqa: E402
 from tests.knowledge.truth import Tally, check  # noqa: E402
 
@@ -54,7 +54,7 @@ def norm(text: str) -> str:
 
 def baseline_mapper():
     """The baseline: the mapper as it is on main (`git show`), loaded as a module."""
-    src = subprocess.run(["git", "-C", str(HERE.parent), "show", "main:functions/citations.py"],
+    src = subprocess.run(["git", "-C", str(HERE.parent), "show", "main:functions/citations/mapper.py"],
                          capture_output=True, text=True, check=True).stdout
     path = WORK / "baseline_citations.py"
     path.write_text(src, "utf-8")

@@ -20,8 +20,8 @@ from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import interleaved, machine  # noqa: E402
-from mnote_evidence.build.providers.base import ParseInput  # noqa: E402
-from mnote_evidence.build.providers.docx import DocxProvider  # noqa: E402
+from mnote_evidence.build.parse.providers.base import ParseInput  # noqa: E402
+from mnote_evidence.build.parse.providers.docx import DocxProvider  # noqa: E402
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 

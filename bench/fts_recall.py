@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import median_ms  # noqa: E402
-from mnote_evidence.build.text import fts_query, segment_for_index  # noqa: E402
+from mnote_evidence.build.core.text import fts_query, segment_for_index  # noqa: E402
 
 TERMS = ["线程作用域", "线程", "作用域", "吗啉", "吡咯烷", "N-甲基吡咯烷酮", "三乙基硅", "三甲基硅", "证据", "引用",
          "页码", "溶剂", "并发", "借用检查", "生命周期", "所有权", "索引", "全文检索", "分词", "缓存"]

@@ -25,11 +25,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import results_path  # noqa: E402
 from bench.real_workspace import SYSTEM_PDFS, gnuplot_pdf  # noqa: E402
-from mnote_evidence.build.ocr.settings import OcrSettings  # noqa: E402
+from mnote_evidence.build.parse.ocr.settings import OcrSettings  # noqa: E402
 from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
-from mnote_evidence.build.providers.furniture import PAGE_NUMBER  # noqa: E402
-from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.evidence import Context, search  # noqa: E402
+from mnote_evidence.build.parse.providers.furniture import PAGE_NUMBER  # noqa: E402
+from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
+from mnote_evidence.functions.handlers.evidence import Context, search  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work" / "furniture"

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mnote_evidence.build.text import segment_for_index  # noqa: E402
+from mnote_evidence.build.core.text import segment_for_index  # noqa: E402
 
 TOKENIZE = "tokenize = 'unicode61 remove_diacritics 2'"
 
@@ -71,9 +71,9 @@ def floor(db: Path, external: bool) -> int:
 
 def latency(db: Path, rounds: int) -> dict:
     from bench.query_latency import QUERIES, pct
-    from mnote_evidence.build.text import fts_query
-    from mnote_evidence.functions.db import EvidenceDB
-    from mnote_evidence.functions.evidence import Context, search
+    from mnote_evidence.build.core.text import fts_query
+    from mnote_evidence.functions.core.db import EvidenceDB
+    from mnote_evidence.functions.handlers.evidence import Context, search
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     ctx = Context(EvidenceDB(db))

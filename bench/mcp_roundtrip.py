@@ -31,9 +31,9 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.conftest import copy_workspace, run_build  # noqa: E402
 from tests.servers import free_port, wait_until_up  # noqa: E402
-from mnote_evidence.functions.contracts import Context  # noqa: E402
-from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.routes import BY_TOOL, run  # noqa: E402
+from mnote_evidence.functions.core.contracts import Context  # noqa: E402
+from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
+from mnote_evidence.functions.handlers.routes import BY_TOOL, run  # noqa: E402
 
 WORK = Path(__file__).resolve().parent / "_work"
 QUERIES = ["retention period seven years", "吡咯烷", "线程作用域", "thread", "evidence", "吗啉", "borrow checker",

@@ -26,8 +26,8 @@ import pymupdf
 from PIL import Image, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mnote_evidence.build.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
-from mnote_evidence.build.ocr.normalize import lines_text  # noqa: E402
+from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
+from mnote_evidence.build.parse.ocr.normalize import lines_text  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "content_fixtures/研究/Rust 并发.assets/thread-scope.png"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import results_path  # noqa: E402
-from mnote_evidence.build.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
+from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
 from tests.ocr.truth import cjk_chars, compare, latin_words, page_truth_and_ocr  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

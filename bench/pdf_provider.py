@@ -26,11 +26,11 @@ import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import interleaved, machine  # noqa: E402
-from mnote_evidence.build.providers.base import ParseInput  # noqa: E402
-from mnote_evidence.build.ocr.settings import OcrSettings  # noqa: E402
-from mnote_evidence.build.providers.pdf import PdfProvider  # noqa: E402
-from mnote_evidence.build.scan import file_sha256  # noqa: E402
-from mnote_evidence.build.sidecars import write_sidecars  # noqa: E402
+from mnote_evidence.build.parse.providers.base import ParseInput  # noqa: E402
+from mnote_evidence.build.parse.ocr.settings import OcrSettings  # noqa: E402
+from mnote_evidence.build.parse.providers.pdf import PdfProvider  # noqa: E402
+from mnote_evidence.build.workspace.scan import file_sha256  # noqa: E402
+from mnote_evidence.build.parse.sidecars import write_sidecars  # noqa: E402
 
 MANUALS = Path("/usr/share/R/doc/manual")
 DEFAULTS = [MANUALS / "R-exts.pdf", MANUALS / "fullrefman.pdf"]

@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.fts_recall import corpus  # noqa: E402
 from tests.servers import wait_until_up  # noqa: E402
 from mnote_evidence.build.index.schema import SCHEMA_VERSION, create_schema  # noqa: E402
-from mnote_evidence.build.urls import page_url  # noqa: E402
-from mnote_evidence.build.text import SEGMENTATION_VERSION, fts_query, segment_for_index  # noqa: E402
-from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.evidence import Context, search  # noqa: E402
+from mnote_evidence.build.core.urls import page_url  # noqa: E402
+from mnote_evidence.build.core.text import SEGMENTATION_VERSION, fts_query, segment_for_index  # noqa: E402
+from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
+from mnote_evidence.functions.handlers.evidence import Context, search  # noqa: E402
 
 WORK = Path(__file__).resolve().parent / "_work"
 QUERIES = ["线程作用域", "吗啉", "线程", "吡咯烷", "借用检查", "生命周期", "全文检索", "citation", "retention policy",
@@ -65,7 +65,7 @@ def make_db(path: Path, blocks: int) -> None:
     batch = []
     for n, text in enumerate(texts):
         rid = n * resources // blocks  # a resource's blocks are contiguous, as a real build writes them
-        # the locator is the evidence_block view's (build/locator.py), from these columns and the resource's
+        # the locator is the evidence_block view's (build/core/locator.py), from these columns and the resource's
         batch.append((n + 1, f"b-{n:012d}", f"r-{rid:06d}", n % (blocks // resources), text, rnd.randint(1, 50),
                       json.dumps([72.0, 100.0, 520.0, 140.0]), len(text), segment_for_index(text)))
         if len(batch) == 20000:

@@ -7,7 +7,7 @@ documents in tests/real_documents/ (manuals, Word files, a GB2312 Chinese vimtut
 `synthetic` = N generated notes of mixed Chinese/English paragraphs (bench/fts_recall.py's corpus).
 Queries (>= 50 per corpus, seeded): two-character and longer Chinese substrings, English words and
 two-word phrases, sampled from the indexed text, plus fixed terms. Reference: `mnote-evidence search`'s
-handler (functions/evidence.py `search`, topK 10) in this process.
+handler (functions/handlers/evidence.py `search`, topK 10) in this process.
 
 (a) sqlite-range: the site's own search box (search.js + the vendored sql.js-httpvfs) in Chromium against
     tests/range_server.py (a static server that honours Range, like GitHub Pages / S3 / nginx) and
@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import results_path  # noqa: E402
 from bench.fts_recall import TERMS, corpus  # noqa: E402
 from mnote_evidence.build.index import layout  # noqa: E402
-from mnote_evidence.build.ocr.settings import OcrSettings  # noqa: E402
+from mnote_evidence.build.parse.ocr.settings import OcrSettings  # noqa: E402
 from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
-from mnote_evidence.build.text import CJK_RUN  # noqa: E402
-from mnote_evidence.functions.contracts import Context  # noqa: E402
-from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.evidence import search  # noqa: E402
+from mnote_evidence.build.core.text import CJK_RUN  # noqa: E402
+from mnote_evidence.functions.core.contracts import Context  # noqa: E402
+from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
+from mnote_evidence.functions.handlers.evidence import search  # noqa: E402
 from tests.servers import free_port, start, stop  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -5,7 +5,7 @@
 1. Cost, on an N-block database (default 100,000; bench/query_latency.py's generator: our schema and
    segmentation, synthetic mixed Chinese/English blocks in 1,000 PDF resources, cached in
    bench/_work/), for S sampled blocks, in process, warm, one connection:
-   - `quoteCheck`: what every search result and citation pays (functions/quote_check.py
+   - `quoteCheck`: what every search result and citation pays (functions/search/quote_check.py
      `mark_results` on 10 results, divided by 10: one indexed read for all, the quote matched in the
      block's text);
    - `verify_quote` by blockId, by citationUrl (`…pdf.html#blockId`) and by page URL (`#page-N`), the
@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import results_path  # noqa: E402
 from bench.query_latency import WORK, make_db  # noqa: E402
 from mnote_evidence.build.index.schema import SCHEMA_VERSION  # noqa: E402
-from mnote_evidence.build.text import SEGMENTATION_VERSION  # noqa: E402
-from mnote_evidence.functions.contracts import Context  # noqa: E402
-from mnote_evidence.functions.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.errors import call  # noqa: E402
-from mnote_evidence.functions.quote_check import mark_results  # noqa: E402
-from mnote_evidence.functions.verify import verify_quote  # noqa: E402
+from mnote_evidence.build.core.text import SEGMENTATION_VERSION  # noqa: E402
+from mnote_evidence.functions.core.contracts import Context  # noqa: E402
+from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
+from mnote_evidence.functions.core.errors import call  # noqa: E402
+from mnote_evidence.functions.search.quote_check import mark_results  # noqa: E402
+from mnote_evidence.functions.handlers.verify import verify_quote  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULT = results_path("verify_quote.json")
@@ -148,9 +148,9 @@ BUILD_PDFS = ["/usr/share/R/doc/manual/R-exts.pdf", "/usr/share/R/doc/manual/R-i
 
 def build_cost(rounds: int = 5) -> dict:
     """The PDF provider's parse with and without the box check, interleaved, best of `rounds` (CPU time)."""
-    from mnote_evidence.build.ocr.settings import OcrSettings
-    from mnote_evidence.build.providers import pdf as provider
-    from mnote_evidence.build.providers.base import ParseInput
+    from mnote_evidence.build.parse.ocr.settings import OcrSettings
+    from mnote_evidence.build.parse.providers import pdf as provider
+    from mnote_evidence.build.parse.providers.base import ParseInput
 
     out = {}
     real_check = provider.check_page
@@ -178,7 +178,7 @@ def build_cost(rounds: int = 5) -> dict:
 def truth() -> dict:
     """quoteVerified over the citation-truth bench's citations, and verify_quote's independent answer."""
     from bench.citation_truth import answered_workspace
-    from mnote_evidence.functions.citations import CitationMapper
+    from mnote_evidence.functions.citations.mapper import CitationMapper
 
     with answered_workspace(site=False) as run_:
         out, answers = run_.out, run_.answers

@@ -1,10 +1,10 @@
 """The build, top to bottom: scan -> parse (providers) -> sidecars -> index.
 
 `build(root, options)` is the library entry point the CLI and the tests call.
-It knows nothing of the command line: it raises typed errors (`build/errors.py`:
+It knows nothing of the command line: it raises typed errors (`build/core/errors.py`:
 `NotAWorkspace`, `BuildLocked`) and reports progress as `ProgressEvent`s through
-`BuildOptions.on_progress` (`build/progress.py`). Defaults live here once
-(`build/defaults.py`, used by `BuildOptions`); the CLI takes them from there.
+`BuildOptions.on_progress` (`build/core/progress.py`). Defaults live here once
+(`build/core/defaults.py`, used by `BuildOptions`); the CLI takes them from there.
 It is incremental by content hash: a resource whose bytes, provider version
 and owner note are unchanged is not touched; a changed one is re-parsed (or
 its intact sidecar reused) and replaces only its own rows; a vanished one is
@@ -19,18 +19,20 @@ import fcntl
 import gc
 import time
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
-from mnote_evidence.build.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES,
+from mnote_evidence.build.core.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES,
                                           DEFAULT_OUT)
-from mnote_evidence.build.errors import BuildLocked, NotAWorkspace
-from mnote_evidence.build.formats import format_for, provider_for, provider_version
-from mnote_evidence.build.fsutil import in_durable_batch
-from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.core.errors import BuildLocked, NotAWorkspace
+from mnote_evidence.build.core.formats import format_for
+from mnote_evidence.build.parse.providers import provider_for, provider_version
+from mnote_evidence.build.core.fsutil import in_durable_batch
+from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.writer import (FreshIndex, IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms,
@@ -38,8 +40,8 @@ from mnote_evidence.build.index.writer import (FreshIndex, IndexChanges, Resourc
 from mnote_evidence.build.knowledge.candidates import candidates, registry_key
 from mnote_evidence.build.knowledge.ingest import reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.build.linkgraph import LinkStage
-from mnote_evidence.build.model import (
+from mnote_evidence.build.index.linkgraph import LinkStage
+from mnote_evidence.build.core.model import (
     KIND_MARKDOWN,
     KIND_OTHER,
     STATUS_ERROR,
@@ -52,18 +54,18 @@ from mnote_evidence.build.model import (
     ResourceRow,
     suffix_of,
 )
-from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.parse import InOrder, parse_all
-from mnote_evidence.build.prepare import Prepare, Prepared, adopt_prepared
-from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.recorded import recorded
-from mnote_evidence.build.redact import redact
-from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.run import InOrder, parse_all
+from mnote_evidence.build.parse.prepare import Prepare, Prepared, adopt_prepared
+from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
+from mnote_evidence.build.index.recorded import recorded
+from mnote_evidence.build.core.redact import redact
+from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, store_programs
 from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
-from mnote_evidence.build.scan import SourceFile, scan
-from mnote_evidence.build.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at,
+from mnote_evidence.build.workspace.scan import SourceFile, scan
+from mnote_evidence.build.parse.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at,
                                            remove_sidecars, reusable, source_map_path, write_sidecars)
-from mnote_evidence.build.urls import DB_NAME
+from mnote_evidence.build.core.urls import DB_NAME
 
 if TYPE_CHECKING:  # the renderer (jinja2, the note HTML renderer) loads only when the site is rendered
     from mnote_evidence.build.render.site import RenderReport
@@ -85,11 +87,11 @@ class BuildOptions:
     max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: text only, warning page_images_capped
     ocr: OcrSettings = field(default_factory=OcrSettings)
     lightrag: LightRagConfig | None = None  # ingest into LightRAG when set
-    # where sidecars go (build/sidecars.py): "beside" (SPEC §2: `Note.ocr/`) or "mnote" (all under
+    # where sidecars go (build/parse/sidecars.py): "beside" (SPEC §2: `Note.ocr/`) or "mnote" (all under
     # `.mnote/sidecars/`); None = the layout of the previous build into `out`, else "beside"
     sidecars: str | None = None
     on_progress: OnProgress | None = None  # called with a ProgressEvent as each stage advances
-    rehash: bool = False  # hash every file, not only those whose size or mtime changed (build/scan.py)
+    rehash: bool = False  # hash every file, not only those whose size or mtime changed (build/workspace/scan.py)
 
     @property
     def page_images(self) -> PageImageSettings:
@@ -233,10 +235,10 @@ class _Build:
 
     def _parse(self, todo: list[tuple[SourceFile, str | None]], progress: StageProgress,
                on_parsed: Callable[[SourceFile, str | None, Any], None], **kwargs) -> None:
-        """Parse `todo` ((file, owner) each); each result comes back prepared (build/prepare.py) and its
+        """Parse `todo` ((file, owner) each); each result comes back prepared (build/parse/prepare.py) and its
         staged sidecars join this step's durable batch as it arrives; `on_parsed(file, owner, result)`
         records it in `todo`'s order (path order: deterministic) as soon as those before it are in."""
-        programs = str(self.options.out / PROGRAMS_DIR) if self.options.site else None  # render/note_programs.py
+        programs = partial(store_programs, self.options.out / PROGRAMS_DIR) if self.options.site else None
         prepare = Prepare(str(self.root), self.layout, {f.path: owner for f, owner in todo}, programs)
         by_path = {f.path: (f, owner) for f, owner in todo}
         in_order = InOrder(list(by_path), lambda path, result: on_parsed(*by_path[path], result))
@@ -303,7 +305,7 @@ class _Build:
                 continue
             if self._unchanged(f, f.path, version):
                 unchanged += 1
-                links[f.path] = None  # as the index holds them (build/linkgraph.py reads them if needed)
+                links[f.path] = None  # as the index holds them (build/index/linkgraph.py reads them if needed)
                 continue
             todo.append(f)
         self.report.unchanged += unchanged
@@ -361,7 +363,7 @@ class _Build:
 
     def stamps(self, files: list[SourceFile]) -> None:
         """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes).
-        A file the scan did not hash kept the stamp recorded for it (build/scan.py), unless that stamp is
+        A file the scan did not hash kept the stamp recorded for it (build/workspace/scan.py), unless that stamp is
         now too recent to trust: only the others are looked at (a few among 10,000)."""
         rewritten = {u.row.path for u in self.changes.updates}
         for f in files:

@@ -12,9 +12,8 @@ with what this code would produce and redoes exactly what they affect:
 | `page_images`          | format, quality, zoom of the last site | every page image and the PDF pages that point at them; old files go |
 
 Invariants: a reader accepts an index only if its schema and segmentation are
-this code's (`reader_problem`); an index written before segmentation was
-recorded used segmentation "1"; `page_images` is recorded only by builds that
-render the site. Readers import this module, so it loads no parser at import.
+this code's (`index/meta.py: reader_problem`); `page_images` is recorded only by
+builds that render the site.
 """
 
 from __future__ import annotations
@@ -25,55 +24,21 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mnote_evidence.build import text
+from mnote_evidence.build.core import text
+from mnote_evidence.build.index.meta import LEGACY_SEGMENTATION, REBUILD_HINT, read_meta, reader_problem
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from mnote_evidence.build.index.previous import PreviousBuild
     from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate
-    from mnote_evidence.build.ocr.settings import OcrSettings
+    from mnote_evidence.build.parse.ocr.settings import OcrSettings
     from mnote_evidence.build.render.page_images import PageImageSettings
     from mnote_evidence.build.render.site import RenderReport
 
-LEGACY_SEGMENTATION = "1"  # what indexes written before `segmentation_version` existed used
-REBUILD_HINT = "rebuild it with `mnote-evidence build WORKSPACE --out SITE_FOLDER`"
-
-
-# -- readers ----------------------------------------------------------------------------
-def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
-    """`build_meta` as a dict; empty if the table is missing (not an index of ours)."""
-    try:
-        return {k: v for k, v in conn.execute("SELECT key, value FROM build_meta")}
-    except sqlite3.DatabaseError:
-        return {}
-
-
-def reader_problem(meta: dict[str, str]) -> str | None:
-    """Why this code cannot query an index with this `build_meta` (None: it can)."""
-    schema = meta.get("schema_version")
-    if schema != SCHEMA_VERSION:
-        return _mismatch("schema", schema, SCHEMA_VERSION)
-    segmentation = meta.get("segmentation_version", LEGACY_SEGMENTATION)
-    if segmentation != text.SEGMENTATION_VERSION:
-        return _mismatch("text segmentation", segmentation, text.SEGMENTATION_VERSION)
-    return None
-
-
-def _mismatch(what: str, found: str | None, wanted: str) -> str:
-    if found is None:
-        return f"evidence.sqlite records no {what} version; this mnote-evidence reads {what} version {wanted}"
-    age = ""
-    if found.isdigit() and wanted.isdigit():
-        age = " (older)" if int(found) < int(wanted) else " (newer)"
-    return (f"evidence.sqlite was written with {what} version {found}{age}; "
-            f"this mnote-evidence reads {what} version {wanted}")
-
-
-# -- the build --------------------------------------------------------------------------
 def current(ocr: OcrSettings, images: PageImageSettings | None) -> dict[str, str]:
     """The `build_meta` version keys this code writes (`images` None: no site rendered)."""
-    from mnote_evidence.build.formats import provider_versions
-    from mnote_evidence.build.ocr.run import engine_version  # parsers load only when building
+    from mnote_evidence.build.parse.providers import provider_versions
+    from mnote_evidence.build.parse.ocr.run import engine_version  # parsers load only when building
 
     now = {
         "schema_version": SCHEMA_VERSION,

@@ -22,10 +22,10 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from mnote_evidence.build.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.pipeline import BuildOptions, build
-from mnote_evidence.build.scan import skip_dir
-from mnote_evidence.build.schemas import load_schema, schema_names
+from mnote_evidence.build.workspace.scan import skip_dir
+from mnote_evidence.build.core.schemas import load_schema, schema_names
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "content_fixtures"

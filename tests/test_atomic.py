@@ -6,7 +6,7 @@ the index is being written). An incremental build writes the index in place insi
 one rollback-journal transaction (build/index/writer.py): those kills land once its
 `-journal` exists, at several delays, so some fall mid-transaction and some during
 the commit. A kill there leaves a hot journal: a plain `mode=ro` reader then fails
-(SQLITE_READONLY_ROLLBACK), our readers roll it back (build/sqlite_ro.py) and read
+(SQLITE_READONLY_ROLLBACK), our readers roll it back (build/core/sqlite_ro.py) and read
 the previous index, and the handlers answer from it (or a 503 where they may not
 roll back), never a 500.
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from mnote_evidence.build.pipeline import DB_NAME
-from mnote_evidence.build.sqlite_ro import SQLITE_READONLY_ROLLBACK, connect_ro
-from mnote_evidence.functions.contracts import Context
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import search
+from mnote_evidence.build.core.sqlite_ro import SQLITE_READONLY_ROLLBACK, connect_ro
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.evidence import search
 from tests.conftest import SPEC_PDF, run_build
 
 COPIES = 40

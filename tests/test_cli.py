@@ -8,8 +8,8 @@ import json
 import click
 from click.testing import CliRunner
 
-from mnote_evidence.build.cli import main
-from mnote_evidence.build.cli_options import build_args, output_options as _output_options
+from mnote_evidence.build.cli.main import main
+from mnote_evidence.build.cli.options import build_args, output_options as _output_options
 
 
 def test_help_explains_the_build():
@@ -55,7 +55,7 @@ def test_ask_imports_only_what_it_needs(built):
     body = json.loads(done.stdout)
     assert done.returncode == 1 and body["degradedReason"] == "knowledge_rag_unavailable"
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert {"mnote_evidence.functions.knowledge", "mnote_evidence.functions.citations", "http.client"} <= imported
+    assert {"mnote_evidence.functions.handlers.knowledge", "mnote_evidence.functions.citations.mapper", "http.client"} <= imported
     heavy = {"httpx", "httpcore", "anyio", "trio", "pymupdf", "fitz", "docx", "PIL", "datasette", "jinja2",
              "markdown_it", "mnote_evidence.build.pipeline"}
     assert imported & heavy == set()

@@ -24,7 +24,11 @@ import pytest
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from mnote_evidence.build import fsutil, libraries, links, markdown_syntax, model, pipeline
+from mnote_evidence.build.core import fsutil, model
+from mnote_evidence.build.parse import libraries
+from mnote_evidence.build.workspace import links
+from mnote_evidence.build.markdown import syntax as markdown_syntax
+from mnote_evidence.build import pipeline
 from mnote_evidence.build.index import previous
 from mnote_evidence.build.render import data, front, site, tag_pages
 from tests.conftest import run_build
@@ -293,7 +297,7 @@ def _report(r) -> tuple:
 def _warnings_by_separate_scans(out) -> list[dict[str, str]]:
     """The summary's warnings as they were read before one scan served both link warnings."""
     import json
-    from mnote_evidence.build.link_targets import LinkTargets, split_target
+    from mnote_evidence.build.index.link_targets import LinkTargets, split_target
     conn = data.connect_ro(out / "evidence.sqlite")
     try:
         warnings = [{"path": p, **w} for p, ws in conn.execute(
@@ -328,7 +332,7 @@ def test_the_report_after_each_edit_is_a_fresh_builds_and_reads_the_link_rows_on
     """The summary's link warnings come from one scan of evidence_link (not one per warning kind), and
     every edit that changes them (a broken link added, fixed, a file deleted, a new error) reports what a
     fresh build of the same files reports."""
-    from mnote_evidence.build.link_targets import LinkTargets
+    from mnote_evidence.build.index.link_targets import LinkTargets
     out = tmp_path / "out"
     _aged_build(workspace, out)
     scans: list = []
@@ -358,7 +362,7 @@ def test_the_report_after_each_edit_is_a_fresh_builds_and_reads_the_link_rows_on
 def test_the_renderer_takes_the_builds_alias_map_and_it_is_the_indexs(workspace, tmp_path, monkeypatch):
     """The alias map the build hands the renderer is the one a scan of the written link rows gives,
     after an edit that adds an alias and one that removes the note holding others."""
-    from mnote_evidence.build.links import alias_map
+    from mnote_evidence.build.workspace.links import alias_map
     out = tmp_path / "out"
     _aged_build(workspace, out)
     given: list = []
@@ -408,7 +412,7 @@ def test_a_build_freezes_what_it_imported_and_the_previous_rows_and_thaws_them(w
 
 def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, tmp_path):
     from mnote_evidence.build import pipeline
-    from mnote_evidence.build.scan import scan
+    from mnote_evidence.build.workspace.scan import scan
     out = tmp_path / "out"
     _aged_build(workspace, out)
     run = pipeline._Build(workspace.resolve(), pipeline.BuildOptions(out=out))
@@ -431,7 +435,7 @@ def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, 
 
 def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(workspace, tmp_path, monkeypatch):
     """...and its kind is asked once per suffix (`kind_for`), not once per file."""
-    from mnote_evidence.build import scan as scanning
+    from mnote_evidence.build.workspace import scan as scanning
     out = tmp_path / "out"
     _aged_build(workspace, out)
     known = previous.load_previous(out / "evidence.sqlite").resources  # the rows, as the build passes them
@@ -495,7 +499,7 @@ def test_the_front_page_key_follows_each_thing_the_page_shows():
 def test_reading_the_provider_versions_loads_no_pdf_parsing_helpers():
     """Every build reads every provider's version; the PDF provider's layout helpers load with its first parse."""
     import subprocess
-    code = ("import sys; from mnote_evidence.build.formats import provider_versions; provider_versions(); "
+    code = ("import sys; from mnote_evidence.build.parse.providers import provider_versions; provider_versions(); "
             "print(sorted(m for m in sys.modules if m.endswith(('.furniture', '.pdf_boxes', '.quote_match'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
@@ -588,13 +592,14 @@ def test_the_provider_versions_are_the_providers_and_are_read_without_importing_
     """The registry's versions (library, revision, OCR engine) are what each provider says, and reading them
     imports no provider of a format whose registry entry names its library."""
     import subprocess
-    from mnote_evidence.build import formats
-    from mnote_evidence.build.ocr.settings import OcrSettings
+    from mnote_evidence.build.core import formats
+    from mnote_evidence.build.parse import providers
+    from mnote_evidence.build.parse.ocr.settings import OcrSettings
     for ocr in (OcrSettings(), OcrSettings(engine="none")):
         for fmt in formats.FORMATS:
-            assert formats.provider_version(fmt, ocr) == formats.provider_class(fmt.provider)(ocr).version()
-    code = ("import sys; from mnote_evidence.build.formats import provider_versions; provider_versions(); "
-            "print(sorted(m for m in sys.modules if m.startswith('mnote_evidence.build.providers.')))")
+            assert providers.provider_version(fmt, ocr) == providers.provider_class(fmt.provider)(ocr).version()
+    code = ("import sys; from mnote_evidence.build.parse.providers import provider_versions; provider_versions(); "
+            "print(sorted(m for m in sys.modules if m.startswith('mnote_evidence.build.parse.providers.')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
     loaded = {m.rpartition(".")[2] for m in ast.literal_eval(out.strip())}

@@ -21,12 +21,12 @@ import time
 
 import pytest
 
-from mnote_evidence.build import recorded as recorded_mod
+from mnote_evidence.build.index import recorded as recorded_mod
 from mnote_evidence.build.index import anchors, writer
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
-from mnote_evidence.build.link_targets import LinkTargets, recorded_aliases
+from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
 from mnote_evidence.build.render import site, tag_pages
-from mnote_evidence.build.sqlite_ro import connect_ro
+from mnote_evidence.build.core.sqlite_ro import connect_ro
 from tests.conftest import run_build
 
 EXTRA = "Obsidian/Extra Cases.md"

@@ -1,4 +1,4 @@
-"""The format registry (build/formats.py): every supported suffix, one provider per format, nothing else."""
+"""The format registry (build/core/formats.py): every supported suffix, one provider per format, nothing else."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import types
 
 import pytest
 
-from mnote_evidence.build import formats
-from mnote_evidence.build.formats import BY_SUFFIX, FORMATS, Format, format_for, kind_for, provider_for
-from mnote_evidence.build.model import Kind
+from mnote_evidence.build.core import formats
+from mnote_evidence.build.core.formats import BY_SUFFIX, FORMATS, Format, format_for, kind_for
+from mnote_evidence.build.parse.providers import provider_for
+from mnote_evidence.build.core.model import Kind
 from mnote_evidence.build.render.pages import RULES
-from mnote_evidence.build.scan import scan
-from mnote_evidence.functions.fts import search_blocks
+from mnote_evidence.build.workspace.scan import scan
+from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import CHEM_DOCX, FIXTURES, REPO, connect, run_build
 
 # What the README's provider table promises, written out independently of the registry.
@@ -72,20 +73,24 @@ def test_pptx_is_recorded_unsupported_not_sent_to_the_docx_provider(workspace, t
 
 
 def _readme_example() -> tuple[str, str]:
-    """The provider module and the registry line from README's "Adding a format"."""
-    readme = (REPO / "README.md").read_text("utf-8")
-    section = readme.split("## Adding a format", 1)[1].split("\n## ", 1)[0]
+    """The provider module and the registry line from the docs' "Adding a format" section."""
+    pages = [p for p in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+             if re.search(r"^#+ Adding a format", p.read_text("utf-8"), re.M)]
+    assert len(pages) == 1, f"one page explains adding a format: {pages}"
+    text = pages[0].read_text("utf-8")
+    section = re.split(r"^#+ Adding a format.*$", text, maxsplit=1, flags=re.M)[1]
+    section = re.split(r"^#{1,2} ", section, maxsplit=1, flags=re.M)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 2, "README 'Adding a format' shows one provider module and one registry line"
+    assert len(blocks) == 2, "'Adding a format' shows one provider module and one registry line"
     return blocks[0], blocks[1].strip()
 
 
 def test_the_readme_example_format_is_one_module_plus_one_line(workspace, tmp_path, monkeypatch):
     module_src, line = _readme_example()
     assert line.count("\n") == 0 and line.startswith("Format(")
-    module = types.ModuleType("mnote_evidence.build.providers.text")
-    exec(compile(module_src, "README.md: build/providers/text.py", "exec"), module.__dict__)
-    monkeypatch.setitem(sys.modules, module.__name__, module)  # as if the file were in build/providers/
+    module = types.ModuleType("mnote_evidence.build.parse.providers.text")
+    exec(compile(module_src, "README.md: build/parse/providers/text.py", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # as if the file were in build/parse/providers/
     fmt = eval(line.rstrip(","), {"Format": Format, "Kind": Kind})
     monkeypatch.setattr(formats, "BY_SUFFIX", formats._by_suffix((*FORMATS, fmt)))  # the one added line
     (workspace / "Unfiled/plain.txt").write_text("First paragraph about solvents.\n\nSecond: 吗啉 in plain text.\n",

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from mnote_evidence.build import pipeline
 from mnote_evidence.build.index import row_cache, writer
-from mnote_evidence.build.parse import InOrder
-from mnote_evidence.build.progress import Stage
+from mnote_evidence.build.parse.run import InOrder
+from mnote_evidence.build.core.progress import Stage
 
 from tests.conftest import copy_workspace, run_build
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from mnote_evidence.build import text
+from mnote_evidence.build.core import text
 from tests.conftest import connect, run_build
 
 NOTE = "Daily/2026-11-03.md"

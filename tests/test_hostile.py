@@ -29,15 +29,15 @@ import pymupdf
 import pytest
 from PIL import Image
 
-from mnote_evidence.build.assets import asset_dir
+from mnote_evidence.build.core.assets import asset_dir
 from mnote_evidence.build.knowledge.lightrag import LightRagError
-from mnote_evidence.build.pixels import MAX_RENDER_PIXELS, MAX_RENDER_SIDE
-from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.providers.markdown import MarkdownProvider
-from mnote_evidence.build.redact import redact
-from mnote_evidence.build.urls import page_path, page_url
-from mnote_evidence.build.workers import worker_pool
-from mnote_evidence.functions.errors import HandlerError, call
+from mnote_evidence.build.parse.pixels import MAX_RENDER_PIXELS, MAX_RENDER_SIDE
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.markdown import MarkdownProvider
+from mnote_evidence.build.core.redact import redact
+from mnote_evidence.build.core.urls import page_path, page_url
+from mnote_evidence.build.parse.workers import worker_pool
+from mnote_evidence.functions.core.errors import HandlerError, call
 from tests.conftest import CHEM_DOCX, FIXTURES, SPEC_PDF
 
 MAX_SECONDS = 300  # the hostile build; a FIFO used to hang it forever, 120 KB of `[[` took 33 s

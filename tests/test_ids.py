@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from mnote_evidence.build.ids import BlockIdAllocator, short_hash
+from mnote_evidence.build.core.ids import BlockIdAllocator, short_hash
 
 
 @pytest.mark.parametrize("parts", [("a",), ("docs/x.md", "paragraph", "吡咯烷"), ("",), ("x" * 10000,)])

@@ -13,9 +13,34 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "mnote_evidence"
 # source folder -> the package it installs as (pyproject's package-dir)
 FOLDERS = {"mnote_evidence": PACKAGE, "build": f"{PACKAGE}.build", "functions": f"{PACKAGE}.functions"}
-# contracts and the URL scheme: leaves every stage may use, which use no stage themselves
-CONTRACT_MODULES = {f"{PACKAGE}.build.model": set(), f"{PACKAGE}.build.urls": {f"{PACKAGE}.build.model"}}
-ADAPTERS = {f"{PACKAGE}.build.{p.stem}" for p in (REPO / "build").glob("cli*.py")}  # the command line drives both sides
+# The layers, bottom first: a module imports only its own folder and the folders before it.
+# The build side reads as the pipeline; the query side stands on the build's lower layers only
+# (never the renderer, the pipeline or the CLI); the command line sits on top of both.
+BUILD = ["core", "markdown", "workspace", "parse", "index", "knowledge", "render", "versions", "pipeline"]
+QUERY = ["core", "search", "citations", "handlers", "adapters"]
+QUERY_REACHES = BUILD.index("knowledge")  # the highest build layer the query side may import
+LAYERS = ([f"{PACKAGE}.build.{b}" for b in BUILD] + [f"{PACKAGE}.functions.{q}" for q in QUERY]
+          + [f"{PACKAGE}.build.cli", f"{PACKAGE}.__main__"])
+
+
+def layer_of(module: str) -> str | None:
+    """The layer (folder or top-level module) `module` belongs to; None for the package roots."""
+    for layer in LAYERS:
+        if module == layer or module.startswith(layer + "."):
+            return layer
+    return None
+
+
+def allowed(src: str, dst: str) -> bool:
+    """Whether a module of layer `src` may import one of layer `dst`."""
+    if dst is None or src == dst:
+        return True
+    if src is None:
+        return False
+    s, d = LAYERS.index(src), LAYERS.index(dst)
+    if src.startswith(f"{PACKAGE}.functions.") and dst.startswith(f"{PACKAGE}.build."):
+        return d <= QUERY_REACHES
+    return d < s
 
 
 def modules() -> dict[str, Path]:
@@ -84,10 +109,22 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_scan_sees_our_modules():
     graph = import_graph()
-    expected = {f"{PACKAGE}.build.pipeline", f"{PACKAGE}.functions.evidence", f"{PACKAGE}.functions.knowledge"}
+    expected = {f"{PACKAGE}.build.pipeline", f"{PACKAGE}.functions.handlers.evidence"}
     assert expected <= set(graph)
     # an import the scan must see, so an empty graph cannot pass
-    assert f"{PACKAGE}.build.model" in graph[f"{PACKAGE}.build.locator"]
+    assert f"{PACKAGE}.build.core.model" in graph[f"{PACKAGE}.build.core.locator"]
+
+
+def test_every_module_is_in_a_layer():
+    roots = {PACKAGE, f"{PACKAGE}.build", f"{PACKAGE}.functions"}
+    assert {m for m in modules() if layer_of(m) is None} == roots
+
+
+def test_the_layer_rule_catches_an_upward_import():
+    core, render = f"{PACKAGE}.build.core", f"{PACKAGE}.build.render"
+    assert allowed(render, core) and not allowed(core, render)
+    assert not allowed(f"{PACKAGE}.functions.core", render)
+    assert allowed(f"{PACKAGE}.build.cli", f"{PACKAGE}.functions.adapters")
 
 
 def test_cycle_detection_finds_a_cycle():
@@ -99,14 +136,7 @@ def test_no_import_cycles():
     assert not found, "import cycles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
-def test_build_never_imports_the_query_side():
-    graph = import_graph()
-    wrong = {m: sorted(d for d in deps if d.startswith(f"{PACKAGE}.functions"))
-             for m, deps in graph.items() if m.startswith(f"{PACKAGE}.build") and m not in ADAPTERS}
-    assert not {m: d for m, d in wrong.items() if d}
-
-
-def test_contracts_depend_on_no_stage():
-    graph = import_graph()
-    for module, allowed in CONTRACT_MODULES.items():
-        assert graph[module] <= allowed, (module, graph[module] - allowed)
+def test_every_import_points_down_the_layers():
+    wrong = sorted(f"{m} -> {d}" for m, deps in import_graph().items() for d in deps
+                   if not allowed(layer_of(m), layer_of(d)))
+    assert wrong == []

@@ -1,6 +1,6 @@
 """Schema 6 derives link edges from `evidence_link` instead of storing them (issue 17 point 4): the
 `evidence_edge` view gives every reader the rows schema 5 stored. The oracle is schema 5's own rule
-(build/linkgraph.py's classification and the writer's `edge_row` / INSERT OR IGNORE / known-block filter as
+(build/index/linkgraph.py's classification and the writer's `edge_row` / INSERT OR IGNORE / known-block filter as
 they were), kept here frozen and fed from the files and sidecars, not from the index's links; only the
 `edge_id` changes form (a hash in schema 5, '<edge_type>:<block_id>:<to_id>' now, one for one).
 Also: a note edited to link and unlink (and an attachment whose owner moves to a note nobody edited)
@@ -13,12 +13,12 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from mnote_evidence.build.ids import edge_id, resource_id
+from mnote_evidence.build.core.ids import edge_id, resource_id
 from mnote_evidence.build.index.schema import LINK_EDGE_TYPES, SCHEMA_VERSION, STORED_EDGE_TYPES
-from mnote_evidence.build.links import LinkResolver, alias_map, owners
-from mnote_evidence.build.model import KIND_MARKDOWN
-from mnote_evidence.build.scan import scan
-from mnote_evidence.build.sidecars import artifact_from_source_map
+from mnote_evidence.build.workspace.links import LinkResolver, alias_map, owners
+from mnote_evidence.build.core.model import KIND_MARKDOWN
+from mnote_evidence.build.workspace.scan import scan
+from mnote_evidence.build.parse.sidecars import artifact_from_source_map
 from tests.conftest import connect, copy_workspace, run_build
 
 COLUMNS = "from_id, to_id, edge_type, source_block_id, confidence, created_by, resource_id"

@@ -1,4 +1,4 @@
-"""Wikilink resolution by name (build/links.py, SPEC §2): the same folder first, then the shallowest
+"""Wikilink resolution by name (build/workspace/links.py, SPEC §2): the same folder first, then the shallowest
 path, then the first in code point order; names compare without case and with `.md` optional; an
 alias answers only when no file has the name. Checked on hand-made ties and against a brute-force
 reading of that rule over random path sets (the resolver's name index is built without sorting)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import posixpath
 import random
 
-from mnote_evidence.build.links import LinkResolver
+from mnote_evidence.build.workspace.links import LinkResolver
 
 
 def _brute(paths: set[str], note: str, name: str) -> str | None:
@@ -51,7 +51,7 @@ _TRICKY = ["a", "B", "Σ", "σ", "ς", "İ", "I", ".", "'", "·", "-", " ", "ß"
 def test_names_found_by_searching_the_paths_text_are_the_name_indexs(monkeypatch):
     """A resolver finds its first `NAMES_BY_SEARCH` names in its paths' lowered text, then indexes every
     path: both give the same paths for every name, whatever the case rules of the characters."""
-    from mnote_evidence.build import links
+    from mnote_evidence.build.workspace import links
     rng = random.Random(5)
     for _ in range(200):
         paths = {"/".join("".join(rng.choice(_TRICKY) for _ in range(rng.randint(1, 4)))
@@ -68,7 +68,7 @@ def test_names_found_by_searching_the_paths_text_are_the_name_indexs(monkeypatch
 
 
 def test_a_resolver_indexes_its_paths_only_after_many_names(monkeypatch):
-    from mnote_evidence.build import links
+    from mnote_evidence.build.workspace import links
     paths = {f"f{i}/n{i}.md" for i in range(200)}
     resolver = LinkResolver(paths)
     for i in range(links.NAMES_BY_SEARCH):

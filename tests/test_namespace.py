@@ -1,11 +1,11 @@
-"""One import namespace: nothing of ours is a top-level `build` or `functions` (issue 9).
+"""One import namespace: nothing of ours installs as a top-level `build` or `functions`.
 
-PyPA's `build` is installed with the test extras, so every test run has it beside us."""
+PyPA's `build` is installed with the test extras, so every test run has it beside us. (Inside a
+checkout the folder `build/` shadows it for a process started there, as any folder would.)"""
 
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +17,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_pypa_build_and_ours_coexist():
-    spec = importlib.util.find_spec("build")
-    assert spec is not None and spec.origin, "PyPA build should be installed by the test extras"
-    assert Path(spec.origin).resolve().parent != (REPO / "build").resolve()  # `import build` is PyPA's
-    assert Path(pipeline.__file__).resolve().parent == (REPO / "build").resolve()
+    code = ("import build, mnote_evidence.build.pipeline as p; "
+            "print(build.__file__); print(p.__file__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    pypa, ours = (Path(line).resolve() for line in out.stdout.split())
+    assert pypa.parent != (REPO / "build").resolve()  # `import build` is PyPA's
+    assert ours.parent == (REPO / "build").resolve() == Path(pipeline.__file__).resolve().parent
 
 
 def test_cli_reports_our_version_beside_pypa_build():
@@ -33,5 +35,5 @@ def test_cli_reports_our_version_beside_pypa_build():
 
 def test_datasette_finds_the_plugin_under_our_namespace():
     eps = [ep for ep in importlib.metadata.entry_points(group="datasette") if ep.name == "mnote_evidence"]
-    assert [ep.value for ep in eps] == ["mnote_evidence.functions.datasette_plugin"]
-    assert eps[0].load().__name__ == "mnote_evidence.functions.datasette_plugin"
+    assert [ep.value for ep in eps] == ["mnote_evidence.functions.adapters.datasette_plugin"]
+    assert eps[0].load().__name__ == "mnote_evidence.functions.adapters.datasette_plugin"

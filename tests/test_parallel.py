@@ -14,7 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from mnote_evidence.build import fsutil, parse, pipeline, text
+from mnote_evidence.build.core import fsutil, text
+from mnote_evidence.build.parse import run as parse
+from mnote_evidence.build import pipeline
 from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.render import page_pool
 from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site
@@ -178,7 +180,7 @@ def test_the_state_file_is_written_after_the_pages_are_committed(tmp_path, monke
 
 
 def test_default_jobs_are_the_usable_cpus(monkeypatch):
-    from mnote_evidence.build import defaults
+    from mnote_evidence.build.core import defaults
 
     monkeypatch.setattr(defaults.os, "sched_getaffinity", lambda pid: {0, 3}, raising=False)
     assert defaults.usable_cpus() == 2
@@ -192,9 +194,9 @@ def test_a_sidecar_that_cannot_be_staged_fails_the_build_where_it_arrives(tmp_pa
     """A storage error while a worker stages sidecars (here: `.mnote` is a file, so `.mnote/sidecars/`
     cannot be made) is raised in the build process, not swallowed as a crashed worker or a parse error;
     nothing half-staged is left behind."""
-    from mnote_evidence.build.ocr.settings import OcrSettings
-    from mnote_evidence.build.prepare import Prepare, adopt_prepared
-    from mnote_evidence.build.scan import scan
+    from mnote_evidence.build.parse.ocr.settings import OcrSettings
+    from mnote_evidence.build.parse.prepare import Prepare, adopt_prepared
+    from mnote_evidence.build.workspace.scan import scan
 
     for i in range(3):
         (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nSome text {i}.\n", "utf-8")

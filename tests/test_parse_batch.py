@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import gc
 
-from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.parse import parse_many
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.run import parse_many
 
 
 def _collections_during(root, files) -> list[int]:
@@ -36,7 +36,7 @@ def test_a_batch_of_notes_is_parsed_with_one_young_collection(tmp_path):
 
 
 def test_other_files_are_parsed_with_the_gc_as_usual(tmp_path, monkeypatch):
-    from mnote_evidence.build import parse
+    from mnote_evidence.build.parse import run as parse
 
     enabled: list[tuple[str, bool]] = []
     real = parse.parse_one

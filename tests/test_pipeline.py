@@ -11,8 +11,8 @@ from pathlib import Path
 
 
 from mnote_evidence.build.pipeline import DB_NAME
-from mnote_evidence.build.providers import docx as docx_provider
-from mnote_evidence.functions.fts import search_blocks
+from mnote_evidence.build.parse.providers import docx as docx_provider
+from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import CHEM_DOCX, SPEC_PDF, connect, run_build
 
 EXPECTED_ERRORS = {
@@ -231,7 +231,7 @@ def test_moving_a_resource_to_another_owner_moves_its_sidecar(workspace, tmp_pat
 
 def test_selective_filter_still_finds_matches_beyond_the_first_window(workspace, tmp_path, monkeypatch):
     """With the candidate window forced tiny, a filter that removes the top bm25 hits must widen, not drop."""
-    import mnote_evidence.functions.fts as fts
+    import mnote_evidence.functions.search.fts as fts
     monkeypatch.setattr(fts, "MIN_CANDIDATES", 1)
     monkeypatch.setattr(fts, "CANDIDATES_PER_RESULT", 1)
     monkeypatch.setattr(fts, "MAX_WINDOW", 8)

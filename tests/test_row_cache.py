@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.previous import load_previous
-from mnote_evidence.build.model import ResourceRow
+from mnote_evidence.build.core.model import ResourceRow
 from mnote_evidence.build.pipeline import DB_NAME
 from tests.conftest import run_build
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from mnote_evidence.build.scan import scan
+from mnote_evidence.build.workspace.scan import scan
 
 
 def test_symlinks_leaving_the_root_are_refused_and_not_read(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from mnote_evidence.build import sidecars
+from mnote_evidence.build.parse import sidecars
 
 VALUES = [
     "plain", "线程 \"quoted\" \\ back\nslash\t\x00\x1f\u2028", "\ud800 lone surrogate", 0, -7, 2**70,

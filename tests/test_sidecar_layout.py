@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from mnote_evidence.build.pipeline import DB_NAME
-from mnote_evidence.build.urls import page_url
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.evidence import Context, search
+from mnote_evidence.build.core.urls import page_url
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import Context, search
 from tests.conftest import SPEC_PDF, connect, run_build
 
 QUERIES = ["线程作用域", "吡咯烷", "retention period audit", "吗啉"]

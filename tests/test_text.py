@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from mnote_evidence.build.text import QueryError, fts_query, join_lines, normalise, segment_for_index
+from mnote_evidence.build.core.text import QueryError, fts_query, join_lines, normalise, segment_for_index
 
 DOCS = ["关于线程作用域的规则", "线程池", "吗啉是一种杂环", "N-甲基吡咯烷酮", "Thread scope joins threads"]
 
@@ -56,7 +56,7 @@ def test_join_lines_cjk_and_hyphenation():
 
 def _segmented_v1(text: str) -> str:
     """SEGMENTATION_VERSION 1 as first written (a regex callback per CJK run): the reference."""
-    from mnote_evidence.build.text import CJK_RUN
+    from mnote_evidence.build.core.text import CJK_RUN
 
     def bigrams(run: str) -> str:
         return run if len(run) == 1 else " ".join([run[i:i + 2] for i in range(len(run) - 1)] + [run[-1]])
@@ -68,7 +68,7 @@ def test_segment_for_index_is_segmentation_version_1_exactly():
     same text must give the same string, whatever the implementation (ASCII, runs at either end)."""
     import random
 
-    from mnote_evidence.build.text import SEGMENTATION_VERSION
+    from mnote_evidence.build.core.text import SEGMENTATION_VERSION
 
     assert SEGMENTATION_VERSION == "1"  # a new version may change the strings: then change this test
     assert segment_for_index("a线程作用域b 池") == "a 线程 程作 作用 用域 域 b  池 "
@@ -82,8 +82,8 @@ def test_segment_for_index_is_segmentation_version_1_exactly():
 
 
 def test_a_block_is_normalised_once_for_its_id_and_its_fts_value(monkeypatch):
-    from mnote_evidence.build import text as text_module
-    from mnote_evidence.build.providers.markdown import MarkdownProvider
+    from mnote_evidence.build.core import text as text_module
+    from mnote_evidence.build.parse.providers.markdown import MarkdownProvider
 
     calls: list[str] = []
     real = unicodedata.normalize

@@ -18,16 +18,16 @@ from pathlib import Path
 
 import httpx
 
-from mnote_evidence.build import text
-from mnote_evidence.build.cli_build import _print_report
+from mnote_evidence.build.core import text
+from mnote_evidence.build.cli.build import _print_report
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
-from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build import formats
-from mnote_evidence.build.urls import page_path
-from mnote_evidence.functions import evidence
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.fts import search_blocks
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.core import formats
+from mnote_evidence.build.core.urls import page_path
+from mnote_evidence.functions.handlers import evidence
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import SHARED_OCR, SPEC_PDF, connect, run_build
 from tests.servers import free_port, start, start_serve, stop
 

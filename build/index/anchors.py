@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from mnote_evidence.build.text import normalise
+from mnote_evidence.build.core.text import normalise
 
 MIN_SIMILARITY = 0.3
 WINDOW = 50  # ordinals on each side of the old position

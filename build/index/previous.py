@@ -2,7 +2,7 @@
 
 Its resource rows (with each file's size/mtime stamp and each note's `links_hash`), its
 meta and its LightRAG registry; the links themselves are read only where needed, by
-targeted queries (`build/linkgraph.py`).
+targeted queries (`build/index/linkgraph.py`).
 
 An index of another schema version is not read (its rows may not fit this
 code): the build sees no previous resources, only its `build_meta`, and
@@ -18,8 +18,8 @@ from pathlib import Path
 from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.index.writer import is_valid_db
-from mnote_evidence.build.model import ResourceRow
-from mnote_evidence.build.sqlite_ro import connect_ro
+from mnote_evidence.build.core.model import ResourceRow
+from mnote_evidence.build.core.sqlite_ro import connect_ro
 
 
 @dataclass

@@ -31,9 +31,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from mnote_evidence.build.fsutil import atomic_write_bytes
-from mnote_evidence.build.model import ResourceRow
-from mnote_evidence.build.sqlite_ro import connect_ro
+from mnote_evidence.build.core.fsutil import atomic_write_bytes
+from mnote_evidence.build.core.model import ResourceRow
+from mnote_evidence.build.core.sqlite_ro import connect_ro
 
 TOKEN_KEY = "rows_token"  # build_meta: the token of the write the cache must match
 ROWS_BASE = ".mnote-rows-base.marshal"

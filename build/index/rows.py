@@ -17,11 +17,11 @@ from itertools import chain
 from operator import itemgetter, methodcaller
 from typing import Any, Iterable
 
-from mnote_evidence.build import text
-from mnote_evidence.build.ids import edge_id
+from mnote_evidence.build.core import text
+from mnote_evidence.build.core.ids import edge_id
 from mnote_evidence.build.index.schema import CREATED_BY, STORED_EDGE_TYPES
-from mnote_evidence.build.model import EdgeRow, ParsedResourceArtifact, ResourceRow
-from mnote_evidence.build.urls import page_url
+from mnote_evidence.build.core.model import EdgeRow, ParsedResourceArtifact, ResourceRow
+from mnote_evidence.build.core.urls import page_url
 
 
 @dataclass
@@ -30,7 +30,7 @@ class ResourceUpdate:
 
     row: ResourceRow
     artifact: ParsedResourceArtifact | None = None
-    # (SEGMENTATION_VERSION, the FTS value of each block), computed where it was parsed (build/prepare.py);
+    # (SEGMENTATION_VERSION, the FTS value of each block), computed where it was parsed (build/parse/prepare.py);
     # None, or of another version: segmented here
     segmented: tuple[str, list[str]] | None = None
 

@@ -2,7 +2,7 @@
 
 SPEC §6's `evidence_block` and `evidence_edge` are views with every column they ever had: what is
 derivable per block is not stored (schema 5, issue 17): a block's locator, section path and JSON
-ranges are computed from `evidence_block_row` and its resource and section (`build/locator.py`), its
+ranges are computed from `evidence_block_row` and its resource and section (`build/core/locator.py`), its
 `page_contains_block` / `section_contains_block` edges from its page and section; block text is stored
 once (`evidence_fts` is an external-content index over `evidence_block_row`). Writers write the `_row`
 tables; readers may read either (a view's unused joins cost nothing).
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from mnote_evidence.build.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LOCATOR_SQL, SECTION_PATH_SQL
+from mnote_evidence.build.core.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LOCATOR_SQL, SECTION_PATH_SQL
 
 SCHEMA_VERSION = "7"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
 # 5: evidence_link.label (a link's words, for backlinks without re-parsing),
-#    evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/scan.py),
+#    evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/workspace/scan.py),
 #    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all),
 #    index evidence_link_target;
 #    evidence_block and evidence_edge become views over evidence_block_row and evidence_edge_row (locator_json,
@@ -31,7 +31,7 @@ SCHEMA_VERSION = "7"  # 2: evidence_block.role; 3: evidence_block.box_holds_text
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link
 CREATED_BY = "mnote-evidence build"
-# the type of a link edge from note l.resource_id to resource t (evidence_link_edge; build/linkgraph.py
+# the type of a link edge from note l.resource_id to resource t (evidence_link_edge; build/index/linkgraph.py
 # `_edge_type`); the linking note's path is read only for a target that is not a note
 LINK_TYPE_SQL = ("(CASE WHEN t.kind = 'markdown' AND t.status = 'ok' THEN 'markdown_links_to' "
                  "WHEN t.owner_document_path = (SELECT o.source_root_relative_path FROM evidence_resource o "
@@ -68,9 +68,9 @@ CREATE TABLE IF NOT EXISTS evidence_resource (
     updated_at_ms INTEGER NOT NULL,
     title TEXT,                       -- notes: front matter title, else the first heading; NULL: none
     source_size INTEGER,              -- size and st_mtime_ns when source_hash was computed; NULL: hash again
-    source_mtime_ns INTEGER,          -- next build (refused, or written too recently to trust, build/scan.py)
+    source_mtime_ns INTEGER,          -- next build (refused, or written too recently to trust, build/workspace/scan.py)
     links_hash TEXT,                  -- notes: hash of its evidence_link rows and link edges as last written
-    page_url TEXT                     -- site-relative URL of its page (build/urls.py page_url): openAction
+    page_url TEXT                     -- site-relative URL of its page (build/core/urls.py page_url): openAction
 );
 CREATE TABLE IF NOT EXISTS evidence_block_row (  -- stored blocks; read them through the evidence_block view
     id INTEGER PRIMARY KEY,           -- also the rowid of evidence_fts
@@ -98,7 +98,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS evidence_block_id ON evidence_block_row(block_
 CREATE INDEX IF NOT EXISTS evidence_block_resource ON evidence_block_row(resource_id, ordinal);
 -- no index on section_id: a section's blocks are found through their resource's (resource_id, section_id)
 -- SPEC §6's evidence_block: the stored columns, and those derived from them and from the block's
--- resource and section (section_path_json, the JSON ranges, locator_json: build/locator.py). LEFT JOINs
+-- resource and section (section_path_json, the JSON ranges, locator_json: build/core/locator.py). LEFT JOINs
 -- on unique keys: a query that reads no derived column never touches the joined tables.
 CREATE VIEW IF NOT EXISTS evidence_block AS SELECT
     b.id, b.block_id, b.resource_id, b.ordinal, b.kind, b.text, b.section_id,
@@ -113,7 +113,7 @@ FROM evidence_block_row b
 LEFT JOIN evidence_resource r ON r.resource_id = b.resource_id
 LEFT JOIN evidence_section s ON s.section_id = b.section_id;
 -- Block text is stored once: the index reads evidence_block_row (external content). What it indexes is
--- the segmented text (build/text.py segment_for_index), so rows are removed with the 'delete' command
+-- the segmented text (build/core/text.py segment_for_index), so rows are removed with the 'delete' command
 -- and the same segmented values, re-segmented with 'delete-all' (build/index/writer.py); reading
 -- text from evidence_fts gives the stored (unsegmented) text; snippet()/highlight() are not used.
 CREATE VIRTUAL TABLE IF NOT EXISTS evidence_fts USING fts5(
@@ -145,7 +145,7 @@ CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge_row(resource_
 -- A note's link edges (LINK_EDGE_TYPES), derived from its evidence_link rows that resolved to another
 -- resource: one per (linking block, target), edge_id '<edge_type>:<block_id>:<target resource_id>'. The
 -- type is the target's: an indexed note (markdown, ok) -> markdown_links_to; a resource the linking note
--- owns -> document_contains_resource; else resource_refers_to (build/linkgraph.py hashes the same
+-- owns -> document_contains_resource; else resource_refers_to (build/index/linkgraph.py hashes the same
 -- classification into links_hash, so a note whose edges change is re-rendered). Readers filter on
 -- to_id (evidence_link_target index) or source_block_id / from_id (evidence_link_resource).
 -- t.resource_id <> l.resource_id: not a link to the note itself (paths and ids are one to one).
@@ -187,7 +187,7 @@ CREATE TABLE IF NOT EXISTS evidence_link (
     label TEXT                        -- the link's words as written (backlinks mark them); NULL: none
 );
 CREATE INDEX IF NOT EXISTS evidence_link_resource ON evidence_link(resource_id);
--- who links here (build/linkgraph.py, backlinks), and a link's repeats in its block (evidence_link_edge)
+-- who links here (build/index/linkgraph.py, backlinks), and a link's repeats in its block (evidence_link_edge)
 CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path, source_block_id);
 -- an edit reads these few links without a scan of every link row (130,000 at 10,000 notes); a write from
 -- empty builds them (and evidence_resource's below) once the rows are in (writer.py BULK_INDEXES)

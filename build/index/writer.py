@@ -36,15 +36,15 @@ from pathlib import Path
 from typing import Any, Iterable
 
 
-from mnote_evidence.build.errors import IndexDamaged
-from mnote_evidence.build.fsutil import fsync_path
+from mnote_evidence.build.core.errors import IndexDamaged
+from mnote_evidence.build.core.fsutil import fsync_path
 from mnote_evidence.build.index import anchors, fts_fill, layout
 from mnote_evidence.build.index.rows import ResourceUpdate, insert, insert_update, sql_value
 from mnote_evidence.build.index.schema import create_schema
-from mnote_evidence.build.knowledge.texts import pack_text
-from mnote_evidence.build.model import LinkRow
-from mnote_evidence.build import text
-from mnote_evidence.build.sqlite_ro import connect_ro
+from mnote_evidence.build.index.knowledge_text import pack_text
+from mnote_evidence.build.core.model import LinkRow
+from mnote_evidence.build.core import text
+from mnote_evidence.build.core.sqlite_ro import connect_ro
 
 
 @dataclass

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from mnote_evidence.build.knowledge.ingest import Candidate
-from mnote_evidence.build.knowledge.texts import furniture_blocks, ingest_text, text_hash
-from mnote_evidence.build.model import STATUS_OK, ResourceRow
-from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.index.knowledge_text import furniture_blocks, ingest_text, text_hash
+from mnote_evidence.build.core.model import STATUS_OK, ResourceRow
+from mnote_evidence.build.markdown.encoding import decode_note
 
 if TYPE_CHECKING:
     from mnote_evidence.build.index.writer import IndexChanges

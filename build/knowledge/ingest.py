@@ -25,9 +25,9 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Callable
 
-from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagConfig, LightRagError
-from mnote_evidence.build.model import KIND_IMAGE
+from mnote_evidence.build.core.model import KIND_IMAGE
 
 DONE = ("processed", "duplicate", "skipped_no_text")
 WAIT_SECONDS = 300.0

@@ -14,7 +14,7 @@ start-up (bench/ask_startup.py). `timeout` bounds each socket operation
 (connect, send, every read), as httpx's single timeout did; no proxy variables
 are read (httpx ran with `trust_env=False`); TLS is set up only for https URLs.
 `http.client` itself is imported by the first request (`_send`), not with this module: every query
-command imports `LightRagConfig` (`functions/contracts.py`) and only `ask` talks HTTP.
+command imports `LightRagConfig` (`functions/core/contracts.py`) and only `ask` talks HTTP.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from mnote_evidence.build.redact import redact
+from mnote_evidence.build.core.redact import redact
 
 URL_ENV = "LIGHTRAG_URL"
 KEY_ENV = "LIGHTRAG_API_KEY"

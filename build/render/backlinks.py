@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.render import data
 
 MAX_CHARS = 220  # longer sentences are cut around the link

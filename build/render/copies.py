@@ -15,9 +15,9 @@ import stat
 from pathlib import Path
 from typing import Callable
 
-from mnote_evidence.build.fsutil import atomic_write_bytes
-from mnote_evidence.build.scan import is_inside
-from mnote_evidence.build.urls import STATIC_DIR, copy_path, is_reserved
+from mnote_evidence.build.core.fsutil import atomic_write_bytes
+from mnote_evidence.build.workspace.scan import is_inside
+from mnote_evidence.build.core.urls import STATIC_DIR, copy_path, is_reserved
 
 
 def drop_active_copy(out: Path, rel: str, is_page: Callable[[str], bool]) -> None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Mapping
 
-from mnote_evidence.build.model import ResourceRow as Resource
-from mnote_evidence.build.sqlite_ro import connect_ro  # noqa: F401  (the renderer opens the index as data.connect_ro)
+from mnote_evidence.build.core.model import ResourceRow as Resource
+from mnote_evidence.build.core.sqlite_ro import connect_ro  # noqa: F401  (the renderer opens the index as data.connect_ro)
 
 # The resource fields a page shows: its key hashes these (not build times), as it always has.
 PAGE_FIELDS = ("resource_id", "path", "kind", "status", "owner", "source_hash", "provider_version", "error_code",

@@ -2,7 +2,7 @@
 "Incremental builds").
 
 - `dirty_since`: the build names in `build_meta.render_dirty` the resources and tags whose pages may
-  show something different since the build before it (`build/linkgraph.py`); a site rendered from that
+  show something different since the build before it (`build/index/linkgraph.py`); a site rendered from that
   build, with the same templates and settings, re-keys only those; anything else re-keys every page.
 - `shown_of_targets`: the part of a note's page key that comes from its links' targets: each link's
   resolution, where a `#fragment` lands, an embedded note's blocks, an embedded PDF page's image.
@@ -16,12 +16,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mnote_evidence.build.formats import kind_for
-from mnote_evidence.build.link_targets import split_target
-from mnote_evidence.build.links import NAME_KINDS
-from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF
-from mnote_evidence.build.model import ResourceRow as Resource
-from mnote_evidence.build.sqlite_ro import connect_ro
+from mnote_evidence.build.core.formats import kind_for
+from mnote_evidence.build.index.link_targets import split_target
+from mnote_evidence.build.workspace.links import NAME_KINDS
+from mnote_evidence.build.core.model import KIND_MARKDOWN, KIND_PDF
+from mnote_evidence.build.core.model import ResourceRow as Resource
+from mnote_evidence.build.core.sqlite_ro import connect_ro
 
 
 def built_at(db_path: Path) -> str | None:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from mnote_evidence.build.model import KIND_MARKDOWN, NOTE_SUFFIXES, STATUS_ERROR, STATUS_OK, STATUS_STALE
+from mnote_evidence.build.core.model import KIND_MARKDOWN, NOTE_SUFFIXES, STATUS_ERROR, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.render import data
-from mnote_evidence.build.urls import page_path, relative_url
+from mnote_evidence.build.core.urls import page_path, relative_url
 
 INDEX = "index.html"
 HOME_NOTE_STEMS = ("index", "readme")  # in order of preference

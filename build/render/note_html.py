@@ -34,13 +34,13 @@ from typing import Any, Callable
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 
-from mnote_evidence.build.markdown_syntax import markdown_parser, parse_note
-from mnote_evidence.build.model import Block
-from mnote_evidence.build.providers.markdown import block_tokens
-from mnote_evidence.build.providers.markdown_properties import Properties
+from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
+from mnote_evidence.build.core.model import Block
+from mnote_evidence.build.parse.providers.markdown import block_tokens
+from mnote_evidence.build.markdown.properties import Properties
 from mnote_evidence.build.render.math_html import mathml
 from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink_html
-from mnote_evidence.build.urls import copy_path, page_path, relative_url
+from mnote_evidence.build.core.urls import copy_path, page_path, relative_url
 
 
 _MARK = "\x00"  # where an operation goes: markdown-it turns every NUL of a note into U+FFFD, so never text

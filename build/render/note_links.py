@@ -10,7 +10,7 @@
   `![[doc.pdf#page=3]]` shows that page's image linking to `#page-3` of the PDF's page
   (no image past the page-image cap: a link only).
 - A target or fragment that finds nothing: a `broken-link` span with a visible `missing`
-  marker (and a `broken_link` warning in the build summary, `build/link_targets.py`).
+  marker (and a `broken_link` warning in the build summary, `build/index/link_targets.py`).
 - `#tag` links the tag's page (`tag_page`).
 Every URL is relative (`build.urls.relative_url`); nothing here needs JavaScript.
 """
@@ -23,11 +23,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from mnote_evidence.build.formats import kind_for
-from mnote_evidence.build.link_targets import LinkTargets, split_target
-from mnote_evidence.build.links import LinkResolver
-from mnote_evidence.build.model import Kind
-from mnote_evidence.build.urls import TAGS_DIR, copy_path, page_path, relative_url
+from mnote_evidence.build.core.formats import kind_for
+from mnote_evidence.build.index.link_targets import LinkTargets, split_target
+from mnote_evidence.build.workspace.links import LinkResolver
+from mnote_evidence.build.core.model import Kind
+from mnote_evidence.build.core.urls import TAGS_DIR, copy_path, page_path, relative_url
 
 
 _UNSAFE_IN_NAME = re.compile(r"[^\w-]+")  # \w is Unicode: 中文 and café stay as they are

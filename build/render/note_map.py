@@ -16,9 +16,9 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from mnote_evidence.build.model import Block
+from mnote_evidence.build.core.model import Block
 from mnote_evidence.build.render.note_programs import Shape
-from mnote_evidence.build.sidecars import artifact_from_source_map
+from mnote_evidence.build.parse.sidecars import artifact_from_source_map
 
 
 class NoteMap:

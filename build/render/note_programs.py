@@ -1,6 +1,6 @@
 """Compiled notes handed from the parse to the render, so a full build parses each note once (issue 17).
 
-Where the build parses a changed note for the index (a parse worker, `build/prepare.py`), its tokens
+Where the build parses a changed note for the index (a parse worker, `build/parse/prepare.py`), its tokens
 are still in memory (`markdown_syntax.keep_parsed`): `store_programs` compiles the notes of one parse
 task there (`note_html.compile_note`: all but what depends on the rest of the site) and leaves them in
 one file in the site's `PROGRAMS_DIR` (a file per note cost more to create and remove than the note
@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mnote_evidence.build.model import Block
+from mnote_evidence.build.core.model import Block
 
 if TYPE_CHECKING:  # the parser and renderer load only where a note is compiled
     from mnote_evidence.build.render.note_html import Program

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnote_evidence.build.fsutil import atomic_write_bytes, in_durable_batch
-from mnote_evidence.build.libraries import mupdf, pillow
-from mnote_evidence.build.pixels import capped_scale
-from mnote_evidence.build.urls import PAGES_DIR
-from mnote_evidence.build.workers import worker_pool
+from mnote_evidence.build.core.fsutil import atomic_write_bytes, in_durable_batch
+from mnote_evidence.build.parse.libraries import mupdf, pillow
+from mnote_evidence.build.parse.pixels import capped_scale
+from mnote_evidence.build.core.urls import PAGES_DIR
+from mnote_evidence.build.parse.workers import worker_pool
 
-if TYPE_CHECKING:  # both load when there is a page to render (build/libraries.py), not with this module
+if TYPE_CHECKING:  # both load when there is a page to render (build/parse/libraries.py), not with this module
     import pymupdf
 
 JPEG_QUALITY = 80

@@ -4,7 +4,7 @@ Rendering a page is CPU work (a note is parsed by markdown-it again for its HTML
 fill in); on a full build of 10,000 notes it is the largest stage. `write_pages` renders the
 pages whose key changed, as the caller finds them: here, one by one, when there are few (or `jobs`
 is 1), else in a pool of `jobs` workers started by the first `PAGES_FOR_POOL` (they render while the
-caller keys the rest and copies their sources) (`build/workers.py`: they die with the build), each of which opens the index
+caller keys the rest and copies their sources) (`build/parse/workers.py`: they die with the build), each of which opens the index
 read-only and builds its own `_Site` once, then renders `PAGE_BATCH` pages per task into temp files
 (`fsutil.stage_bytes`) that this process puts in place within its own `durable_batch` (`fsutil.adopt`):
 one sync per `fsutil.BATCH_FILES` pages whichever process wrote them, not one per task (a `syncfs`
@@ -31,10 +31,10 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Callable, Container, Iterable, Iterator
 
-from mnote_evidence.build.errors import UnknownKind
-from mnote_evidence.build.fsutil import adopt, atomic_write_text, stage_bytes
-from mnote_evidence.build.urls import page_path
-from mnote_evidence.build.workers import worker_pool
+from mnote_evidence.build.core.errors import UnknownKind
+from mnote_evidence.build.core.fsutil import adopt, atomic_write_text, stage_bytes
+from mnote_evidence.build.core.urls import page_path
+from mnote_evidence.build.parse.workers import worker_pool
 
 PAGE_BATCH = 32  # pages per worker task
 PAGES_FOR_POOL = 200  # fewer pages are rendered in this process: starting workers costs more

@@ -1,7 +1,7 @@
 """The site's page rules (SPEC §8): one function per page type, chosen through a dict.
 
 Like markdown-it-py's renderer, `RULES` maps a rule name to a function; the format registry
-(`build/formats.py`) names the rule each format's resources are rendered with, and
+(`build/core/formats.py`) names the rule each format's resources are rendered with, and
 `render/site.py` looks it up, raising `UnknownKind` when there is none (never a silent
 placeholder page). A rule gets the site, the resource row, the page context and the parsed
 artifact, and returns HTML from a template.
@@ -16,15 +16,15 @@ import posixpath
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from mnote_evidence.build.links import LinkResolver
-from mnote_evidence.build.model import ParsedResourceArtifact, ResourceRow as Resource
-from mnote_evidence.build.providers.encoding import decode_note
+from mnote_evidence.build.workspace.links import LinkResolver
+from mnote_evidence.build.core.model import ParsedResourceArtifact, ResourceRow as Resource
+from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.render import page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, compile_note, run_program
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import load_program
-from mnote_evidence.build.urls import relative_url
+from mnote_evidence.build.core.urls import relative_url
 
 if TYPE_CHECKING:
     from jinja2 import Environment

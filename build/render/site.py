@@ -16,7 +16,7 @@ Every URL is relative (`build.urls.relative_url`): the site works from any
 base path and from `file://`. Pages are written atomically and synced in batches
 (`fsutil.durable_batch`), all before the state file records them.
 
-A resource's page is drawn by the page rule its format names (`build/formats.py`
+A resource's page is drawn by the page rule its format names (`build/core/formats.py`
 -> `render/pages.py` RULES); a resource with no rule raises `UnknownKind` rather
 than getting a placeholder page. Progress goes out as `ProgressEvent`s
 (stages render, page_images), never drawn here.
@@ -35,24 +35,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnote_evidence import __version__
-from mnote_evidence.build.assets import asset_dir
-from mnote_evidence.build.defaults import DEFAULT_MAX_PAGE_IMAGES
-from mnote_evidence.build.fsutil import atomic_write_text, commit_pending, in_durable_batch
-from mnote_evidence.build.errors import UnknownKind
-from mnote_evidence.build.formats import format_for
-from mnote_evidence.build.link_targets import LinkTargets, recorded_aliases
-from mnote_evidence.build.links import LinkResolver, alias_map
-from mnote_evidence.build.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
-from mnote_evidence.build.progress import OnProgress, Stage, StageProgress
+from mnote_evidence.build.core.assets import asset_dir
+from mnote_evidence.build.core.defaults import DEFAULT_MAX_PAGE_IMAGES
+from mnote_evidence.build.core.fsutil import atomic_write_text, commit_pending, in_durable_batch
+from mnote_evidence.build.core.errors import UnknownKind
+from mnote_evidence.build.core.formats import format_for
+from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
+from mnote_evidence.build.workspace.links import LinkResolver, alias_map
+from mnote_evidence.build.core.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
+from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.render import copies, data, dirty, page_images, page_pool, state as site_state, tag_pages
 from mnote_evidence.build.render.backlinks import Sentences, items_html
 from mnote_evidence.build.render.front import INDEX, FrontPage, same_tree, tree
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
-from mnote_evidence.build.render.headers import HEADERS_FILE, PAGE_CSP, headers_file
-from mnote_evidence.build.sidecars import artifact_from_source_map
-from mnote_evidence.build.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
+from mnote_evidence.build.core.headers import HEADERS_FILE, PAGE_CSP, headers_file
+from mnote_evidence.build.parse.sidecars import artifact_from_source_map
+from mnote_evidence.build.core.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
 
 if TYPE_CHECKING:  # Jinja and the page rules (the Markdown renderer) load where pages are drawn: a render
     from jinja2 import Environment  # with nothing to do (a no-op build) spends 50 ms on neither
@@ -340,11 +340,6 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any], fingerprint: lis
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
         extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
-
-
-def links_ask(out: Path) -> bool:
-    """Whether the site in `out` links the Ask page (it was rendered with a knowledge server configured)."""
-    return bool(site_state.load_head(out).get("ask"))
 
 
 def _load_state(out: Path) -> dict[str, Any]:

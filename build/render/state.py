@@ -33,7 +33,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.core.fsutil import atomic_write_text
 
 STATE_FILE = ".mnote-site.json"
 PAGES_FILE = ".mnote-site-pages.json"  # the base of the state's page entries

@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mnote_evidence.build.fsutil import atomic_write_text
+from mnote_evidence.build.core.fsutil import atomic_write_text
 from mnote_evidence.build.index.schema import TAG_LINKS
 from mnote_evidence.build.render.note_links import tag_page
-from mnote_evidence.build.urls import TAGS_DIR, page_path, relative_url
+from mnote_evidence.build.core.urls import TAGS_DIR, page_path, relative_url
 
 INDEX = f"{TAGS_DIR}/index.html"
 

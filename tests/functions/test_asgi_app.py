@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mnote_evidence.functions.routes import ROUTES
+from mnote_evidence.functions.handlers.routes import ROUTES
 from tests.conftest import SPEC_PDF
 from tests.servers import free_port, wait_until_up
 
@@ -21,7 +21,7 @@ SITE_URL = "https://evidence.example.net/site/"
 def uvicorn_app(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     with open(log, "w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "mnote_evidence.functions.asgi_app:app",
+        proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "mnote_evidence.functions.adapters.asgi_app:app",
                                  "--host", "127.0.0.1", "--port", str(port)],
                                 stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, **env})
     base = f"http://127.0.0.1:{port}"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import Context, open_, read, search
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.evidence import Context, open_, read, search
 from tests.conftest import SPEC_PDF
 from tests.functions.conftest import STALE_PDF
 

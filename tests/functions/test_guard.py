@@ -1,4 +1,4 @@
-"""The HTTP guard (functions/guard.py) in front of a real Datasette with our plugin, on a real build:
+"""The HTTP guard (functions/adapters/guard.py) in front of a real Datasette with our plugin, on a real build:
 hostile requests get 4xx with a message, every response is hardened, and a fuzz of a few thousand
 generated requests to every route never answers 500 nor shows a server path."""
 
@@ -15,8 +15,8 @@ import httpx
 import pytest
 from datasette.app import Datasette
 
-from mnote_evidence.functions.datasette_plugin import SITE_BASE
-from mnote_evidence.functions.guard import allowed_hosts_for
+from mnote_evidence.functions.adapters.datasette_plugin import SITE_BASE
+from mnote_evidence.functions.adapters.guard import allowed_hosts_for
 from tests.servers import free_port, start, stop
 
 BASE = "http://127.0.0.1:8001"

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from mnote_evidence.functions import asgi_app
-from mnote_evidence.functions.lambda_handler import handler
+from mnote_evidence.functions.adapters import asgi_app
+from mnote_evidence.functions.adapters.lambda_handler import handler
 from tests.conftest import CHEM_DOCX, SPEC_PDF
 
 EVENTS = Path(__file__).parent / "apigw_v2"
@@ -132,7 +132,7 @@ def test_a_slim_bundle_needs_only_the_standard_library_and_mangum(stale_site, tm
     shutil.copy(importlib.util.find_spec("typing_extensions").origin, bundle)
     shutil.copy(stale_site[1] / "evidence.sqlite", bundle / "evidence.sqlite")
     code = ("import json, sys\n"
-            "from mnote_evidence.functions.lambda_handler import handler\n"
+            "from mnote_evidence.functions.adapters.lambda_handler import handler\n"
             "out = [handler(json.load(open(p)), None)['statusCode'] for p in sys.argv[1:]]\n"
             "print(json.dumps({'status': out, 'site': [m for m in sys.modules if 'site-packages' in "
             "(getattr(sys.modules[m], '__file__', '') or '')]}))\n")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build import text
+from mnote_evidence.build.core import text
 from mnote_evidence.build.versions import SCHEMA_VERSION
-from mnote_evidence.functions.db import EvidenceDB
+from mnote_evidence.functions.core.db import EvidenceDB
 
 
 def write_db(path: Path, generation: int) -> None:

@@ -1,5 +1,5 @@
 """Schema 5 derives locators and per-block edges instead of storing them (issue 17 point 4): every reader
-gets exactly what schema 4 stored. The oracle is schema 4's own code (`build/locator.py` and the writer's
+gets exactly what schema 4 stored. The oracle is schema 4's own code (`build/core/locator.py` and the writer's
 `structural_edges` as they were), kept here frozen and fed from the sidecars, not from the index; the
 index's `evidence_block.locator_json` and `evidence_edge` views are compared with it on the fixtures, on
 real documents (manual PDFs, python-docx files, a scanned page) and on synthetic blocks of every precision
@@ -15,13 +15,13 @@ import pytest
 
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.index.writer import IndexChanges, ResourceUpdate, write_index
-from mnote_evidence.build.model import Block, ParsedResourceArtifact, ResourceRow, Section
-from mnote_evidence.build.sidecars import artifact_from_source_map
-from mnote_evidence.build.text import SEGMENTATION_VERSION
-from mnote_evidence.build.urls import page_url
-from mnote_evidence.functions.contracts import Context
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.evidence import open_, read
+from mnote_evidence.build.core.model import Block, ParsedResourceArtifact, ResourceRow, Section
+from mnote_evidence.build.parse.sidecars import artifact_from_source_map
+from mnote_evidence.build.core.text import SEGMENTATION_VERSION
+from mnote_evidence.build.core.urls import page_url
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import open_, read
 from tests.conftest import connect
 
 

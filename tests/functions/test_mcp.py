@@ -20,10 +20,10 @@ from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mnote_evidence.build.cli import main
-from mnote_evidence.functions.contracts import Context
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.routes import BY_TOOL, run
+from mnote_evidence.build.cli.main import main
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.routes import BY_TOOL, run
 from tests.conftest import SPEC_PDF
 from tests.servers import free_port, wait_until_up
 

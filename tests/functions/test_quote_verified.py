@@ -13,16 +13,16 @@ import sqlite3
 import pytest
 
 from mnote_evidence.build.knowledge.ingest import source_name
-from mnote_evidence.build.knowledge.texts import ingest_text, pack_text
-from mnote_evidence.build.providers import pdf as provider
-from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.sidecars import write_sidecars
-from mnote_evidence.functions.citations import CitationMapper
-from mnote_evidence.functions.contracts import Context
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import open_, search
-from mnote_evidence.functions.verify import verify_quote
+from mnote_evidence.build.index.knowledge_text import ingest_text, pack_text
+from mnote_evidence.build.parse.providers import pdf as provider
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.sidecars import write_sidecars
+from mnote_evidence.functions.citations.mapper import CitationMapper
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.evidence import open_, search
+from mnote_evidence.functions.handlers.verify import verify_quote
 from tests.conftest import SHARED_OCR, run_build
 from tests.functions.conftest import REAL
 

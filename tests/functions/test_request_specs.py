@@ -6,9 +6,9 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from mnote_evidence.functions.errors import BadRequest
-from mnote_evidence.functions.routes import ROUTES
-from mnote_evidence.functions.validation import (
+from mnote_evidence.functions.core.errors import BadRequest
+from mnote_evidence.functions.handlers.routes import ROUTES
+from mnote_evidence.functions.core.validation import (
     BLOCK_ID, CHOICE, CHOICES, INTEGER, LOCATOR, TEXT, Field, RequestSpec,
 )
 

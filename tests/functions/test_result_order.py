@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pymupdf
 
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.evidence import Context, search
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import Context, search
 from tests.conftest import run_build
 
 

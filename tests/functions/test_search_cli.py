@@ -11,10 +11,10 @@ from urllib.parse import unquote, urlsplit
 
 from click.testing import CliRunner
 
-from mnote_evidence.build.cli import main
+from mnote_evidence.build.cli.main import main
 from mnote_evidence.build.pipeline import DB_NAME
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.evidence import Context, search
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import Context, search
 from tests.conftest import SPEC_PDF
 
 LINK = re.compile(r"^   (file://\S+)$", re.M)

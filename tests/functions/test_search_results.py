@@ -7,12 +7,12 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from mnote_evidence.build.text import segment_for_index
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import Context, search
-from mnote_evidence.functions.fts import RANK_WINDOW
-from mnote_evidence.functions.snippet import SNIPPET_CHARS, code_points, marked, snippet
+from mnote_evidence.build.core.text import segment_for_index
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.evidence import Context, search
+from mnote_evidence.functions.search.fts import RANK_WINDOW
+from mnote_evidence.functions.search.snippet import SNIPPET_CHARS, code_points, marked, snippet
 from tests.conftest import run_build
 
 LONG_CN = ("前言部分介绍背景。" * 30 + "这里讨论线程作用域的规则，以及 Thread scope 如何影响借用检查。" + "后记总结要点。" * 40)

@@ -11,9 +11,9 @@ import copy
 import httpx
 import pytest
 
-from mnote_evidence.build.model import EvidenceLocator
-from mnote_evidence.build.schemas import load_schema
-from mnote_evidence.functions.contracts import (
+from mnote_evidence.build.core.model import EvidenceLocator
+from mnote_evidence.build.core.schemas import load_schema
+from mnote_evidence.functions.core.contracts import (
     ErrorResponse,
     Group,
     GroupExpand,
@@ -22,9 +22,9 @@ from mnote_evidence.functions.contracts import (
     Snippet,
     Via,
 )
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import Context, search
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.evidence import Context, search
 from tests.conftest import schema_validator
 
 SCHEMA = "search_response.schema.json"

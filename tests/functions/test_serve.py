@@ -13,7 +13,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mnote_evidence.build.cli import main
+from mnote_evidence.build.cli.main import main
 from tests.conftest import connect, copy_workspace, run_build, shoot
 from tests.servers import free_port, start_serve, stop, wait_until_up
 
@@ -125,7 +125,7 @@ def test_watch_rebuilds_with_the_build_flags_serve_was_given(tmp_path):
     import pymupdf
     from PIL import Image
 
-    from mnote_evidence.build.ocr.settings import OcrSettings
+    from mnote_evidence.build.parse.ocr.settings import OcrSettings
 
     root, out = tmp_path / "ws", tmp_path / "out"
     (root / "Note.assets").mkdir(parents=True)
@@ -196,7 +196,7 @@ def test_watch_into_an_empty_site_folder_builds_first(tmp_path):
 def test_bound_socket_is_tcp_so_responses_are_not_delayed():
     """asyncio disables Nagle only on sockets whose proto is TCP; with proto 0 every response of
     `serve` waited ~40 ms for a delayed ACK (measured: 170 vs 990 requests/s, 8 clients)."""
-    from mnote_evidence.functions.serve import ServeError, bind
+    from mnote_evidence.functions.adapters.serve import ServeError, bind
 
     sock = bind("127.0.0.1", 0)
     try:

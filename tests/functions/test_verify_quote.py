@@ -9,11 +9,11 @@ import sqlite3
 
 import pytest
 
-from mnote_evidence.build.quote_match import match_form
-from mnote_evidence.functions.contracts import Context
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.verify import verify_quote
+from mnote_evidence.build.core.quote_match import match_form
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.verify import verify_quote
 
 MIME_SPEC = "manuals/shared-mime-info-spec.pdf"
 
@@ -196,7 +196,7 @@ def test_the_datasette_route_answers_get_and_post(datasette_server):
 def test_the_command_line_prints_the_verdict_and_exits_by_it(real_index, conn):
     from click.testing import CliRunner
 
-    from mnote_evidence.build.cli import main
+    from mnote_evidence.build.cli.main import main
 
     b = block(conn, "pdf", path=MIME_SPEC, offset=3)
     run = CliRunner().invoke(main, ["verify", middle(b["text"]), "--block", b["block_id"], "--site", str(real_index)])
@@ -211,8 +211,8 @@ def test_the_command_line_prints_the_verdict_and_exits_by_it(real_index, conn):
 
 def test_typed_contract_matches_the_schema():
     """VerifyQuoteResponse and its parts name exactly the schema's properties, required ones required."""
-    from mnote_evidence.build.schemas import load_schema
-    from mnote_evidence.functions.contracts import QuoteMatch, VerifyDiagnostics, VerifyQuoteResponse, VerifyTarget
+    from mnote_evidence.build.core.schemas import load_schema
+    from mnote_evidence.functions.core.contracts import QuoteMatch, VerifyDiagnostics, VerifyQuoteResponse, VerifyTarget
 
     answer = load_schema("verify_quote_response.schema.json")["$defs"]["answer"]
     for typed, part in ((VerifyQuoteResponse, answer), (QuoteMatch, answer["properties"]["match"]),

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.evidence import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import Context
 from tests.conftest import copy_workspace, run_build
 from tests.knowledge.harness import LightRag
 

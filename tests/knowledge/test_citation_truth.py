@@ -17,12 +17,12 @@ import pytest
 
 from mnote_evidence.build.knowledge.ingest import source_name
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig
-from mnote_evidence.functions.block_choice import choose, meaning_terms
-from mnote_evidence.functions.citations import CitationMapper
-from mnote_evidence.functions.cleaning import clean_text
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.evidence import Context
-from mnote_evidence.functions.knowledge import query
+from mnote_evidence.functions.citations.block_choice import choose, meaning_terms
+from mnote_evidence.functions.citations.mapper import CitationMapper
+from mnote_evidence.functions.core.cleaning import clean_text
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import Context
+from mnote_evidence.functions.handlers.knowledge import query
 from tests.conftest import REPO, connect, run_build
 from tests.knowledge.harness import LightRag
 from tests.knowledge.truth import Tally, check
@@ -219,8 +219,8 @@ def test_cleaning_keeps_angle_bracket_text_and_unpaired_asterisks():
 @pytest.mark.parametrize("typed, pointer", [("Citation", ()), ("CitationDiagnostics", ("diagnostics",)),
                                             ("Region", ("regions", "items"))])
 def test_citation_typed_dicts_match_the_schema(typed, pointer):
-    from mnote_evidence.build.schemas import load_schema
-    from mnote_evidence.functions import citation_model
+    from mnote_evidence.build.core.schemas import load_schema
+    from mnote_evidence.functions.citations import model as citation_model
 
     node = load_schema("citation.schema.json")
     assert node["$id"] == citation_model.CITATION_SCHEMA
@@ -246,7 +246,7 @@ def test_an_older_index_gets_the_ingested_text_without_re_sending(real_site, tmp
 
 
 def test_a_quote_not_in_its_block_is_not_verified():
-    from mnote_evidence.functions.citations import verified
+    from mnote_evidence.functions.citations.mapper import verified
 
     block = "The default weight value is 50, and the maximum is 100."
     assert verified("The default weight value is 50", block, markup=False)

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import Context, search
-from mnote_evidence.functions.knowledge import ask, query, status
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.evidence import Context, search
+from mnote_evidence.functions.handlers.knowledge import ask, query, status
 
 
 class FaultServer:

@@ -12,12 +12,12 @@ import pytest
 
 from mnote_evidence.build.knowledge.ingest import source_name
 from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagConfig
-from mnote_evidence.build.text import normalise
-from mnote_evidence.functions.citations import CitationMapper
-from mnote_evidence.functions.cleaning import clean_text, quote_window
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.evidence import Context, search
-from mnote_evidence.functions.knowledge import ask, query, status
+from mnote_evidence.build.core.text import normalise
+from mnote_evidence.functions.citations.mapper import CitationMapper
+from mnote_evidence.functions.core.cleaning import clean_text, quote_window
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import Context, search
+from mnote_evidence.functions.handlers.knowledge import ask, query, status
 from tests.conftest import CHEM_DOCX, FACTS, SPEC_PDF, connect, run_build
 from tests.knowledge.conftest import API_KEY, TWINS
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mnote_evidence.build.cli import main
+from mnote_evidence.build.cli.main import main
 from tests.conftest import CHEM_DOCX, shoot
 from tests.servers import start_serve, stop
 

@@ -12,9 +12,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.functions.contracts import Context
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.knowledge import query
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.knowledge import query
 from tests.conftest import CHEM_DOCX
 from tests.knowledge.conftest import API_KEY
 

@@ -19,7 +19,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mnote_evidence.build.text import CJK_RUN
+from mnote_evidence.build.core.text import CJK_RUN
 
 _WORD = re.compile(r"\w+")
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from mnote_evidence.build.ocr import mineru
-from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.functions.fts import search_blocks
+from mnote_evidence.build.parse.ocr import mineru
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import FACTS, FIXTURES, connect, run_build
 from tests.ocr.mineru_server import TOKEN, MinerUStub
 

@@ -7,11 +7,11 @@ import json
 import pymupdf
 import pytest
 
-from mnote_evidence.build.ocr import run as ocr_run
-from mnote_evidence.build.ocr.engines import TesseractEngine
-from mnote_evidence.build.ocr.normalize import normalize_line, respaced
-from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.functions.fts import search_blocks
+from mnote_evidence.build.parse.ocr import run as ocr_run
+from mnote_evidence.build.parse.ocr.engines import TesseractEngine
+from mnote_evidence.build.parse.ocr.normalize import normalize_line, respaced
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import FACTS, FIXTURES, SPEC_PDF, connect, copy_workspace, run_build
 from tests.providers.test_pdf import overlap
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from mnote_evidence.build.ocr.engines import RapidOcrEngine
+from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine
 from tests.conftest import REPO
 from tests.ocr.truth import score_page
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pymupdf
 
-from mnote_evidence.build.ocr.normalize import lines_text
-from mnote_evidence.build.text import is_cjk
+from mnote_evidence.build.parse.ocr.normalize import lines_text
+from mnote_evidence.build.core.text import is_cjk
 
 _WORD = re.compile(r"[^\W_]+")
 

@@ -9,12 +9,12 @@ import zipfile
 import docx
 import pytest
 
-from mnote_evidence.build.model import ProviderError
-from mnote_evidence.build.providers import docx as docx_provider
-from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.providers.docx import DocxProvider
-from mnote_evidence.build.scan import file_sha256
-from mnote_evidence.functions.fts import search_blocks
+from mnote_evidence.build.core.model import ProviderError
+from mnote_evidence.build.parse.providers import docx as docx_provider
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.docx import DocxProvider
+from mnote_evidence.build.workspace.scan import file_sha256
+from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import CHEM_DOCX, FIXTURES, REPO, connect, run_build
 
 

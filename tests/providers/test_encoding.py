@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import codecs
 
-from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.providers.encoding import decode_note
-from mnote_evidence.build.providers.markdown import MarkdownProvider
-from mnote_evidence.build.scan import file_sha256
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.markdown.encoding import decode_note
+from mnote_evidence.build.parse.providers.markdown import MarkdownProvider
+from mnote_evidence.build.workspace.scan import file_sha256
 from tests.conftest import REPO
 
 GB2312_NOTE = REPO / "tests/real_documents/encodings/vimtutor-zh-gb2312.md"

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build.knowledge.texts import ingest_text
-from mnote_evidence.build.model import ROLE_FURNITURE, Block
-from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.providers.furniture import PageBlock, furniture_flags
-from mnote_evidence.build.providers.pdf import PdfProvider
-from mnote_evidence.build.urls import page_url
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions.errors import call
-from mnote_evidence.functions.evidence import Context, read, search
+from mnote_evidence.build.index.knowledge_text import ingest_text
+from mnote_evidence.build.core.model import ROLE_FURNITURE, Block
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.furniture import PageBlock, furniture_flags
+from mnote_evidence.build.parse.providers.pdf import PdfProvider
+from mnote_evidence.build.core.urls import page_url
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.evidence import Context, read, search
 from tests.conftest import REPO, connect, run_build
 
 MANUALS = REPO / "tests" / "real_documents" / "manuals"
@@ -166,7 +166,7 @@ def test_the_page_overlay_marks_furniture_boxes(spec_index: Path):
 def test_the_search_cli_leaves_furniture_out_unless_asked(spec_index: Path):
     from click.testing import CliRunner
 
-    from mnote_evidence.build.cli import main
+    from mnote_evidence.build.cli.main import main
 
     runner = CliRunner()
     got = {}

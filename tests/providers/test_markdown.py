@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.providers.markdown import MarkdownProvider
-from mnote_evidence.build.scan import file_sha256
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.markdown import MarkdownProvider
+from mnote_evidence.build.workspace.scan import file_sha256
 from tests.conftest import FIXTURES
 
 NOTE = "Projects/Evidence Kernel.md"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pymupdf
 import pytest
 
-from mnote_evidence.build.model import ProviderError
-from mnote_evidence.build.ocr.settings import OcrSettings
-from mnote_evidence.build.providers.base import ParseInput
-from mnote_evidence.build.providers.pdf import PdfProvider
-from mnote_evidence.build.scan import file_sha256
+from mnote_evidence.build.core.model import ProviderError
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.pdf import PdfProvider
+from mnote_evidence.build.workspace.scan import file_sha256
 from tests.conftest import FIXTURES, SPEC_PDF
 
 SENTENCE = "The retention period for audit evidence is seven years"

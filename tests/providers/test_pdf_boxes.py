@@ -1,5 +1,5 @@
-"""The parse-time box check (build/providers/pdf_boxes.py) on real PDF pages, and the quote matching
-it uses (build/quote_match.py): every real block's box holds its words; a deliberately wrong box
+"""The parse-time box check (build/parse/providers/pdf_boxes.py) on real PDF pages, and the quote matching
+it uses (build/core/quote_match.py): every real block's box holds its words; a deliberately wrong box
 does not; hyphenation across lines, CJK line breaks, case and NFKC do not break a match."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import copy
 import pymupdf
 import pytest
 
-from mnote_evidence.build.providers import pdf as provider
-from mnote_evidence.build.providers.pdf_boxes import box_text, check_boxes
-from mnote_evidence.build.quote_match import holds_words, match_form, match_tokens, quote_in, similarity
+from mnote_evidence.build.parse.providers import pdf as provider
+from mnote_evidence.build.parse.providers.pdf_boxes import box_text, check_boxes
+from mnote_evidence.build.core.quote_match import holds_words, match_form, match_tokens, quote_in, similarity
 from tests.conftest import REPO
 
 REAL = REPO / "tests" / "real_documents"

@@ -1,4 +1,4 @@
-"""The plain front-matter reader gives what PyYAML gives, or declines (build/providers/plain_yaml.py)."""
+"""The plain front-matter reader gives what PyYAML gives, or declines (build/markdown/plain_yaml.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 
 import yaml
 
-from mnote_evidence.build.providers.markdown_properties import read_properties
-from mnote_evidence.build.providers.plain_yaml import plain_mapping
+from mnote_evidence.build.markdown.properties import read_properties
+from mnote_evidence.build.markdown.plain_yaml import plain_mapping
 
 KEYS = ["title", "tags", "aliases", "date", "x_y", "a-b", "Title", "yes", "No", "on", "null", "NULL", "y",
         "1a", "k:", "-k", "key ", " key", "é", "_k"]
@@ -88,8 +88,8 @@ def test_what_it_declines_pyyaml_reads_with_the_same_properties_and_warnings():
 def test_a_plain_front_matter_note_is_parsed_without_importing_pyyaml(tmp_path):
     note = tmp_path / "n.md"
     note.write_text("---\ntitle: T\ntags: [a, b]\n---\n# Heading\n\nText.\n", encoding="utf-8")
-    code = ("import sys, pathlib; from mnote_evidence.build.providers.markdown import MarkdownProvider; "
-            "from mnote_evidence.build.providers.base import ParseInput; from mnote_evidence.build.scan import file_sha256; "
+    code = ("import sys, pathlib; from mnote_evidence.build.parse.providers.markdown import MarkdownProvider; "
+            "from mnote_evidence.build.parse.providers.base import ParseInput; from mnote_evidence.build.workspace.scan import file_sha256; "
             f"p = pathlib.Path({str(note)!r}); "
             "a = MarkdownProvider().parse(ParseInput(p.parent, p.name, file_sha256(p))); "
             "print('yaml' in sys.modules, a.title)")

@@ -13,7 +13,7 @@ import json
 
 from markupsafe import Markup
 
-from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.render import data, front, site, state as site_state
 from mnote_evidence.build.render.templates import environment
 from tests.conftest import run_build

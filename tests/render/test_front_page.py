@@ -7,7 +7,8 @@ import sqlite3
 from html import unescape
 from pathlib import Path
 
-from mnote_evidence.build.render.site import RenderOptions, links_ask, render_site
+from mnote_evidence.build.render.site import RenderOptions, render_site
+from mnote_evidence.functions.adapters.serve import links_ask
 from tests.conftest import SPEC_PDF, run_build
 
 PDF_PAGE = SPEC_PDF + ".html"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from mnote_evidence.build.model import Block
+from mnote_evidence.build.core.model import Block
 from mnote_evidence.build.render import note_programs, pages
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, load_program, shape_of, store_programs
 from mnote_evidence.build.render.site import RenderOptions, render_site

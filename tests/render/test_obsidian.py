@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from mnote_evidence.build.ids import resource_id
-from mnote_evidence.build.providers.markdown import MarkdownProvider
+from mnote_evidence.build.core.ids import resource_id
+from mnote_evidence.build.parse.providers.markdown import MarkdownProvider
 from mnote_evidence.build.render.math_html import mathml
 from tests.conftest import connect, run_build
 
@@ -230,7 +230,7 @@ def test_unreferenced_footnote_is_kept_as_a_block():
 def test_cli_reports_broken_links_and_strict_does_not_count_them(tmp_path):
     from click.testing import CliRunner
 
-    from mnote_evidence.build.cli import main
+    from mnote_evidence.build.cli.main import main
 
     ws, out = tmp_path / "ws", tmp_path / "out"
     ws.mkdir()

@@ -8,9 +8,9 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-from mnote_evidence.build.cli import main
-from mnote_evidence.build.errors import UnknownKind
-from mnote_evidence.build.formats import FORMATS
+from mnote_evidence.build.cli.main import main
+from mnote_evidence.build.core.errors import UnknownKind
+from mnote_evidence.build.core.formats import FORMATS
 from mnote_evidence.build.render import site as site_module
 from mnote_evidence.build.render.pages import RULES
 from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site

@@ -10,10 +10,10 @@ import sqlite3
 
 import pytest
 
-from mnote_evidence.build.ids import resource_id
+from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.render import backlinks, copies, data, page_pool, site, state as site_state
 from mnote_evidence.build.render.backlinks import sentence_around
-from mnote_evidence.build.urls import page_path
+from mnote_evidence.build.core.urls import page_path
 
 
 def _render_site(built) -> site._Site:
@@ -136,7 +136,7 @@ def test_a_notes_map_gives_the_title_and_block_shape_of_its_artifact_and_builds_
 
     from mnote_evidence.build.render import note_map
     from mnote_evidence.build.render.note_programs import shape_of
-    from mnote_evidence.build.sidecars import artifact_from_source_map
+    from mnote_evidence.build.parse.sidecars import artifact_from_source_map
 
     s = _render_site(built)
     try:
@@ -156,7 +156,7 @@ def test_a_notes_map_gives_the_title_and_block_shape_of_its_artifact_and_builds_
 
 def test_a_first_render_builds_no_note_blocks_when_the_parse_left_every_program(built, tmp_path, monkeypatch):
     """The pages run the programs the parse left: no note's source map becomes `Block`s, no note is compiled."""
-    from mnote_evidence.build.providers.encoding import decode_note
+    from mnote_evidence.build.markdown.encoding import decode_note
     from mnote_evidence.build.render import note_map, note_programs, pages
 
     workspace, out, _ = built

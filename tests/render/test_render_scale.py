@@ -20,10 +20,11 @@ import random
 import sqlite3
 from pathlib import Path
 
-from mnote_evidence.build import fsutil, markdown_syntax
+from mnote_evidence.build.core import fsutil
+from mnote_evidence.build.markdown import syntax as markdown_syntax
 from mnote_evidence.build.render import data, page_pool
 from mnote_evidence.build.render.site import RenderOptions, _Site, render_site
-from mnote_evidence.build.urls import page_path
+from mnote_evidence.build.core.urls import page_path
 
 from tests.conftest import run_build
 

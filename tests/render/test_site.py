@@ -8,7 +8,7 @@ import sqlite3
 from urllib.parse import unquote
 
 from mnote_evidence.build.render.site import STATE_FILE
-from mnote_evidence.build.urls import page_path
+from mnote_evidence.build.core.urls import page_path
 from tests.conftest import SPEC_PDF, run_build
 from tests.render.conftest import block_id
 

@@ -2,7 +2,7 @@
 plain static host (`python -m http.server`, which sends whole files, and a host that serves byte ranges),
 and from file://. Real processes and real Chromium; a Chinese and an English query are typed into the box
 and a result is opened onto its highlighted anchor. The static path must give the API's results in the
-API's order with the same URLs, and its JavaScript must build the same FTS query as build/text.py.
+API's order with the same URLs, and its JavaScript must build the same FTS query as build/core/text.py.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from urllib.parse import unquote, urljoin
 
 import pytest
 
-from mnote_evidence.build.assets import asset_dir
-from mnote_evidence.build.text import QueryError, fts_query, query_terms
-from mnote_evidence.functions.contracts import Context
-from mnote_evidence.functions.db import EvidenceDB
-from mnote_evidence.functions import snippet
-from mnote_evidence.functions.evidence import search
+from mnote_evidence.build.core.assets import asset_dir
+from mnote_evidence.build.core.text import QueryError, fts_query, query_terms
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.search import snippet
+from mnote_evidence.functions.handlers.evidence import search
 from tests.conftest import shoot
 from tests.servers import free_port, start, start_serve, stop
 
@@ -383,7 +383,8 @@ def test_js_constants_are_the_handlers():
     reach the static path too)."""
     import re
 
-    from mnote_evidence.functions import evidence, fts, search_results
+    from mnote_evidence.functions.handlers import evidence
+    from mnote_evidence.functions.search import fts, results as search_results
 
     source = (asset_dir("site_templates") / "_static/search_query.js").read_text("utf-8")
     js = {name: int(value) for name, value in re.findall(r"\b([A-Z_]+) = (\d+)\b", source)}

@@ -1,0 +1,46 @@
+"""What several commands share: mapping the library's typed errors to what to do, and links into the site.
+Light by design (`search`, `ask` and `verify` import it): the build's options live in `build/cli/options.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import click
+
+from mnote_evidence.build.core.errors import BuildLocked, MnoteError, NotAWorkspace, UnknownKind
+
+if TYPE_CHECKING:
+    from mnote_evidence.build.pipeline import BuildReport
+
+
+def what_to_do(exc: MnoteError) -> str:
+    """The library's error as a message for a person: what happened and what to do."""
+    if isinstance(exc, BuildLocked):
+        return (f"another build is writing {exc.out}; wait for it to finish, "
+                "or build into another folder with --out")
+    if isinstance(exc, NotAWorkspace):
+        if exc.path.exists():
+            return (f"WORKSPACE '{exc.path}' is a file, not a folder: pass the folder that holds your notes "
+                    f"(for this file, its folder '{exc.path.parent}')")
+        return f"WORKSPACE '{exc.path}' does not exist: pass the folder that holds your notes"
+    if isinstance(exc, UnknownKind):
+        return (f"{exc}: the index in OUT was written by another version, so build into an empty --out "
+                "folder; if it happens there too, the format registered for this file (build/core/formats.py) "
+                "names a page rule that build/render/pages.py lacks")
+    return str(exc)
+
+
+def run_library(call: Callable[[], BuildReport]) -> BuildReport:
+    try:
+        return call()
+    except MnoteError as exc:
+        raise click.ClickException(what_to_do(exc)) from None
+
+
+def site_link(site_dir: Path, url: str) -> str:
+    """A site-relative URL as a link that opens the anchor: file:// into the built site, or the
+    site-relative URL as is when no site was rendered there (`build --no-site`)."""
+    if (site_dir / "index.html").is_file():
+        return site_dir.resolve().as_uri() + "/" + url
+    return url

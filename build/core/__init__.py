@@ -1,0 +1,1 @@
+"""Contracts and shared helpers every stage uses; imports no stage."""

@@ -1,0 +1,100 @@
+"""The static site's URL scheme (SPEC §8), defined once for the renderer and the functions.
+
+Depends on the contracts only (`build.model`), never on a pipeline stage: a
+page's URL follows from the source path alone (notes, by `NOTE_SUFFIXES`,
+drop their suffix; every other file keeps its name and gains `.html`).
+
+Inputs can never overwrite outputs: the names the build generates itself
+(`RESERVED_NAMES` at the site root, everything under `RESERVED_DIRS`) are never
+a source's page or copy. A source whose page or copy would land on one is
+placed under `_page/` (pages, `<source path>.html`) or `_file/` (copies,
+`<source path>`) instead, both reserved themselves, so every placement is
+injective and disjoint from generated output; every other URL is unchanged.
+Copies of files a browser would execute (`ACTIVE_SUFFIXES`) go under `_file/`
+too, where the site's headers make them inert downloads (`render/headers.py`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from functools import cache
+from urllib.parse import quote
+
+from mnote_evidence.build.core.model import NOTE_SUFFIXES, suffix_of
+
+
+DB_NAME = "evidence.sqlite"
+# Site-root files the build writes (the database and its SQLite companions, the generated
+# pages, the render state, the build lock, static-host header files).
+RESERVED_NAMES = frozenset({
+    DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal",
+    "index.html", "ask.html", "_headers", ".mnote-site.json", ".build.lock",
+})
+# Site-root folders the build owns: static assets, PDF page images, relocated pages and copies,
+# tag pages (one per `#tag`).
+STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
+TAGS_DIR = "_tags"
+RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR)
+
+
+def is_reserved(site_path: str) -> bool:
+    """True when `site_path` (root-relative) is a name the build itself writes."""
+    first = site_path.split("/", 1)[0]
+    if "/" not in site_path:
+        return site_path.lower() in RESERVED_NAMES
+    return first.lower() in RESERVED_DIRS
+
+
+@cache  # pure; called for every resource several times per build
+def page_path(source_path: str) -> str:
+    """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`;
+    a page that would land on a reserved name goes to `_page/<source path>.html` (`index.md`)."""
+    suffix = suffix_of(source_path)
+    page = source_path[:-len(suffix)] + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
+    return f"{MOVED_PAGES_DIR}/{source_path}.html" if is_reserved(page) else page
+
+
+# Attachments a browser would run as a page or script if served by type from our origin.
+ACTIVE_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xht", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".xslt",
+                             ".js", ".mjs", ".css", ".swf", ".mht", ".mhtml", ".hta", ".wasm"})
+
+
+def is_active(source_path: str) -> bool:
+    """True for files browsers execute (HTML, SVG, XML, scripts): their copies are served inert."""
+    return suffix_of(source_path).lower() in ACTIVE_SUFFIXES
+
+
+@cache
+def copy_path(source_path: str) -> str:
+    """Site file holding the copy of a source's bytes: its own path, or `_file/<path>` when its name
+    is reserved or a browser would execute it (`_file/` is served as a sandboxed download)."""
+    if is_reserved(source_path) or is_active(source_path):
+        return f"{MOVED_FILES_DIR}/{source_path}"
+    return source_path
+
+
+def page_url(source_path: str, block_id: str | None = None) -> str:
+    """Site-relative URL (percent-encoded) of a source's page, optionally at a block anchor."""
+    url = quote(page_path(source_path), safe="/")
+    return f"{url}#{block_id}" if block_id else url
+
+
+def _relpath(to_path: str, base: str) -> str:
+    """`posixpath.relpath(to_path, base or ".")` for root-relative paths, without its two `os.getcwd()`
+    calls (a site's pages call this for every link: index.html once per file)."""
+    to = [p for p in to_path.split("/") if p not in ("", ".")]
+    frm = [p for p in base.split("/") if p not in ("", ".")]
+    if ".." in to or ".." in frm or to_path.startswith("/") or base.startswith("/"):
+        return posixpath.relpath(to_path, base or ".")
+    common = 0
+    while common < min(len(to), len(frm)) and to[common] == frm[common]:
+        common += 1
+    return "/".join([".."] * (len(frm) - common) + to[common:]) or "."
+
+
+def relative_url(from_page: str, to_path: str, fragment: str | None = None) -> str:
+    """Percent-encoded URL of site file `to_path` as seen from site page `from_page` (both
+    root-relative): relative, so the site works under any base path and from file://."""
+    rel = _relpath(to_path, posixpath.dirname(from_page))
+    url = quote(rel, safe="/")
+    return f"{url}#{fragment}" if fragment else url

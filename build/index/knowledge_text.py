@@ -1,0 +1,57 @@
+"""The text each LightRAG document was made from, kept in `knowledge_text` (SPEC §9, §10).
+
+LightRAG cuts a document into chunks that are exact substrings of the text we sent
+(token windows, stripped). Keeping that text lets a citation find where a chunk
+is, by offset, and cite only the blocks whose `charRange` lies there: the blocks'
+char ranges index the same text (the `*.parse.md` / `*.ocr.md` sidecar text, or
+the note itself). Stored as plain text with its sha256, written at insert time: zlib would
+save about 3/4 of its size but cost ~3 ms per megabyte of text on every question
+(bench/citation_truth.py, the 20 ms mapping budget).
+
+Page furniture (running headers, footers, page numbers: blocks of role `furniture`) is left out
+of what LightRAG receives by `ingest_text`, which blanks each furniture block's char range with
+spaces: the text keeps its length, so every other block's `charRange` still indexes it exactly,
+and no chunk can carry a header's words (citations skip furniture blocks as well).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from mnote_evidence.build.core.model import ROLE_FURNITURE, Block
+
+
+def text_hash(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pack_text(text: str) -> tuple[str, str]:
+    """(text_hash, text) as stored in `knowledge_text`."""
+    return text_hash(text), text
+
+
+def ingest_text(text: str, blocks: list[Block]) -> str:
+    """`text` with every furniture block's char range replaced by as many spaces (offsets unchanged)."""
+    ranges = sorted(b.char_range for b in blocks if b.role == ROLE_FURNITURE and b.char_range)
+    if not ranges:
+        return text
+    parts, pos = [], 0
+    for start, end in ranges:
+        start, end = max(start, pos), min(end, len(text))
+        if end > start:
+            parts += [text[pos:start], " " * (end - start)]
+            pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def furniture_blocks(source_map: Path) -> list[Block]:
+    """The furniture blocks a sidecar source map lists (none if it is missing or unreadable)."""
+    try:
+        doc = json.loads(source_map.read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    found = [b for p in doc.get("pages", []) for b in p.get("blocks", [])] + doc.get("blocks", [])
+    return [Block.from_json(b) for b in found if b.get("role") == ROLE_FURNITURE]

@@ -1,0 +1,1 @@
+"""The one Markdown dialect (Obsidian-flavoured), shared by parse and render."""

@@ -1,0 +1,140 @@
+"""The heavy libraries that read and draw PDFs, images and Word files, imported on first use (issue 17 point 2).
+
+A build may import any provider (the first file of its format) and the site
+renderer, yet a no-op build, a markdown-only workspace or `--no-site` never opens a PDF, an image
+or a Word file: importing PyMuPDF (~120 ms), python-docx with lxml (~75 ms) and Pillow (~30 ms)
+there was pure start-up. So the modules that use them (`providers/pdf.py`, `providers/image.py`,
+`providers/docx*.py`, `ocr/run.py`, `render/page_images.py`) call these accessors where they first
+open a file, and import the modules themselves only for type checking. Each accessor imports once
+and applies the settings every use relies on:
+
+- MuPDF's own error and warning lines off (a damaged file is a recorded error, not console noise);
+- Pillow's decompression-bomb guard at `pixels.MAX_PIXELS` (Pillow raises only past twice it).
+
+A provider's or OCR engine's version names its library's version, and a build reads every
+provider's version (`versions.current`, the unchanged-file check) whether or not it parses a file
+of that kind: `library_version` reads it from the package metadata, without importing the library
+(nor `importlib.metadata`, whose import alone cost a one-note edit 20 ms, when an installed
+`*.dist-info` folder answers). `tests/test_startup.py` checks which commands load them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from functools import cache
+from types import ModuleType
+
+from mnote_evidence.build.parse.pixels import MAX_PIXELS
+
+
+@cache
+def library_version(distribution: str) -> str:
+    """An installed library's version, from its package metadata (e.g. "pymupdf" -> "1.28.2"): what
+    `importlib.metadata.version` answers, which it is asked only when `_dist_info_version` cannot say."""
+    found = _dist_info_version(distribution)
+    if found is not None:
+        return found
+    from importlib.metadata import version  # ~20 ms
+
+    return version(distribution)
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()  # as importlib.metadata compares distribution names
+
+
+def _dist_info_version(distribution: str) -> str | None:
+    """The `Version:` of `distribution`'s metadata folder in the first `sys.path` folder holding one,
+    searched in order as `importlib.metadata` searches; None (ask it) when that is not exactly one
+    `*.dist-info` folder with a `METADATA` file (an `.egg-info`, two versions, ...) or none is found."""
+    want = _normal(distribution)
+    for entry, found in _metadata_folders(tuple(sys.path)):
+        if found is None:  # not a folder (a zip, a path hook's name): importlib.metadata may know better
+            return None
+        names = found.get(want)
+        if not names:
+            continue
+        if len(names) > 1 or not names[0].lower().endswith(".dist-info"):
+            return None
+        return _metadata_version(os.path.join(entry or ".", names[0], "METADATA"))
+    return None
+
+
+@cache
+def _metadata_folders(path: tuple[str, ...]) -> list[tuple[str, dict[str, list[str]] | None]]:
+    """Per `sys.path` entry, its metadata folders by normalised distribution name (None: an entry that
+    exists but is no folder; entries that do not exist are left out). Listed once per process for every
+    library asked (a build asks three: each listing of site-packages, normalised, cost an edit ~1 ms)."""
+    out: list[tuple[str, dict[str, list[str]] | None]] = []
+    for entry in path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            if entry and os.path.exists(entry):
+                out.append((entry, None))
+            continue
+        found: dict[str, list[str]] = {}
+        for n in names:
+            if n.lower().endswith((".dist-info", ".egg-info")):
+                found.setdefault(_normal(n.lower().rpartition(".")[0].partition("-")[0]), []).append(n)
+        out.append((entry, found))
+    return out
+
+
+def _metadata_version(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    return None  # the headers ended without one
+                if line.startswith("Version:"):
+                    return line[len("Version:"):].strip()
+    except OSError:
+        pass
+    return None
+
+
+@cache
+def mupdf() -> ModuleType:
+    """PyMuPDF (`pymupdf`, also known as fitz), set up for the build."""
+    import pymupdf
+
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pymupdf.TOOLS.mupdf_display_warnings(False)
+    return pymupdf
+
+
+@cache
+def pillow() -> ModuleType:
+    """Pillow's `PIL.Image`, with the pixel guard set."""
+    from PIL import Image
+
+    Image.MAX_IMAGE_PIXELS = MAX_PIXELS
+    return Image
+
+
+@cache
+def image_ops() -> ModuleType:
+    """Pillow's `PIL.ImageOps` (EXIF rotation), the guard set as for `pillow`."""
+    pillow()
+    from PIL import ImageOps
+
+    return ImageOps
+
+
+@cache
+def python_docx() -> ModuleType:
+    """python-docx (`docx`)."""
+    import docx
+
+    return docx
+
+
+@cache
+def lxml_etree() -> ModuleType:
+    """lxml's `etree`."""
+    from lxml import etree
+
+    return etree

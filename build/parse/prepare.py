@@ -1,0 +1,83 @@
+"""A parse's outputs made ready where it ran (a worker process), so the build process only records them
+(issue 17: at 10,000 notes the sidecar JSON and the FTS segmentation were most of its serial work).
+
+`Prepare(root, layout, owners)` is called in the worker on each `parse_one` result (build/parse/run.py):
+an artifact becomes a `Prepared` with its sidecars staged (`sidecars.stage_sidecars`: temp files,
+written but neither synced nor renamed) and the FTS value of each block segmented
+(`text.segment_for_index`, tagged with the `SEGMENTATION_VERSION` it was made with); a `ProviderError`
+passes through. `adopt_prepared` runs in the build process as each result arrives: the staged files
+join its `fsutil.durable_batch` (one sync per batch, then the renames: SPEC §2's durability is the
+build process's, as before), and a storage error met in the worker (disk full) is raised there.
+
+With `programs` (a build that renders its site: the renderer's note compiler, passed in by the
+pipeline), the notes of a task are also compiled there for their pages (`Prepare.many`), from the
+tokens their parse just made: the render does not parse them again.
+
+Invariants: the sidecar bytes and FTS values are those a `--jobs 1` build writes (same functions);
+the index uses the segmented values only if their version is the one it writes (`index/rows.fts_values`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mnote_evidence.build.core import text
+from mnote_evidence.build.core.fsutil import adopt
+from mnote_evidence.build.core.model import KIND_MARKDOWN, ParsedResourceArtifact, ProviderError
+from mnote_evidence.build.parse.sidecars import SidecarPaths, stage_sidecars
+
+
+@dataclass
+class Prepared:
+    artifact: ParsedResourceArtifact
+    paths: SidecarPaths | None = None
+    staged: list[tuple[Path, Path]] | None = None  # (temp file, sidecar), in writing order
+    segmented: tuple[str, list[str]] | None = None  # (SEGMENTATION_VERSION, one value per block)
+    error: OSError | None = None  # staging failed (disk full...): raised in the build process
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """Picklable: sent with each task to the worker (`owners`: the owner note of each file of the task)."""
+
+    root: str
+    layout: str
+    owners: dict[str, str | None]
+    # compiles (text, blocks) of the task's notes for their pages: a picklable callable from the renderer
+    programs: Callable[[list[tuple[str, list]]], None] | None = None
+
+    def only(self, paths: list[str]) -> Prepare:
+        """This, with the owners of `paths` only (what one task needs to carry)."""
+        return Prepare(self.root, self.layout, {p: self.owners[p] for p in paths}, self.programs)
+
+    def __call__(self, path: str, result: ParsedResourceArtifact | ProviderError) -> Prepared | ProviderError:
+        if not isinstance(result, ParsedResourceArtifact):
+            return result
+        segmented = (text.SEGMENTATION_VERSION, [text.segment_for_index(b.text) for b in result.blocks])
+        try:
+            paths, staged = stage_sidecars(Path(self.root), result, self.owners[path], self.layout)
+        except OSError as exc:
+            return Prepared(result, error=exc)
+        return Prepared(result, paths, staged, segmented)
+
+    def many(self, results: list[tuple[str, ParsedResourceArtifact | ProviderError]]) -> list[Prepared | ProviderError]:
+        """Each (path, result) of one parse task through `__call__`; then, with `programs`, its notes
+        compiled for their pages by `programs`, while their tokens are
+        still here (the provider just parsed them: `markdown_syntax.keep_parsed`)."""
+        out = [self(path, result) for path, result in results]
+        if self.programs is not None:
+            self.programs([(p.artifact.text, p.artifact.blocks) for p in out
+                                                 if isinstance(p, Prepared) and p.error is None
+                                                 and p.artifact.kind == KIND_MARKDOWN])
+        return out
+
+
+def adopt_prepared(result: Prepared | ProviderError) -> None:
+    """In the build process, as `result` arrives: its staged sidecars join the current durable batch."""
+    if isinstance(result, Prepared):
+        if result.error is not None:
+            raise result.error
+        for tmp, path in result.staged or ():
+            adopt(tmp, path)

@@ -1,0 +1,266 @@
+"""Markdown notes via markdown-it-py tokens (SPEC §3).
+
+One block per heading, paragraph, list-item paragraph (`task` for a task-list item,
+its text starting `[ ] ` or `[x] `), blockquote paragraph, callout title and callout
+paragraph, footnote paragraph, display math (`math`, its TeX source), table, code block,
+raw HTML block and front matter (`properties`, `markdown_properties.py`); each with its
+1-based inclusive line range and the char range of those lines in the note. Headings
+form the section tree. Links, images, wikilinks, embeds and tags (and front matter
+aliases) are kept on the block they appear in, so every graph edge has a source block.
+Footnote blocks come last (as the page lists them) and sit in no section.
+Inline math stays in the text as `$TeX$`, a footnote reference as `[n]`, a highlight as
+its words; an author's `^id` is the block's `anchor`, not its text. The note's title is
+its front matter `title`, else its first heading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from markdown_it.token import Token
+
+from mnote_evidence.build.core.ids import BlockIdAllocator
+from mnote_evidence.build.markdown.syntax import keep_parsed, markdown_parser
+from mnote_evidence.build.core.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.markdown.encoding import decode_note
+from mnote_evidence.build.markdown.properties import Properties, read_properties
+from mnote_evidence.build.parse.sections import SectionTree
+from mnote_evidence.build.core.text import join_lines
+
+# 2: notes in UTF-16/32 and legacy encodings are decoded (providers/encoding.py)
+# 3: Obsidian-flavoured Markdown: callouts, tasks, footnotes, math, tags, block anchors, front matter
+# 4: a link's words as written (`label`, for the backlinks panel)
+REVISION = "4"
+
+
+@dataclass
+class BlockToken:
+    """A token that opens an evidence block (the renderer uses the same list)."""
+
+    index: int  # position in the token stream
+    type: str
+    text: str
+    line_range: list[int]
+    links: list[dict[str, str]]
+    anchor: str | None = None
+    note: str | None = None
+    properties: Properties | None = None  # front matter, read once (its YAML parse is costly)
+
+
+def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
+    """Plain text and links of one inline token. A link's `label` is its words as written (a
+    wikilink's shown text, a Markdown link's text and code spans; none when it has no words):
+    the backlinks panel marks them in the linking sentence (`render/backlinks.py`)."""
+    parts: list[str] = []
+    links: list[dict[str, str]] = []
+    open_link: dict[str, str] | None = None
+    words: list[str] = []
+    for child in token.children or []:
+        ctype = child.type
+        if ctype == "text" or ctype == "code_inline":  # most children: tested first
+            parts.append(child.content)
+            if open_link is not None:
+                words.append(child.content)
+        elif ctype == "tag":
+            parts.append(child.content)
+            links.append({"target": child.meta["tag"], "kind": "tag"})
+        elif ctype == "math_inline":
+            parts.append(f"${child.content}$")
+        elif ctype == "math_inline_double":
+            parts.append(f"$${child.content}$$")
+        elif ctype == "footnote_ref":
+            parts.append(footnote_label(child))
+        elif ctype == "softbreak" or ctype == "hardbreak":
+            parts.append("\n")
+        elif ctype == "image":
+            parts.append(child.content)
+            links.append({"target": str(child.attrs.get("src", "")), "kind": "image"})
+        elif ctype == "link_open":
+            open_link, words = {"target": str(child.attrs.get("href", "")), "kind": "link"}, []
+            links.append(open_link)
+        elif ctype == "link_close" and open_link is not None:
+            if "".join(words).strip():
+                open_link["label"] = "".join(words)
+            open_link = None
+        elif ctype == "wikilink":
+            parts.append(child.content)
+            kind = "embed" if child.meta["embed"] else "wikilink"
+            links.append({"target": child.meta["target"], "kind": kind, "label": child.content})
+    text = "".join(parts)
+    # one line (most paragraphs): what `join_lines` makes of it, without splitting
+    return text.strip() if "\n" not in text else join_lines(text.split("\n")), links
+
+
+def footnote_label(token: Token) -> str:
+    """What a footnote reference shows (as mdit-py-plugins renders it): `[n]`."""
+    return f"[{token.meta['id'] + 1}]"
+
+
+# what `block_tokens` does with a token, by type (any other type: nothing)
+_OPEN, _CLOSE, _TEXT, _RAW, _FRONT, _TABLE = range(6)
+_CONTAINERS = {"list_item_open": "list_item", "blockquote_open": "quote", "footnote_open": "footnote"}
+_ACTIONS = {
+    **dict.fromkeys(_CONTAINERS, _OPEN),
+    **dict.fromkeys(("list_item_close", "blockquote_close", "footnote_close"), _CLOSE),
+    **dict.fromkeys(("heading_open", "paragraph_open", "callout_title_open"), _TEXT),
+    **dict.fromkeys(("fence", "code_block", "html_block", "math_block"), _RAW),
+    "front_matter": _FRONT,
+    "table_open": _TABLE,
+}
+_RAW_KINDS = {"fence": "code", "code_block": "code", "html_block": "html", "math_block": "math"}
+
+
+def _container(stack: list[Token]) -> str:
+    """What holds a paragraph: the innermost container (`stack` holds only containers' openings)."""
+    if not stack:
+        return "paragraph"
+    tok = stack[-1]
+    kind = _CONTAINERS[tok.type]
+    return "callout" if kind == "quote" and (tok.meta or {}).get("callout") else kind
+
+
+def _paragraph(tokens: list[Token], i: int, stack: list[Token]) -> BlockToken:
+    tok = tokens[i]
+    text, links = inline_text(tokens[i + 1])
+    kind, note = _container(stack), None
+    if tok.type == "heading_open":
+        kind = "heading"
+    elif tok.type == "callout_title_open":
+        kind = "callout_title"
+    elif kind == "list_item" and tokens[i - 1].type == "list_item_open" and "checked" in (tokens[i - 1].meta or {}):
+        kind, text = "task", ("[x] " if tokens[i - 1].meta["checked"] else "[ ] ") + text
+    elif kind == "footnote":
+        note = f"footnote {footnote_label(stack[-1])}"
+    anchor = (tok.meta or {}).get("anchor")
+    return BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], links, anchor, note)
+
+
+def block_tokens(tokens: list[Token], front_matter: Callable[[str], Properties] = read_properties) -> list[BlockToken]:
+    """The evidence blocks of a token stream, in document order (footnotes last, as shown).
+    `front_matter` reads the properties block (the renderer passes what the index holds: the
+    YAML is read once, by the provider)."""
+    out: list[BlockToken] = []
+    stack: list[Token] = []
+    i = 0
+    actions = _ACTIONS
+    while i < len(tokens):
+        tok = tokens[i]
+        action = actions.get(tok.type)
+        if action is None:
+            pass
+        elif action == _OPEN:
+            stack.append(tok)
+        elif action == _CLOSE:
+            stack.pop()
+        elif not tok.map:
+            pass
+        elif action == _TEXT:
+            out.append(_paragraph(tokens, i, stack))
+        elif action == _RAW:
+            kind = _RAW_KINDS[tok.type]
+            text = tok.content.strip() if kind == "math" else tok.content.rstrip("\n")
+            out.append(BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], []))
+        elif action == _FRONT:
+            props = front_matter(tok.content)
+            out.append(BlockToken(i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links,
+                                  properties=props))
+        else:
+            i = _table_block(tokens, i, out)
+        i += 1
+    return [b for b in out if b.text.strip()]
+
+
+def _table_block(tokens: list[Token], start: int, out: list[BlockToken]) -> int:
+    rows: list[list[str]] = []
+    links: list[dict[str, str]] = []
+    i = start
+    while tokens[i].type != "table_close":
+        tok = tokens[i]
+        if tok.type == "tr_open":
+            rows.append([])
+        elif tok.type == "inline":
+            text, cell_links = inline_text(tok)
+            rows[-1].append(text)
+            links.extend(cell_links)
+        i += 1
+    span = tokens[start].map or [0, 0]
+    out.append(BlockToken(start, "table", "\n".join(" | ".join(r) for r in rows),
+                          [span[0] + 1, span[1]], links))
+    return i
+
+
+def _line_offsets(text: str) -> list[int]:
+    """Start offset of every line, split on "\n" exactly as markdown-it counts lines."""
+    offsets = [0]
+    pos = text.find("\n")
+    while pos >= 0:
+        offsets.append(pos + 1)
+        pos = text.find("\n", pos + 1)
+    offsets.append(len(text))
+    return offsets
+
+
+class MarkdownProvider:
+    name = "markdown-it-py"
+    kind = KIND_MARKDOWN
+
+    def __init__(self, ocr: OcrSettings | None = None):
+        pass  # text comes from the file itself: no OCR
+
+    def version(self) -> str:
+        import markdown_it
+
+        return f"{markdown_it.__version__}+m{REVISION}"
+
+    def parse(self, item: ParseInput) -> ParsedResourceArtifact:
+        try:
+            data = item.full_path.read_bytes()
+        except OSError as exc:
+            raise ProviderError("unreadable", f"cannot read note: {exc.strerror}") from exc
+        text, warnings = decode_note(data)
+        return self.parse_text(item.path, item.source_hash, text, warnings)
+
+    def parse_text(self, path: str, source_hash: str, text: str,
+                   warnings: list[Warning_] | None = None) -> ParsedResourceArtifact:
+        tokens = markdown_parser().parse(text)
+        offsets = _line_offsets(text)
+        new_block_id = BlockIdAllocator(path)
+        tree = SectionTree(path)
+        blocks: list[Block] = []
+        warnings = list(warnings or [])
+        title = None
+        anchors: set[str] = set()
+        found = block_tokens(tokens)
+        keep_parsed(text, tokens, [bt.index for bt in found])  # for the renderer (markdown_syntax.py)
+        for bt in found:
+            if bt.properties is not None:
+                props = bt.properties
+                title = props.title
+                if props.warning:
+                    warnings.append(props.warning)
+            if bt.anchor in anchors:
+                warnings.append(Warning_("duplicate_block_anchor", f"^{bt.anchor} marks more than one block "
+                                         f"(line {bt.line_range[0]}); links land on the first"))
+                bt.anchor = None
+            elif bt.anchor:
+                anchors.add(bt.anchor)
+            if bt.type == "heading":
+                tree.open(int(tokens[bt.index].tag[1]), bt.text)
+            first, last = bt.line_range
+            start, end = offsets[first - 1], offsets[min(last, len(offsets) - 1)]
+            while end > start and text[end - 1] in "\r\n":
+                end -= 1
+            block = Block(id=new_block_id(bt.type, bt.text), type=bt.type, text=bt.text, line_range=bt.line_range,
+                          char_range=[start, end], links=bt.links, note=bt.note, anchor=bt.anchor)
+            # footnotes are listed after the last section but belong to none of them (not to the last)
+            blocks.append(block if bt.type == "footnote" else tree.add(block))
+        if title is None:
+            title = next((b.text for b in blocks if b.type == "heading"), None)
+        return ParsedResourceArtifact(
+            kind=KIND_MARKDOWN, provider=self.name, provider_version=self.version(),
+            source_path=path, source_hash=source_hash, text=text, blocks=blocks,
+            sections=tree.sections, warnings=warnings, title=title,
+        )

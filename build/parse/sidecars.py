@@ -1,0 +1,272 @@
+"""Stage 3: sidecars, the on-disk truth of a parse (SPEC §1, §2, §5).
+
+Where they go (root-relative), in the default layout `beside` (SPEC §2, the
+convention existing MNote workspaces use):
+- a resource owned by note `docs/Page.md`: `docs/Page.ocr/<name>.parse.md` and
+  `docs/Page.ocr/<name>.source-map.json`, where <name> is the resource's path
+  inside `docs/Page.assets/` (usually just its file name), else its path
+  relative to the note's folder, else `_root/<root-relative path>`;
+- an unowned resource: `.mnote/sidecars/<root-relative path>.*`;
+- a note: only `.mnote/sidecars/<note path>.source-map.json` (the note itself
+  is its text, so no copy is written and the user's folders stay clean).
+In the layout `mnote` every sidecar goes under `.mnote/sidecars/<root-relative
+path>.*`, so nothing is added beside the notes (for tools such as Obsidian or
+MkDocs that would treat `*.parse.md` files as notes). Removing a sidecar also
+removes the sidecar folders it leaves empty (never a user folder).
+
+`*.ocr.md` replaces `*.parse.md` when the text came from OCR. Files are written
+atomically and only when their bytes change (the build writes a stage's sidecars in one
+`fsutil.durable_batch`: on disk together, before the index points at them; a parse worker stages
+them as temp files, `stage_sidecars`, that the build process syncs and renames); the same input gives
+byte-identical files (no timestamps inside). A sidecar whose `sourceHash` and
+`providerVersion` match the file is reused instead of parsing again, which is
+also how a deleted `evidence.sqlite` is rebuilt without re-parsing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mnote_evidence.build.core.fsutil import atomic_write_text, stage_bytes
+from mnote_evidence.build.core.model import (
+    KIND_MARKDOWN,
+    SOURCE_MAP_SCHEMA,
+    Block,
+    Page,
+    ParsedResourceArtifact,
+    Section,
+    Warning_,
+)
+from mnote_evidence.build.workspace.scan import SIDECAR_DIR_SUFFIX
+
+UNOWNED_DIR = ".mnote/sidecars"
+SOURCE_MAP_SUFFIX = ".source-map.json"
+LAYOUT_BESIDE, LAYOUT_MNOTE = "beside", "mnote"
+LAYOUTS = (LAYOUT_BESIDE, LAYOUT_MNOTE)
+
+
+@dataclass(frozen=True)
+class SidecarPaths:
+    text: str | None  # root-relative, None for notes
+    source_map: str
+
+
+def sidecar_base(resource_path: str, owner_path: str | None, layout: str = LAYOUT_BESIDE) -> str:
+    if layout == LAYOUT_MNOTE or owner_path is None or owner_path == resource_path:
+        return f"{UNOWNED_DIR}/{resource_path}"
+    owner_dir, owner_name = posixpath.split(owner_path)
+    stem = posixpath.splitext(owner_name)[0]
+    assets = posixpath.join(owner_dir, stem + ".assets")
+    sidecar_dir = posixpath.join(owner_dir, stem + SIDECAR_DIR_SUFFIX)
+    rel = posixpath.relpath(resource_path, assets)
+    if rel.startswith("../"):
+        rel = posixpath.relpath(resource_path, owner_dir or ".")
+    if rel.startswith("../"):
+        rel = "_root/" + resource_path
+    return posixpath.join(sidecar_dir, rel)
+
+
+def source_map_path(resource_path: str, owner_path: str | None, layout: str = LAYOUT_BESIDE) -> str:
+    return sidecar_base(resource_path, owner_path, layout) + SOURCE_MAP_SUFFIX
+
+
+def sidecar_paths(artifact: ParsedResourceArtifact, owner_path: str | None,
+                  layout: str = LAYOUT_BESIDE) -> SidecarPaths:
+    return paths_at(source_map_path(artifact.source_path, owner_path, layout), artifact)
+
+
+def paths_at(map_rel: str, artifact: ParsedResourceArtifact) -> SidecarPaths:
+    """The sidecar files of `artifact` whose source map is at root-relative `map_rel`."""
+    base = map_rel[: -len(SOURCE_MAP_SUFFIX)]
+    if artifact.kind == KIND_MARKDOWN:
+        return SidecarPaths(None, base + SOURCE_MAP_SUFFIX)
+    return SidecarPaths(base + (".ocr.md" if artifact.from_ocr else ".parse.md"), base + SOURCE_MAP_SUFFIX)
+
+
+def _sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def source_map(artifact: ParsedResourceArtifact, owner_path: str | None, paths: SidecarPaths) -> dict[str, Any]:
+    """The `mnote.resource_source_map.v1` document for an artifact."""
+    out: dict[str, Any] = {
+        "schema": SOURCE_MAP_SCHEMA,
+        "provider": artifact.provider,
+        "providerVersion": artifact.provider_version,
+        "resourceKind": artifact.kind,
+        "ownerDocumentPath": owner_path,
+        "sourceRootRelativePath": artifact.source_path,
+        "sourceHash": artifact.source_hash,
+        "fromOcr": artifact.from_ocr,
+    }
+    if artifact.title:
+        out["title"] = artifact.title
+    if paths.text is not None:
+        out["textFile"] = posixpath.basename(paths.text)
+        out["textHash"] = _sha(artifact.text)
+    if artifact.pages:
+        by_page: dict[int, list[dict[str, Any]]] = {p.page: [] for p in artifact.pages}
+        for block in artifact.blocks:
+            by_page[block.page].append(block.to_json())
+        out["pageCount"] = len(artifact.pages)
+        out["pages"] = [{**p.to_json(), "blocks": by_page[p.page]} for p in artifact.pages]
+    else:
+        out["blocks"] = [b.to_json() for b in artifact.blocks]
+    out["sections"] = [s.to_json() for s in artifact.sections]
+    out["warnings"] = [w.to_json() for w in artifact.warnings]
+    return out
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: `json.dumps` with
+# options builds an encoder per call, a third of the sidecar time at 10,000 notes (issue 17)
+# ... and so does `JSONEncoder.encode` (its C encoder, per call: half the time of a block's line). That
+# C encoder, made once here with `_COMPACT`'s options (no cycle check: a source map is a tree), when the
+# running Python has it; else `_COMPACT.encode`. The same bytes either way (tests/test_sidecars.py).
+_C_COMPACT = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
+    None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+
+
+def _compact(value: Any) -> str:
+    if _C_COMPACT is None:
+        return _COMPACT.encode(value)
+    return "".join(_C_COMPACT(value, 0))
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Deterministic JSON, one block / section per line: diffable, and written by the C encoder
+    (`indent=` would switch `json` to its pure-Python encoder, 10x slower on a long PDF)."""
+    def items(values: list, render) -> str:
+        return "[]" if not values else "[\n" + ",\n".join(render(v) for v in values) + "\n ]"
+
+    def page(p: dict[str, Any]) -> str:
+        head = _compact({k: v for k, v in p.items() if k != "blocks"})[:-1]
+        return f'  {head},"blocks":' + items(p["blocks"], lambda b: "   " + _compact(b)) + "}"
+
+    lines = []
+    for key, value in doc.items():
+        if key == "pages":
+            rendered = items(value, page)
+        elif key in ("blocks", "sections"):
+            rendered = items(value, lambda v: "  " + _compact(v))
+        else:
+            rendered = _compact(value)
+        lines.append(f" {_compact(key)}: {rendered}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None,
+                   layout: str = LAYOUT_BESIDE) -> SidecarPaths:
+    paths = sidecar_paths(artifact, owner_path, layout)
+    if paths.text is not None:
+        atomic_write_text(root / paths.text, artifact.text)
+    atomic_write_text(root / paths.source_map, dumps(source_map(artifact, owner_path, paths)))
+    return paths
+
+
+def stage_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None,
+                   layout: str = LAYOUT_BESIDE) -> tuple[SidecarPaths, list[tuple[Path, Path]]]:
+    """`write_sidecars` in a worker process: the same bytes in temp files beside their places, as
+    (temp, sidecar) pairs in writing order, for the build process to `fsutil.adopt` (one sync per
+    batch, then the renames); a sidecar that already holds its bytes has no pair."""
+    paths = sidecar_paths(artifact, owner_path, layout)
+    files = [(paths.text, artifact.text)] if paths.text is not None else []
+    files.append((paths.source_map, dumps(source_map(artifact, owner_path, paths))))
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for rel, content in files:
+            tmp = stage_bytes(root / rel, content.encode("utf-8"))
+            if tmp is not None:
+                staged.append((tmp, root / rel))
+    except BaseException:  # none or all: no temp file of a half-staged pair is left behind
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    return paths, staged
+
+
+def remove_sidecars(root: Path, paths: SidecarPaths) -> None:
+    for rel in (paths.text, paths.source_map):
+        if rel:
+            (root / rel).unlink(missing_ok=True)
+            _prune_empty(root, rel)
+
+
+def _prune_empty(root: Path, rel: str) -> None:
+    """Remove the now-empty folders of a sidecar path, up to its `X.ocr/` folder (included) or
+    `.mnote/sidecars/` (excluded); never a folder outside those."""
+    parts = rel.split("/")[:-1]
+    if rel.startswith(UNOWNED_DIR + "/"):
+        floor = UNOWNED_DIR.count("/") + 2  # keep .mnote/sidecars itself
+    else:
+        ocr = [i for i, part in enumerate(parts) if part.endswith(SIDECAR_DIR_SUFFIX)]
+        if not ocr:
+            return
+        floor = ocr[0] + 1
+    while len(parts) >= floor:
+        try:
+            (root / "/".join(parts)).rmdir()
+        except OSError:  # not empty (or already gone): stop
+            return
+        parts.pop()
+
+
+def artifact_from_source_map(doc: dict[str, Any], text: str) -> ParsedResourceArtifact:
+    pages, blocks = [], []
+    for p in doc.get("pages", []):
+        pages.append(Page(p["page"], p["width"], p["height"], p.get("source")))
+        blocks.extend(Block.from_json(b, page=p["page"]) for b in p["blocks"])
+    blocks.extend(Block.from_json(b) for b in doc.get("blocks", []))
+    return ParsedResourceArtifact(
+        kind=doc["resourceKind"], provider=doc["provider"], provider_version=doc["providerVersion"],
+        source_path=doc["sourceRootRelativePath"], source_hash=doc["sourceHash"], text=text,
+        blocks=blocks, sections=[Section.from_json(s) for s in doc["sections"]], pages=pages,
+        warnings=[Warning_(**w) for w in doc.get("warnings", [])], from_ocr=doc.get("fromOcr", False),
+        title=doc.get("title"),
+    )
+
+
+def load_cached(root: Path, map_rel: str, path: str, source_hash: str,
+                provider_version: str) -> ParsedResourceArtifact | None:
+    """A previous parse of exactly these bytes by this provider version, if its sidecars (source
+    map at root-relative `map_rel`, see `source_map_path`) are intact."""
+    map_path = root / map_rel
+    try:
+        doc = json.loads(map_path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (doc.get("schema") != SOURCE_MAP_SCHEMA or doc.get("sourceHash") != source_hash
+            or doc.get("providerVersion") != provider_version
+            or doc.get("sourceRootRelativePath") != path):
+        return None
+    text = ""
+    if "textFile" in doc:
+        try:
+            text = (map_path.parent / doc["textFile"]).read_text("utf-8")
+        except OSError:
+            return None
+        if _sha(text) != doc.get("textHash"):
+            return None
+    try:
+        return artifact_from_source_map(doc, text)
+    except (KeyError, TypeError):
+        return None
+
+
+def reusable(root: Path, path: str, source_hash: str, provider_version: str, owner_path: str | None,
+             layout: str, previous_map: str | None = None) -> tuple[ParsedResourceArtifact, str] | None:
+    """Intact sidecars of exactly these bytes, and their source map's root-relative path: where
+    `layout` puts them, else where the previous build put them (`previous_map`: another owner
+    note or layout), else where the other layout would (an index deleted and rebuilt without
+    the layout option)."""
+    places = [source_map_path(path, owner_path, layout), *([previous_map] if previous_map else []),
+              *(source_map_path(path, owner_path, other) for other in LAYOUTS)]
+    for place in dict.fromkeys(places):
+        cached = load_cached(root, place, path, source_hash, provider_version)
+        if cached is not None:
+            return cached, place
+    return None

@@ -1,0 +1,1 @@
+"""The query side: pure handlers over `evidence.sqlite` and the adapters that serve them."""

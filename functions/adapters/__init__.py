@@ -1,0 +1,1 @@
+"""Thin adapters over the handlers: Datasette, ASGI, Lambda, MCP, serve."""

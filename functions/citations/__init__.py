@@ -1,0 +1,1 @@
+"""LightRAG chunks turned into citations that open the exact place."""

@@ -1,0 +1,1 @@
+"""What every query handler shares: contracts, errors, validation, the database, cleaning."""

@@ -1,0 +1,1 @@
+"""The pure query handlers and the one route table."""

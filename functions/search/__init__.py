@@ -1,0 +1,1 @@
+"""Full-text search: ranking, result pages, snippets, quote checks."""

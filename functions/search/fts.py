@@ -1,0 +1,216 @@
+"""Full-text search over evidence blocks, ranked by bm25 and query-term precision.
+
+bm25 alone ranks a paragraph that merely contains a longer compound (吡咯烷
+inside N-甲基吡咯烷酮) as high as one about the term itself, because CJK has no
+word boundaries for the index to see. After FTS picks candidates we look at
+each occurrence of each CJK query term: an occurrence flanked by CJK characters
+on both sides is most likely part of a longer word and counts least
+(`flank_weight`, the one definition of that rule; citation mapping uses it too).
+
+`rank` is the one ranking (SPEC §9): bm25 inside the FTS index, the window's rows looked up by id
+and filtered (`Filters`), then re-ranked in fixed chunks so that pages of one query never repeat or
+skip a result, ties in document order (path, page, position). `count_in_resource` counts one file's
+matches inside its rowid range (a file's blocks are written together).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+
+from mnote_evidence.build.core.model import ROLE_BODY, EvidenceLocator
+from mnote_evidence.build.core.text import fts_query, is_cjk, query_terms
+
+CANDIDATES_PER_RESULT = 5
+MIN_CANDIDATES = 50  # re-ranked together (a chunk): max(this, topK x CANDIDATES_PER_RESULT)
+RANK_WINDOW = 250  # bm25's best matches joined and filtered at first: also how deep `total` counts exactly
+# (joining 1,000 cost ~10 % of the raw FTS query at 1M blocks, 250 ~3 %: bench/query_latency.py)
+MAX_WINDOW = 50_000  # beyond this, rank all matches at once (a very selective filter)
+_FLANK_WEIGHT = (1.0, 0.6, 0.25)  # by number of CJK neighbours (0, 1, 2)
+
+
+@dataclass
+class Hit:
+    block_id: str
+    resource_path: str
+    resource_kind: str
+    text: str
+    score: float
+    stored_locator: EvidenceLocator | str  # the locator, or its JSON (parsed when first read)
+    role: str = ROLE_BODY
+    ordinal: int = 0  # position in its file
+    page: int | None = None
+
+    @property
+    def locator(self) -> EvidenceLocator:
+        if isinstance(self.stored_locator, str):
+            self.stored_locator = json.loads(self.stored_locator)
+        return self.stored_locator
+
+
+def flank_weight(text: str, start: int, end: int) -> float:
+    """Weight of a CJK term occurring at text[start:end]: 1.0 standing alone, less per CJK
+    neighbour (a neighbour on each side most likely makes it part of a longer word)."""
+    flanked = (start > 0 and is_cjk(text[start - 1])) + (end < len(text) and is_cjk(text[end]))
+    return _FLANK_WEIGHT[flanked]
+
+
+def term_precision(text: str, terms: list[str]) -> float:
+    """1.0 when every CJK term appears standing alone somewhere; less when only inside compounds."""
+    weights = []
+    for term in terms:
+        if not is_cjk(term[0]):
+            continue
+        best, start = 0.0, text.find(term)
+        while start >= 0 and best < 1.0:
+            best = max(best, flank_weight(text, start, start + len(term)))
+            start = text.find(term, start + 1)
+        weights.append(best)
+    return sum(weights) / len(weights) if weights else 1.0
+
+
+@dataclass
+class Filters:
+    """Which matches a search may return (besides `ok` status, always required)."""
+
+    kinds: list[str] | None = None
+    path_prefix: str | None = None  # a raw prefix of the workspace path
+    folder: str | None = None  # a folder: "研究" and "研究/" match 研究/… but never 研究2/…
+    resource_path: str | None = None  # exactly this file (a group's "more in this file")
+    include_furniture: bool = False
+
+    def passes(self, path: str, kind: str, status: str, role: str) -> bool:
+        return (status == "ok" and (self.include_furniture or role == ROLE_BODY)
+                and (not self.kinds or kind in self.kinds)
+                and (not self.path_prefix or path.startswith(self.path_prefix))
+                and (not self.folder or path.startswith(self.folder.rstrip("/") + "/"))
+                and (not self.resource_path or path == self.resource_path))
+
+
+@dataclass
+class Ranked:
+    """The matches passing the filters, best first, as deep as asked (`hits`), and what is known of the rest."""
+
+    hits: list[Hit]
+    total: int  # matches passing the filters among those ranked
+    exhausted: bool  # every FTS match was ranked: `total` is exact
+    match: str  # the FTS expression (for follow-up counts)
+    per_path: Counter  # passing matches per file among those ranked
+
+
+def chunk_size(top_k: int) -> int:
+    """How many bm25 candidates are re-ranked together: fixed for a query and topK, so pages agree."""
+    return max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
+
+
+def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: Filters,
+         documents: int | None = None, per_document: int = 1) -> Ranked:
+    """The first `depth` matches passing `filters` (or all there are), in the final order.
+
+    bm25 orders the matches inside the FTS index (with a LIMIT); only light columns are looked up for
+    the ranked window and filtered here, text and locators are read for the rows returned.
+    The order is bm25's cut into consecutive chunks of `chunk` passing matches, each chunk re-ranked by
+    term precision with ties in document order (path, page, position): a deeper request only adds
+    chunks, so pages of the same query never repeat or skip a result. When filters leave too few,
+    the window widens (x8, then every match). With `documents`, `depth` is ignored: the window widens
+    until it holds that many distinct files (or every match), and `hits` are the fewest whole chunks
+    holding each of those files' first `per_document` matches in the window.
+    Raises `build.text.QueryError` for an unusable query."""
+    match = fts_query(query)
+    terms = query_terms(query)
+    want = -(-depth // chunk) * chunk  # whole chunks
+    window = max(RANK_WINDOW, want)
+    while True:
+        rows = _ranked_rows(conn, match, window)
+        passing = [r for r in rows if filters.passes(r[2], r[3], r[4], r[5])]
+        exhausted = window < 0 or len(rows) < window
+        if documents is not None:
+            want, found = _rows_for_documents(passing, documents, per_document, chunk)
+        else:
+            found = len(passing) >= want
+        if exhausted or found:
+            break
+        window = window * 8 if window * 8 <= MAX_WINDOW else -1  # -1: rank every match (no LIMIT)
+    chosen = passing[:want]
+    texts = _texts(conn, [r[0] for r in chosen])
+    hits: list[Hit] = []
+    for at in range(0, len(chosen), chunk):
+        part = []
+        for rowid, score, path, kind, _, role, ordinal, page in chosen[at:at + chunk]:
+            block_id, text, loc = texts[rowid]
+            part.append(Hit(block_id, path, kind, text, round(-score * (0.5 + term_precision(text, terms)), 6),
+                            loc, role, ordinal, page))
+        # Equal scores (the same sentence on many pages) in document order: path, page, then the
+        # block's position, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
+        part.sort(key=lambda h: (-h.score, h.resource_path, h.page or 0, h.ordinal, h.block_id))
+        hits += part
+    return Ranked(hits, len(passing), exhausted, match, Counter(r[2] for r in passing))
+
+
+def _rows_for_documents(passing: list[tuple], documents: int, per_document: int, chunk: int) -> tuple[int, bool]:
+    """(rows in the fewest whole chunks holding the first `per_document` matches in `passing` of each
+    of its first `documents` files, whether `passing` holds that many files)."""
+    counts: dict[str, int] = {}
+    end = 0
+    for n, row in enumerate(passing):
+        seen = counts.get(row[2])
+        if seen is None and len(counts) == documents:
+            continue
+        if (seen or 0) < per_document:
+            counts[row[2]] = (seen or 0) + 1
+            end = n + 1
+    return -(-end // chunk) * chunk, len(counts) >= documents
+
+
+def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,
+                  kinds: list[str] | None = None, path_prefix: str | None = None,
+                  include_furniture: bool = False) -> list[Hit]:
+    """The `top_k` best hits among `ok` resources; page furniture (running headers, footers, page
+    numbers) only with `include_furniture`. Raises `build.text.QueryError` for an unusable query."""
+    filters = Filters(kinds=kinds, path_prefix=path_prefix, include_furniture=include_furniture)
+    return rank(conn, query, top_k, chunk_size(top_k), filters).hits[:top_k]
+
+
+def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
+    """(rowid, bm25, path, kind, status, role, ordinal, page) of the `window` best FTS matches, best
+    first (ties by rowid). bm25 ranks inside the FTS index alone; the window's rows are then looked up
+    by id. Joining in the same statement (even from a CTE) cost 3-8 % more CPU than the raw ranking
+    query at 1M blocks, looking them up afterwards ~0 (bench/query_latency.py)."""
+    ranked = conn.execute("SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
+                          "ORDER BY rank, rowid LIMIT ?", [match, window]).fetchall()
+    info: dict[int, tuple] = {}
+    for at in range(0, len(ranked), 500):
+        part = [rowid for rowid, _ in ranked[at:at + 500]]
+        for rowid, *rest in conn.execute(
+                "SELECT b.id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
+                "FROM evidence_block_row b JOIN evidence_resource r ON r.resource_id = b.resource_id "
+                f"WHERE b.id IN ({','.join('?' * len(part))})", part):
+            info[rowid] = tuple(rest)
+    return [(rowid, rank, *info[rowid]) for rowid, rank in ranked if rowid in info]
+
+
+def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
+    out: dict[int, tuple[str, str, str]] = {}
+    for at in range(0, len(rowids), 500):
+        part = rowids[at:at + 500]
+        for rowid, block_id, text, loc in conn.execute(
+                f"SELECT id, block_id, text, locator_json FROM evidence_block WHERE id IN ({','.join('?' * len(part))})",
+                part):
+            out[rowid] = (block_id, text, loc)
+    return out
+
+
+def count_in_resource(conn, match: str, path: str, filters: Filters, cap: int) -> int:
+    """Matches passing `filters` inside one file, counting at most `cap`. A file's blocks are written
+    together, so their rowids form one range and FTS5 seeks straight to it."""
+    row = conn.execute("SELECT min(b.id), max(b.id), r.resource_id FROM evidence_resource r JOIN evidence_block_row b "
+                       "USING (resource_id) WHERE r.source_root_relative_path = ?", [path]).fetchone()
+    if row is None or row[0] is None:
+        return 0
+    role = "" if filters.include_furniture else f" AND b.role = '{ROLE_BODY}'"
+    return conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid "
+        f"WHERE evidence_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND b.resource_id = ?{role} LIMIT ?)",
+        [match, row[0], row[1], row[2], cap]).fetchone()[0]
