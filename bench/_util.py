@@ -10,8 +10,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / "bench" / "_work"  # git-ignored
@@ -53,7 +53,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-
 def machine() -> dict:
     """Load average (1, 5, 15 min) and core count, recorded with every result: timings on a shared box
     mean little without them."""
@@ -62,17 +61,25 @@ def machine() -> dict:
 
 def git_commit(ref: str = "HEAD") -> str:
     """`ref`'s short commit; for HEAD, "+dirty" when the working tree has uncommitted changes to tracked files."""
-    sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", ref], capture_output=True, text=True,
-                         check=True).stdout.strip()
-    if ref == "HEAD" and subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", *TREE]).returncode:
+    sha = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", ref], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if (
+        ref == "HEAD"
+        and subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", "HEAD", "--", *TREE]).returncode
+    ):
         sha += "+dirty"
     return sha
 
 
 def code_commit(ref: str = "HEAD") -> str:
     """The last commit up to `ref` that changed the package's sources (bench-only commits on top share its code)."""
-    return subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h", ref, "--", *TREE], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(REPO), "log", "-1", "--format=%h", ref, "--", *TREE],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 def baseline_tree(ref: str, bench: str) -> Path:
@@ -80,7 +87,9 @@ def baseline_tree(ref: str, bench: str) -> Path:
     dest = WORK / bench / ref.replace("/", "_")
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, *TREE], capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", ref, *TREE], capture_output=True, check=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     compile_tree(dest)
     return dest
@@ -164,6 +173,12 @@ def interleaved(fns: dict[str, Callable[[], object]], rounds: int = 3) -> dict[s
             fn()
             walls[name].append(time.perf_counter() - t)
             cpus[name].append(cpu_s() - c)
-    return {name: {"wall_s": [round(x, 3) for x in walls[name]], "min_s": round(min(walls[name]), 3),
-                   "median_s": round(statistics.median(walls[name]), 3), "cpu_min_s": round(min(cpus[name]), 3)}
-            for name in fns}
+    return {
+        name: {
+            "wall_s": [round(x, 3) for x in walls[name]],
+            "min_s": round(min(walls[name]), 3),
+            "median_s": round(statistics.median(walls[name]), 3),
+            "cpu_min_s": round(min(cpus[name]), 3),
+        }
+        for name in fns
+    }

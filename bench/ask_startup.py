@@ -37,13 +37,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import baseline_tree, compile_tree, results_path  # noqa: E402
-from bench.real_workspace import WORK, assemble  # noqa: E402
-from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
-from mnote_evidence.functions.core.contracts import Context  # noqa: E402
-from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.handlers.knowledge import ask  # noqa: E402
-from tests.knowledge.harness import LightRag  # noqa: E402
+from bench._util import baseline_tree, compile_tree, results_path
+from bench.real_workspace import WORK, assemble
+from mnote_evidence.build.knowledge.lightrag import LightRag as Client
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.knowledge import ask
+from tests.knowledge.harness import LightRag
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -77,14 +78,16 @@ def main() -> None:
     args = parser.parse_args()
     ws, out = WORK / "ws", WORK / "out"
     files = assemble(ws)
-    questions = json.loads(QUESTIONS.read_text("utf-8"))["questions"][::8][:args.questions]
+    questions = json.loads(QUESTIONS.read_text("utf-8"))["questions"][::8][: args.questions]
     server = LightRag(WORK / "lightrag")
     server.start()
     try:
         if not (out / "evidence.sqlite").exists():
             from mnote_evidence.build.pipeline import BuildOptions, build
 
-            build(ws, BuildOptions(out=out, jobs=2, site=True, lightrag=LightRagConfig(server.url, timeout=120)))
+            build(
+                ws, BuildOptions(out=out, jobs=2, site=True, lightrag=LightRagConfig(server.url, timeout=120))
+            )
         result = measure(server.url, out, questions, args)
     finally:
         server.close()
@@ -101,10 +104,12 @@ def measure(url: str, out: Path, questions: list[dict], args) -> dict:
     script = Path(py).parent / "mnote-evidence"
     shim = shutil.which("mnote-evidence")
     tail = ["--site", str(out), "--mode", "naive", "--json"]
-    commands = {"script": [str(script), "ask", "", *tail],
-                "module": [py, "-m", "mnote_evidence", "ask", "", *tail],
-                "version": [py, "-m", "mnote_evidence", "--version"],
-                "bare": [py, "-c", "pass"]}
+    commands = {
+        "script": [str(script), "ask", "", *tail],
+        "module": [py, "-m", "mnote_evidence", "ask", "", *tail],
+        "version": [py, "-m", "mnote_evidence", "--version"],
+        "bare": [py, "-c", "pass"],
+    }
     if shim and Path(shim).resolve() != script.resolve():
         commands["shim"] = [shim, "ask", "", *tail]
     envs = {name: env for name in commands}
@@ -115,13 +120,16 @@ def measure(url: str, out: Path, questions: list[dict], args) -> dict:
     def ask_fresh(question: str) -> None:
         ctx = Context(EvidenceDB(out / "evidence.sqlite"), "", LightRagConfig(url, timeout=120))
         assert ask({"query": question, "mode": "naive"}, ctx)["ok"]
+
     client = Client(LightRagConfig(url, timeout=120))
     samples: dict[str, list[float]] = {}
 
     def one_round(record: bool) -> None:
         for q in questions:
-            row = {"queryData": timed(lambda: client.query_data(q["q"], "naive", 10)),
-                   "query": timed(lambda: client.answer(q["q"], "naive", 10))}
+            row = {
+                "queryData": timed(lambda: client.query_data(q["q"], "naive", 10)),
+                "query": timed(lambda: client.answer(q["q"], "naive", 10)),
+            }
             c0 = time.process_time()
             row["askInProcess"] = timed(lambda: ask_fresh(q["q"]))
             row["askInProcessCpu"] = (time.process_time() - c0) * 1000
@@ -138,11 +146,21 @@ def measure(url: str, out: Path, questions: list[dict], args) -> dict:
     for _ in range(args.rounds):
         one_round(record=True)
     med = {k: round(statistics.median(v), 1) for k, v in samples.items()}
-    ratio = {k: round(med[k] / med["queryData"], 2) for k in med if k != "queryData" and not k.endswith("Cpu")}
-    return {"questions": len(questions), "rounds": args.rounds, "samplesEach": len(samples["queryData"]),
-            "mode": "naive", "topK": 10, "medianMs": med, "overQueryData": ratio,
-            "baselineRef": args.baseline_ref,
-            "loadAverage": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+    ratio = {
+        k: round(med[k] / med["queryData"], 2) for k in med if k != "queryData" and not k.endswith("Cpu")
+    }
+    return {
+        "questions": len(questions),
+        "rounds": args.rounds,
+        "samplesEach": len(samples["queryData"]),
+        "mode": "naive",
+        "topK": 10,
+        "medianMs": med,
+        "overQueryData": ratio,
+        "baselineRef": args.baseline_ref,
+        "loadAverage": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
+    }
 
 
 if __name__ == "__main__":

@@ -29,19 +29,20 @@ import subprocess
 import sys
 import time
 import unicodedata
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path  # noqa: E402
-from bench.real_workspace import WORK, assemble  # noqa: E402
-from mnote_evidence.build.knowledge.lightrag import LightRag as Client, LightRagConfig  # noqa: E402
-from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
-from mnote_evidence.functions.citations.mapper import CitationMapper  # noqa: E402
-from tests.knowledge.harness import LightRag  # noqa: E402
-from tests.knowledge.truth import Tally, check  # noqa: E402
+from bench._util import results_path
+from bench.real_workspace import WORK, assemble
+from mnote_evidence.build.knowledge.lightrag import LightRag as Client
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.pipeline import BuildOptions, build
+from mnote_evidence.functions.citations.mapper import CitationMapper
+from tests.knowledge.harness import LightRag
+from tests.knowledge.truth import Tally, check
 
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE.parent / "tests/real_documents/questions.json"
@@ -54,8 +55,12 @@ def norm(text: str) -> str:
 
 def baseline_mapper():
     """The baseline: the mapper as it is on main (`git show`), loaded as a module."""
-    src = subprocess.run(["git", "-C", str(HERE.parent), "show", "main:functions/citations/mapper.py"],
-                         capture_output=True, text=True, check=True).stdout
+    src = subprocess.run(
+        ["git", "-C", str(HERE.parent), "show", "main:functions/citations/mapper.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     path = WORK / "baseline_citations.py"
     path.write_text(src, "utf-8")
     spec = importlib.util.spec_from_file_location("baseline_citations", path)
@@ -82,21 +87,34 @@ def run(mapper_cls, conn, root: Path, answers: list[tuple[dict, dict]]) -> dict:
         cited = [c for c in citations if c["diagnostics"]["chunkId"] in holding and "blockId" in c]
         if cited:
             fact_questions += 1
-            texts = [conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [c["blockId"]]).fetchone()[0]
-                     for c in cited]
+            texts = [
+                conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [c["blockId"]]).fetchone()[
+                    0
+                ]
+                for c in cited
+            ]
             fact_hits += any(fact in norm(t) for t in texts)
-        terms_stop += sum(1 for c in citations if len(c["searchQuery"]) < 2 or c["searchQuery"].lower()
-                          in ("is", "the", "and", "a", "of", "to", "in", "what", "how"))
+        terms_stop += sum(
+            1
+            for c in citations
+            if len(c["searchQuery"]) < 2
+            or c["searchQuery"].lower() in ("is", "the", "and", "a", "of", "to", "in", "what", "how")
+        )
     times_ms = sorted(x * 1000 for x in times)
     cpu_ms = sorted(x * 1000 for x in cpu)
-    return {**tally.rates(), "medianQuoteShare": round(statistics.median(tally.quote_share or [0]), 3),
-            "factQuestions": fact_questions, "factHits": fact_hits, "stopwordSearchQueries": terms_stop,
-            "mappingMsMedian": round(statistics.median(times_ms), 2),
-            "mappingMsP95": round(times_ms[int(0.95 * (len(times_ms) - 1))], 2),
-            # CPU time of this process: what the mapping costs, without the waits of a loaded machine
-            "mappingCpuMsMedian": round(statistics.median(cpu_ms), 2),
-            "mappingCpuMsP95": round(cpu_ms[int(0.95 * (len(cpu_ms) - 1))], 2),
-            "failuresSample": tally.failures[:8]}
+    return {
+        **tally.rates(),
+        "medianQuoteShare": round(statistics.median(tally.quote_share or [0]), 3),
+        "factQuestions": fact_questions,
+        "factHits": fact_hits,
+        "stopwordSearchQueries": terms_stop,
+        "mappingMsMedian": round(statistics.median(times_ms), 2),
+        "mappingMsP95": round(times_ms[int(0.95 * (len(times_ms) - 1))], 2),
+        # CPU time of this process: what the mapping costs, without the waits of a loaded machine
+        "mappingCpuMsMedian": round(statistics.median(cpu_ms), 2),
+        "mappingCpuMsP95": round(cpu_ms[int(0.95 * (len(cpu_ms) - 1))], 2),
+        "failuresSample": tally.failures[:8],
+    }
 
 
 def time_cli(client: Client, url: str, out: Path, questions: list[dict]) -> dict:
@@ -129,10 +147,16 @@ def time_cli(client: Client, url: str, out: Path, questions: list[dict]) -> dict
         bare_cpu_ms = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
         rows.append((data_ms, ask_ms, bare_ms, answer_ms, ask_cpu_ms, bare_cpu_ms))
     med = [statistics.median(r[i] for r in rows) for i in range(6)]
-    return {"questions": len(rows), "queryDataWarmMsMedian": round(med[0], 1), "queryWarmMsMedian": round(med[3], 1),
-            "askJsonMsMedian": round(med[1], 1), "barePythonMsMedian": round(med[2], 1),
-            "askJsonCpuMsMedian": round(med[4], 1), "barePythonCpuMsMedian": round(med[5], 1),
-            "askOverQueryData": round(med[1] / med[0], 2)}
+    return {
+        "questions": len(rows),
+        "queryDataWarmMsMedian": round(med[0], 1),
+        "queryWarmMsMedian": round(med[3], 1),
+        "askJsonMsMedian": round(med[1], 1),
+        "barePythonMsMedian": round(med[2], 1),
+        "askJsonCpuMsMedian": round(med[4], 1),
+        "barePythonCpuMsMedian": round(med[5], 1),
+        "askOverQueryData": round(med[1] / med[0], 2),
+    }
 
 
 @dataclass
@@ -177,11 +201,18 @@ def main() -> None:
         cli = time_cli(run_.client, run_.url, out, questions[::6])
     (WORK / "answers.json").write_text(json.dumps(answers, ensure_ascii=False), "utf-8")  # for profiling
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
-    counts = dict(conn.execute("SELECT kind, count(*) FROM evidence_resource WHERE status = 'ok' GROUP BY kind"))
+    counts = dict(
+        conn.execute("SELECT kind, count(*) FROM evidence_resource WHERE status = 'ok' GROUP BY kind")
+    )
     blocks = conn.execute("SELECT count(*) FROM evidence_block").fetchone()[0]
-    result = {"workspace": {"files": files, "okResourcesByKind": counts, "blocks": blocks},
-              "questions": len(questions), "mode": "naive", "topK": 10,
-              "ours": run(CitationMapper, conn, ws, answers), "cli": cli}
+    result = {
+        "workspace": {"files": files, "okResourcesByKind": counts, "blocks": blocks},
+        "questions": len(questions),
+        "mode": "naive",
+        "topK": 10,
+        "ours": run(CitationMapper, conn, ws, answers),
+        "cli": cli,
+    }
     if args.baseline:
         result["baselineMain"] = run(baseline_mapper(), conn, ws, answers)
     text = json.dumps(result, indent=2, ensure_ascii=False)

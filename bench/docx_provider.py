@@ -19,9 +19,9 @@ import docx
 from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import interleaved, machine  # noqa: E402
-from mnote_evidence.build.parse.providers.base import ParseInput  # noqa: E402
-from mnote_evidence.build.parse.providers.docx import DocxProvider  # noqa: E402
+from bench._util import interleaved, machine
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.docx import DocxProvider
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
@@ -74,14 +74,24 @@ def main() -> None:
     rows = interleaved({"floor": lambda: floor(path), "ours": lambda: ours(path)}, 7)
     rows.update(interleaved({"naive": lambda: naive_python_docx(path)}, 2))
     t_floor, t_ours, t_naive = (rows[k]["min_s"] for k in ("floor", "ours", "naive"))
-    print(json.dumps({
-        "paragraphs_in_body": floor(path), "blocks": ours(path), "machine_start": start, "machine_end": machine(),
-        "floor_zipfile_lxml_iterparse_s": round(t_floor, 4),
-        "ours_s": round(t_ours, 4), "ours_vs_floor": round(t_ours / t_floor, 2),
-        "ours_vs_floor_cpu": round(rows["ours"]["cpu_min_s"] / rows["floor"]["cpu_min_s"], 2),
-        "naive_python_docx_style_name_s": round(t_naive, 4),
-        "naive_vs_floor": round(t_naive / t_floor, 2), "runs": rows,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "paragraphs_in_body": floor(path),
+                "blocks": ours(path),
+                "machine_start": start,
+                "machine_end": machine(),
+                "floor_zipfile_lxml_iterparse_s": round(t_floor, 4),
+                "ours_s": round(t_ours, 4),
+                "ours_vs_floor": round(t_ours / t_floor, 2),
+                "ours_vs_floor_cpu": round(rows["ours"]["cpu_min_s"] / rows["floor"]["cpu_min_s"], 2),
+                "naive_python_docx_style_name_s": round(t_naive, 4),
+                "naive_vs_floor": round(t_naive / t_floor, 2),
+                "runs": rows,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,14 +27,50 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import median_ms  # noqa: E402
-from mnote_evidence.build.core.text import fts_query, segment_for_index  # noqa: E402
+from bench._util import median_ms
+from mnote_evidence.build.core.text import fts_query, segment_for_index
 
-TERMS = ["线程作用域", "线程", "作用域", "吗啉", "吡咯烷", "N-甲基吡咯烷酮", "三乙基硅", "三甲基硅", "证据", "引用",
-         "页码", "溶剂", "并发", "借用检查", "生命周期", "所有权", "索引", "全文检索", "分词", "缓存"]
+TERMS = [
+    "线程作用域",
+    "线程",
+    "作用域",
+    "吗啉",
+    "吡咯烷",
+    "N-甲基吡咯烷酮",
+    "三乙基硅",
+    "三甲基硅",
+    "证据",
+    "引用",
+    "页码",
+    "溶剂",
+    "并发",
+    "借用检查",
+    "生命周期",
+    "所有权",
+    "索引",
+    "全文检索",
+    "分词",
+    "缓存",
+]
 FILLER = "的了是在和有这个我们可以进行使用通过对于一种以及其中如果因为所以但是已经"
-WORDS = ["thread", "scope", "evidence", "citation", "page", "index", "solvent", "borrow", "cache", "token",
-         "the", "and", "of", "retention", "policy", "audit"]
+WORDS = [
+    "thread",
+    "scope",
+    "evidence",
+    "citation",
+    "page",
+    "index",
+    "solvent",
+    "borrow",
+    "cache",
+    "token",
+    "the",
+    "and",
+    "of",
+    "retention",
+    "policy",
+    "audit",
+]
 QUERIES = ["线程作用域", "吗啉", "线程", "吡咯烷", "借用检查", "citation", "retention policy"]
 
 
@@ -81,7 +117,11 @@ def run_design(name: str, texts: list[str], workdir: Path) -> dict:
     conn.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)", ((i, prep(x)) for i, x in enumerate(texts)))
     conn.commit()
     build_s = time.perf_counter() - t0
-    result = {"index_mib": round(os.path.getsize(path) / 2**20, 1), "build_s": round(build_s, 2), "queries": {}}
+    result = {
+        "index_mib": round(os.path.getsize(path) / 2**20, 1),
+        "build_s": round(build_s, 2),
+        "queries": {},
+    }
     for q in QUERIES:
         expected = truth(texts, q)
         try:
@@ -91,11 +131,16 @@ def run_design(name: str, texts: list[str], workdir: Path) -> dict:
         samples = []
         for _ in range(5):  # what a search does: the 10 best by bm25
             t = time.perf_counter()
-            conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10", [query(q)]).fetchall()
+            conn.execute(
+                "SELECT rowid FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10", [query(q)]
+            ).fetchall()
             samples.append(time.perf_counter() - t)
-        result["queries"][q] = {"recall": round(len(found & expected) / max(len(expected), 1), 3),
-                                "precision": round(len(found & expected) / max(len(found), 1), 3),
-                                "top10_median_ms": round(median_ms(samples), 1), "relevant": len(expected)}
+        result["queries"][q] = {
+            "recall": round(len(found & expected) / max(len(expected), 1), 3),
+            "precision": round(len(found & expected) / max(len(found), 1), 3),
+            "top10_median_ms": round(median_ms(samples), 1),
+            "relevant": len(expected),
+        }
     conn.close()
     return result
 
@@ -106,8 +151,11 @@ def main() -> None:
     args = ap.parse_args()
     texts = corpus(args.blocks)
     with tempfile.TemporaryDirectory() as tmp:
-        out = {"blocks": args.blocks, "sqlite": sqlite3.sqlite_version,
-               "designs": {name: run_design(name, texts, Path(tmp)) for name in DESIGNS}}
+        out = {
+            "blocks": args.blocks,
+            "sqlite": sqlite3.sqlite_version,
+            "designs": {name: run_design(name, texts, Path(tmp)) for name in DESIGNS},
+        }
     print(json.dumps(out, ensure_ascii=False, indent=2))
 
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path  # noqa: E402
+from bench._util import results_path
 
 RESULTS = results_path("incremental.json")
 
@@ -44,9 +44,23 @@ def _build(code: Path, built: Path) -> tuple[float, float, dict]:
     started, cpu = time.perf_counter(), _cpu()
     # cwd: the built folder, never a checkout (`python -m` puts the working directory first on sys.path,
     # so a run from this checkout would import its code whatever PYTHONPATH says)
-    done = subprocess.run([sys.executable, "-m", "mnote_evidence", "build", str(built / "ws"), "--out",
-                           str(built / "out"), "--json"], env=env, capture_output=True, text=True, check=True,
-                          cwd=built)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mnote_evidence",
+            "build",
+            str(built / "ws"),
+            "--out",
+            str(built / "out"),
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=built,
+    )
     return time.perf_counter() - started, _cpu() - cpu, json.loads(done.stdout)
 
 
@@ -73,7 +87,8 @@ def main() -> None:
         code, _, built = rest.partition(":")
         sites[name] = (Path(code).resolve(), Path(built).resolve())
     runs: dict[str, dict[str, dict[str, list[float]]]] = {
-        n: {c: {"build_s": [], "process_s": [], "process_cpu_s": []} for c in ("edit", "noop")} for n in sites}
+        n: {c: {"build_s": [], "process_s": [], "process_cpu_s": []} for c in ("edit", "noop")} for n in sites
+    }
     details: dict[str, dict] = {}
     loads = []
     for r in range(args.rounds):
@@ -85,8 +100,10 @@ def main() -> None:
             runs[name]["edit"]["build_s"].append(report["seconds"])
             runs[name]["edit"]["process_s"].append(wall)
             runs[name]["edit"]["process_cpu_s"].append(cpu)
-            details[name] = {"edit": {k: report.get(k) for k in ("parsed", "hashed", "changed")}
-                             | {"pages_written": (report.get("site") or {}).get("pages_written")}}
+            details[name] = {
+                "edit": {k: report.get(k) for k in ("parsed", "hashed", "changed")}
+                | {"pages_written": (report.get("site") or {}).get("pages_written")}
+            }
             time.sleep(2.1)
             _build(code, built)
             wall, cpu, report = _build(code, built)
@@ -94,15 +111,30 @@ def main() -> None:
             runs[name]["noop"]["process_s"].append(wall)
             runs[name]["noop"]["process_cpu_s"].append(cpu)
             details[name]["noop"] = {k: report.get(k) for k in ("parsed", "hashed", "changed")}
-            print(name, r, {c: (v["build_s"][-1], round(v["process_s"][-1], 3), round(v["process_cpu_s"][-1], 3))
-                            for c, v in runs[name].items()},
-                  flush=True)
-    out = {"note": args.note, "rounds": args.rounds, "load_avg_1min": [round(x, 2) for x in loads],
-           "cpus": os.cpu_count(), "sites": {}}
+            print(
+                name,
+                r,
+                {
+                    c: (v["build_s"][-1], round(v["process_s"][-1], 3), round(v["process_cpu_s"][-1], 3))
+                    for c, v in runs[name].items()
+                },
+                flush=True,
+            )
+    out = {
+        "note": args.note,
+        "rounds": args.rounds,
+        "load_avg_1min": [round(x, 2) for x in loads],
+        "cpus": os.cpu_count(),
+        "sites": {},
+    }
     for name, (code, built) in sites.items():
         files = sum(1 for p in (built / "ws").rglob("*") if p.is_file())
-        out["sites"][name] = {"code": str(code), "files": files, "last_report": details[name],
-                              **{case: {k: _summary(v) for k, v in vals.items()} for case, vals in runs[name].items()}}
+        out["sites"][name] = {
+            "code": str(code),
+            "files": files,
+            "last_report": details[name],
+            **{case: {k: _summary(v) for k, v in vals.items()} for case, vals in runs[name].items()},
+        }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n", "utf-8")
     print(json.dumps(out, indent=2))

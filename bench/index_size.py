@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mnote_evidence.build.core.text import segment_for_index  # noqa: E402
+from mnote_evidence.build.core.text import segment_for_index
 
 TOKENIZE = "tokenize = 'unicode61 remove_diacritics 2'"
 
@@ -45,8 +45,13 @@ def breakdown(db: Path, top: int = 16) -> dict[str, int]:
 
 def floor(db: Path, external: bool) -> int:
     src = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    table = "evidence_block_row" if src.execute("SELECT 1 FROM sqlite_master WHERE name = 'evidence_block_row' "
-                                                 "AND type = 'table'").fetchone() else "evidence_block"
+    table = (
+        "evidence_block_row"
+        if src.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'evidence_block_row' AND type = 'table'"
+        ).fetchone()
+        else "evidence_block"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "floor.sqlite"
         conn = sqlite3.connect(path, isolation_level=None)
@@ -54,7 +59,9 @@ def floor(db: Path, external: bool) -> int:
         conn.execute("BEGIN")
         if external:
             conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, text TEXT)")
-            conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(text, content = 't', content_rowid = 'id', {TOKENIZE})")
+            conn.execute(
+                f"CREATE VIRTUAL TABLE f USING fts5(text, content = 't', content_rowid = 'id', {TOKENIZE})"
+            )
         else:
             conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(text, {TOKENIZE})")
         for rowid, text in src.execute(f"SELECT id, text FROM {table} ORDER BY id"):
@@ -77,11 +84,14 @@ def latency(db: Path, rounds: int) -> dict:
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     ctx = Context(EvidenceDB(db))
-    series = {"raw_fts5": lambda q: conn.execute(
-                  "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) LIMIT 10",
-                  [fts_query(q)]).fetchall(),
-              "handler": lambda q: search({"query": q, "topK": 10}, ctx),
-              "handler_graph": lambda q: search({"query": q, "topK": 10, "mode": "graph"}, ctx)}
+    series = {
+        "raw_fts5": lambda q: conn.execute(
+            "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) LIMIT 10",
+            [fts_query(q)],
+        ).fetchall(),
+        "handler": lambda q: search({"query": q, "topK": 10}, ctx),
+        "handler_graph": lambda q: search({"query": q, "topK": 10, "mode": "graph"}, ctx),
+    }
     wall: dict[str, list[float]] = {k: [] for k in series}
     cpu: dict[str, list[float]] = {k: [] for k in series}
     for q in QUERIES:  # warm-up: every series reads the same pages
@@ -95,13 +105,18 @@ def latency(db: Path, rounds: int) -> dict:
                 cpu[name].append(time.thread_time() - c)
                 wall[name].append(time.perf_counter() - t)
     conn.close()
-    return {"queries": len(QUERIES), "rounds": rounds,
-            "wall_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in wall.items()},
-            "cpu_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in cpu.items()},
-            "p95_ratio": {k: round(pct(v, 95) / pct(wall["raw_fts5"], 95), 2) for k, v in wall.items()
-                          if k != "raw_fts5"},
-            "cpu_p95_ratio": {k: round(pct(v, 95) / pct(cpu["raw_fts5"], 95), 2) for k, v in cpu.items()
-                              if k != "raw_fts5"}}
+    return {
+        "queries": len(QUERIES),
+        "rounds": rounds,
+        "wall_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in wall.items()},
+        "cpu_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in cpu.items()},
+        "p95_ratio": {
+            k: round(pct(v, 95) / pct(wall["raw_fts5"], 95), 2) for k, v in wall.items() if k != "raw_fts5"
+        },
+        "cpu_p95_ratio": {
+            k: round(pct(v, 95) / pct(cpu["raw_fts5"], 95), 2) for k, v in cpu.items() if k != "raw_fts5"
+        },
+    }
 
 
 def main() -> None:
@@ -112,12 +127,20 @@ def main() -> None:
     ap.add_argument("--latency", type=int, metavar="ROUNDS", help="also time search against raw FTS5")
     args = ap.parse_args()
     size, notes = args.db.stat().st_size, note_bytes(args.workspace)
-    out: dict = {"db_bytes": size, "note_bytes": notes, "ratio": round(size / notes, 2),
-                 "largest": breakdown(args.db)}
+    out: dict = {
+        "db_bytes": size,
+        "note_bytes": notes,
+        "ratio": round(size / notes, 2),
+        "largest": breakdown(args.db),
+    }
     if args.floor:
         for name, external in (("fts5_bigram", False), ("text_plus_external_fts5", True)):
             b = floor(args.db, external)
-            out[name] = {"bytes": b, "ratio_to_notes": round(b / notes, 2), "db_over_floor": round(size / b, 2)}
+            out[name] = {
+                "bytes": b,
+                "ratio_to_notes": round(b / notes, 2),
+                "db_over_floor": round(size / b, 2),
+            }
     if args.latency:
         out["latency"] = latency(args.db, args.latency)
     print(json.dumps(out, indent=2))

@@ -29,15 +29,25 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.conftest import copy_workspace, run_build  # noqa: E402
-from tests.servers import free_port, wait_until_up  # noqa: E402
-from mnote_evidence.functions.core.contracts import Context  # noqa: E402
-from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.handlers.routes import BY_TOOL, run  # noqa: E402
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.routes import BY_TOOL, run
+from tests.conftest import copy_workspace, run_build
+from tests.servers import free_port, wait_until_up
 
 WORK = Path(__file__).resolve().parent / "_work"
-QUERIES = ["retention period seven years", "吡咯烷", "线程作用域", "thread", "evidence", "吗啉", "borrow checker",
-           "archive tier capacity", "溶剂", "citation"]
+QUERIES = [
+    "retention period seven years",
+    "吡咯烷",
+    "线程作用域",
+    "thread",
+    "evidence",
+    "吗啉",
+    "borrow checker",
+    "archive tier capacity",
+    "溶剂",
+    "citation",
+]
 
 
 def pct(samples: list[float], p: int) -> float:
@@ -50,7 +60,9 @@ def site_dir(given: str | None) -> Path:
     site, workspace = WORK / "mcp-site", WORK / "mcp-ws"
     if not workspace.is_dir():
         copy_workspace(workspace)
-    run_build(workspace, site, site=True)  # incremental: a no-op when current, a rebuild after a schema change
+    run_build(
+        workspace, site, site=True
+    )  # incremental: a no-op when current, a rebuild after a schema change
     return site
 
 
@@ -83,19 +95,25 @@ async def measure(session, ctx: Context, rounds: int) -> tuple:
             local.append(b)
             paired.append(a - b)
     calls = len(mcp)
-    cpu = {"client_per_call_ms": round(mcp_cpu / calls * 1000, 2),
-           "server_per_call_ms": round((server_cpu() - server_before) / calls * 1000, 2),
-           "handler_in_process_per_call_ms": round(local_cpu / calls * 1000, 2)}
+    cpu = {
+        "client_per_call_ms": round(mcp_cpu / calls * 1000, 2),
+        "server_per_call_ms": round((server_cpu() - server_before) / calls * 1000, 2),
+        "handler_in_process_per_call_ms": round(local_cpu / calls * 1000, 2),
+    }
     return mcp, local, paired, cpu
 
 
 def summary(mcp: list[float], local: list[float], paired: list[float], cpu: dict) -> dict:
-    cpu["overhead_per_call_ms"] = round(cpu["client_per_call_ms"] + cpu["server_per_call_ms"]
-                                        - cpu["handler_in_process_per_call_ms"], 2)
-    return {"mcp_ms": {"p50": pct(mcp, 50), "p95": pct(mcp, 95)},
-            "in_process_ms": {"p50": pct(local, 50), "p95": pct(local, 95)},
-            "overhead_p50_ms": round(pct(mcp, 50) - pct(local, 50), 2),
-            "paired_overhead_ms": {"p50": pct(paired, 50), "p95": pct(paired, 95)}, "cpu": cpu}
+    cpu["overhead_per_call_ms"] = round(
+        cpu["client_per_call_ms"] + cpu["server_per_call_ms"] - cpu["handler_in_process_per_call_ms"], 2
+    )
+    return {
+        "mcp_ms": {"p50": pct(mcp, 50), "p95": pct(mcp, 95)},
+        "in_process_ms": {"p50": pct(local, 50), "p95": pct(local, 95)},
+        "overhead_p50_ms": round(pct(mcp, 50) - pct(local, 50), 2),
+        "paired_overhead_ms": {"p50": pct(paired, 50), "p95": pct(paired, 95)},
+        "cpu": cpu,
+    }
 
 
 def main() -> None:
@@ -111,12 +129,17 @@ def main() -> None:
     site = site_dir(args.site)
     ctx = Context(EvidenceDB(site / "evidence.sqlite"))
     env = {"PYTHONPATH": os.environ.get("PYTHONPATH", str(Path(__file__).resolve().parent.parent))}
-    out: dict = {"site": str(site) if args.site else "content_fixtures (sample workspace)", "queries": len(QUERIES),
-                 "rounds": args.rounds, "calls": len(QUERIES) * args.rounds}
+    out: dict = {
+        "site": str(site) if args.site else "content_fixtures (sample workspace)",
+        "queries": len(QUERIES),
+        "rounds": args.rounds,
+        "calls": len(QUERIES) * args.rounds,
+    }
 
     async def stdio() -> tuple:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mnote_evidence", "mcp", str(site)],
-                                       env=env)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "mnote_evidence", "mcp", str(site)], env=env
+        )
         async with stdio_client(params) as (r, w), ClientSession(r, w) as session:
             await session.initialize()
             return await measure(session, ctx, args.rounds)
@@ -124,14 +147,19 @@ def main() -> None:
     out["stdio"] = summary(*anyio.run(stdio))
     if args.http:
         port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "mnote_evidence", "mcp", str(site), "--http", "--port",
-                                 str(port)], env={**os.environ, **env}, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mnote_evidence", "mcp", str(site), "--http", "--port", str(port)],
+            env={**os.environ, **env},
+            stderr=subprocess.DEVNULL,
+        )
         try:
             wait_until_up(f"http://127.0.0.1:{port}/mcp", proc)
 
             async def http() -> tuple:
-                async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (r, w), \
-                        ClientSession(r, w) as session:
+                async with (
+                    streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (r, w),
+                    ClientSession(r, w) as session,
+                ):
                     await session.initialize()
                     return await measure(session, ctx, args.rounds)
 

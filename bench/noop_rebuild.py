@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
+from mnote_evidence.build.pipeline import BuildOptions, build
 
 FIXTURES = Path(__file__).resolve().parent.parent / "content_fixtures"
 
@@ -56,12 +56,20 @@ def main() -> None:
     note = root / "copy-000/Archive/Old Ideas.md"
     note.write_text(note.read_text("utf-8") + "\nOne more line.\n", "utf-8")
     edit, _ = timed_build(root, out, args.jobs)
-    print(json.dumps({
-        "resources": files, "blocks_total": report.status_counts, "jobs": args.jobs,
-        "full_build_s": round(full, 3), "noop_rebuild_s": round(noop, 3),
-        "noop_vs_full_percent": round(noop / full * 100, 2),
-        "one_note_edit_rebuild_s": round(edit, 3),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "resources": files,
+                "blocks_total": report.status_counts,
+                "jobs": args.jobs,
+                "full_build_s": round(full, 3),
+                "noop_rebuild_s": round(noop, 3),
+                "noop_vs_full_percent": round(noop / full * 100, 2),
+                "one_note_edit_rebuild_s": round(edit, 3),
+            },
+            indent=2,
+        )
+    )
     shutil.rmtree(base)
 
 

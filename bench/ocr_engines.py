@@ -26,8 +26,8 @@ import pymupdf
 from PIL import Image, ImageFilter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
-from mnote_evidence.build.parse.ocr.normalize import lines_text  # noqa: E402
+from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine, TesseractEngine
+from mnote_evidence.build.parse.ocr.normalize import lines_text
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "content_fixtures/研究/Rust 并发.assets/thread-scope.png"
@@ -47,7 +47,12 @@ def scan(pdf: Path, page: int, out: Path) -> tuple[Path, str]:
 
 
 def degraded(src: Path, out: Path) -> Path:
-    img = Image.open(src).convert("L").rotate(2, expand=True, fillcolor=255).filter(ImageFilter.GaussianBlur(0.6))
+    img = (
+        Image.open(src)
+        .convert("L")
+        .rotate(2, expand=True, fillcolor=255)
+        .filter(ImageFilter.GaussianBlur(0.6))
+    )
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=30)
     Image.open(buf).save(out)
@@ -56,9 +61,15 @@ def degraded(src: Path, out: Path) -> Path:
 
 def main() -> None:
     work = Path(tempfile.mkdtemp())
-    cases = [("screenshot", FIXTURE, "Rust 并发笔记 — screenshot 线程作用域 Thread scope", "线程作用域"),
-             ("screenshot degraded", degraded(FIXTURE, work / "deg.png"),
-              "Rust 并发笔记 — screenshot 线程作用域 Thread scope", "线程作用域")]
+    cases = [
+        ("screenshot", FIXTURE, "Rust 并发笔记 — screenshot 线程作用域 Thread scope", "线程作用域"),
+        (
+            "screenshot degraded",
+            degraded(FIXTURE, work / "deg.png"),
+            "Rust 并发笔记 — screenshot 线程作用域 Thread scope",
+            "线程作用域",
+        ),
+    ]
     spec_img, spec_text = scan(SPEC, 3, work / "spec3.png")
     cases.append(("scan zh+en (spec p.3, 200 dpi)", spec_img, spec_text, "线程作用域"))
     if R_EXTS.exists():
@@ -72,12 +83,26 @@ def main() -> None:
             lines = engine.recognise(path)
             secs = time.perf_counter() - t
             text = lines_text(lines)
-            rows.append({"engine": engine.name, "image": name, "seconds": round(secs, 2),
-                         "similarity": round(difflib.SequenceMatcher(None, squash(text), squash(truth)).ratio(), 3),
-                         "key_phrase_found": None if phrase is None else phrase in text,
-                         "lines": len(lines), "sample": text[:80]})
-    print(json.dumps({"engines": rows, "cache": cache_hit_rebuild(work), "routing": routing_measure()},
-                     ensure_ascii=False, indent=1))
+            rows.append(
+                {
+                    "engine": engine.name,
+                    "image": name,
+                    "seconds": round(secs, 2),
+                    "similarity": round(
+                        difflib.SequenceMatcher(None, squash(text), squash(truth)).ratio(), 3
+                    ),
+                    "key_phrase_found": None if phrase is None else phrase in text,
+                    "lines": len(lines),
+                    "sample": text[:80],
+                }
+            )
+    print(
+        json.dumps(
+            {"engines": rows, "cache": cache_hit_rebuild(work), "routing": routing_measure()},
+            ensure_ascii=False,
+            indent=1,
+        )
+    )
 
 
 def cache_hit_rebuild(work: Path) -> dict:
@@ -103,8 +128,11 @@ def cache_hit_rebuild(work: Path) -> dict:
     shutil.rmtree(ws / ".mnote" / "sidecars")
     t = time.perf_counter()
     build(ws, BuildOptions(out=out, jobs=1, site=False))
-    return {"files": "1 screenshot + 2 scanned pages", "first_build_s": round(full, 2),
-            "rebuild_with_ocr_cache_s": round(time.perf_counter() - t, 2)}
+    return {
+        "files": "1 screenshot + 2 scanned pages",
+        "first_build_s": round(full, 2),
+        "rebuild_with_ocr_cache_s": round(time.perf_counter() - t, 2),
+    }
 
 
 def routing_measure() -> dict:
@@ -113,9 +141,14 @@ def routing_measure() -> dict:
         return {}
     with pymupdf.open(R_EXTS) as doc:
         density = sorted(len(p.get_text().strip()) / (p.rect.width * p.rect.height / 72 / 72) for p in doc)
-    return {"pdf": R_EXTS.name, "pages": len(density), "min": round(density[0], 1),
-            "p5": round(density[len(density) // 20], 1), "median": round(density[len(density) // 2], 1),
-            "threshold": 2.0}
+    return {
+        "pdf": R_EXTS.name,
+        "pages": len(density),
+        "min": round(density[0], 1),
+        "p5": round(density[len(density) // 20], 1),
+        "median": round(density[len(density) // 2], 1),
+        "threshold": 2.0,
+    }
 
 
 if __name__ == "__main__":

@@ -18,17 +18,21 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path  # noqa: E402
-from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine, TesseractEngine  # noqa: E402
-from tests.ocr.truth import cjk_chars, compare, latin_words, page_truth_and_ocr  # noqa: E402
+from bench._util import results_path
+from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine, TesseractEngine
+from tests.ocr.truth import cjk_chars, compare, latin_words, page_truth_and_ocr
 
 REPO = Path(__file__).resolve().parent.parent
 OCR_PAGES = REPO / "tests/real_documents/ocr"
-PAGES = [(OCR_PAGES / "libtasn1-p2-p4-p8.pdf", n, "en") for n in (1, 2, 3)] + \
-        [(OCR_PAGES / "gnupg-help-zh_CN.pdf", n, "zh") for n in (1, 2)] + \
-        [(Path("/usr/share/R/doc/manual/R-exts.pdf"), n, "en") for n in (20, 42)] + \
-        [(Path("/usr/share/R/doc/manual/R-FAQ.pdf"), 10, "en"),
-         (Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"), 3, "en")]
+PAGES = (
+    [(OCR_PAGES / "libtasn1-p2-p4-p8.pdf", n, "en") for n in (1, 2, 3)]
+    + [(OCR_PAGES / "gnupg-help-zh_CN.pdf", n, "zh") for n in (1, 2)]
+    + [(Path("/usr/share/R/doc/manual/R-exts.pdf"), n, "en") for n in (20, 42)]
+    + [
+        (Path("/usr/share/R/doc/manual/R-FAQ.pdf"), 10, "en"),
+        (Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"), 3, "en"),
+    ]
+)
 
 
 def main() -> None:
@@ -41,9 +45,15 @@ def main() -> None:
             for dpi in (150, 200):
                 t = time.perf_counter()
                 truth, text = page_truth_and_ocr(engine, pdf, page, dpi)
-                row = {"engine": engine.name, "pdf": pdf.name, "page": page, "dpi": dpi, "lang": lang,
-                       "seconds": round(time.perf_counter() - t, 2),
-                       "words": compare(latin_words(truth), latin_words(text)).to_json()}
+                row = {
+                    "engine": engine.name,
+                    "pdf": pdf.name,
+                    "page": page,
+                    "dpi": dpi,
+                    "lang": lang,
+                    "seconds": round(time.perf_counter() - t, 2),
+                    "words": compare(latin_words(truth), latin_words(text)).to_json(),
+                }
                 if lang == "zh":
                     row["cjk"] = compare(cjk_chars(truth), cjk_chars(text)).to_json()
                 else:
@@ -61,7 +71,9 @@ def main() -> None:
                 "zh_char_recall_min": min((r["cjk"]["recall"] for r in zh), default=None),
                 "zh_char_precision_min": min((r["cjk"]["precision"] for r in zh), default=None),
                 "cjk_chars_on_latin_pages": sum(r.get("cjk_in_latin_pages", 0) for r in en),
-                "seconds_per_page_median": sorted(r["seconds"] for r in en + zh)[len(en + zh) // 2] if en + zh else None,
+                "seconds_per_page_median": sorted(r["seconds"] for r in en + zh)[len(en + zh) // 2]
+                if en + zh
+                else None,
             }
     out = {"summary": summary, "pages": rows}
     results_path("ocr_truth.json").write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n")

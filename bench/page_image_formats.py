@@ -21,7 +21,7 @@ import pymupdf
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path  # noqa: E402
+from bench._util import results_path
 
 DEFAULT = Path("/usr/share/R/doc/manual/R-exts.pdf")
 OUT = results_path("legibility")
@@ -59,12 +59,21 @@ def main() -> None:
                 data = encode(pix, fmt)
                 total += len(data)
             secs = time.perf_counter() - t0
-            crop = doc[10].get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False,
-                                      clip=pymupdf.Rect(90, 90, 330, 160))
-            (OUT / f"z{zoom}-{fmt.split()[0]}.{'png' if fmt == 'png' else fmt[:4]}").write_bytes(encode(crop, fmt))
-            rows.append({"format": fmt, "zoom": zoom, "pages_per_s": round(len(pages) / secs, 1),
-                         "kb_per_page": round(total / len(pages) / 1024, 1),
-                         "x_height_px_7pt": round(7 * 0.5 * zoom, 1)})
+            crop = doc[10].get_pixmap(
+                matrix=pymupdf.Matrix(zoom, zoom), alpha=False, clip=pymupdf.Rect(90, 90, 330, 160)
+            )
+            (OUT / f"z{zoom}-{fmt.split()[0]}.{'png' if fmt == 'png' else fmt[:4]}").write_bytes(
+                encode(crop, fmt)
+            )
+            rows.append(
+                {
+                    "format": fmt,
+                    "zoom": zoom,
+                    "pages_per_s": round(len(pages) / secs, 1),
+                    "kb_per_page": round(total / len(pages) / 1024, 1),
+                    "x_height_px_7pt": round(7 * 0.5 * zoom, 1),
+                }
+            )
     print(json.dumps(rows, indent=1))
 
 

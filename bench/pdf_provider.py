@@ -25,12 +25,12 @@ from pathlib import Path
 import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import interleaved, machine  # noqa: E402
-from mnote_evidence.build.parse.providers.base import ParseInput  # noqa: E402
-from mnote_evidence.build.parse.ocr.settings import OcrSettings  # noqa: E402
-from mnote_evidence.build.parse.providers.pdf import PdfProvider  # noqa: E402
-from mnote_evidence.build.workspace.scan import file_sha256  # noqa: E402
-from mnote_evidence.build.parse.sidecars import write_sidecars  # noqa: E402
+from bench._util import interleaved, machine
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.pdf import PdfProvider
+from mnote_evidence.build.parse.sidecars import write_sidecars
+from mnote_evidence.build.workspace.scan import file_sha256
 
 MANUALS = Path("/usr/share/R/doc/manual")
 DEFAULTS = [MANUALS / "R-exts.pdf", MANUALS / "fullrefman.pdf"]
@@ -73,10 +73,12 @@ def liteparse_json(pdf: Path, pages: int) -> int:
 
 
 def rss_of_ours(pdf: Path) -> float:
-    code = ("import sys, tempfile; from pathlib import Path; sys.path.insert(0, %r);"
-            "from bench.pdf_provider import ours; from bench._util import peak_rss_mb;"
-            "ours(Path(%r), Path(tempfile.mkdtemp())); print(peak_rss_mb())"
-            % (str(Path(__file__).resolve().parent.parent), str(pdf)))
+    code = (
+        "import sys, tempfile; from pathlib import Path; sys.path.insert(0, %r);"
+        "from bench.pdf_provider import ours; from bench._util import peak_rss_mb;"
+        "ours(Path(%r), Path(tempfile.mkdtemp())); print(peak_rss_mb())"
+        % (str(Path(__file__).resolve().parent.parent), str(pdf))
+    )
     return float(subprocess.check_output([sys.executable, "-c", code]).strip())
 
 
@@ -87,10 +89,14 @@ def measure(pdf: Path, rounds: int, pdfplumber_max: int) -> dict:
     start = machine()
     rss = rss_of_ours(pdf)
     lite_pages = []
-    fns = {"ours (blocks+bbox+sections+sidecar)": lambda: ours(pdf, work),
-           "ours, no-outline path (font-size headings)": lambda: ours_without_outline(pdf, work),
-           "raw PyMuPDF get_text('dict')": lambda: raw_dict(pdf),
-           "liteparse (json, no OCR, max_pages = page count)": lambda: lite_pages.append(liteparse_json(pdf, pages))}
+    fns = {
+        "ours (blocks+bbox+sections+sidecar)": lambda: ours(pdf, work),
+        "ours, no-outline path (font-size headings)": lambda: ours_without_outline(pdf, work),
+        "raw PyMuPDF get_text('dict')": lambda: raw_dict(pdf),
+        "liteparse (json, no OCR, max_pages = page count)": lambda: lite_pages.append(
+            liteparse_json(pdf, pages)
+        ),
+    }
     try:
         import liteparse  # noqa: F401
     except ImportError as exc:  # report, don't hide: the baseline could not run here
@@ -104,8 +110,15 @@ def measure(pdf: Path, rounds: int, pdfplumber_max: int) -> dict:
         row["ms_per_page"] = round(row["min_s"] / pages * 1000, 2)
         row["ours_vs_this"] = round(ours_row["min_s"] / row["min_s"], 2)
         row["ours_vs_this_cpu"] = round(ours_row["cpu_min_s"] / row["cpu_min_s"], 2)
-    return {"pdf": str(pdf), "pages": pages, "liteparse_pages_parsed": lite_pages[:1],
-            "peak_rss_mb_ours": round(rss, 1), "machine_start": start, "machine_end": machine(), "runs": rows}
+    return {
+        "pdf": str(pdf),
+        "pages": pages,
+        "liteparse_pages_parsed": lite_pages[:1],
+        "peak_rss_mb_ours": round(rss, 1),
+        "machine_start": start,
+        "machine_end": machine(),
+        "runs": rows,
+    }
 
 
 def main() -> None:
@@ -116,9 +129,11 @@ def main() -> None:
     args = ap.parse_args()
     if not args.pdfs:
         sys.exit("no PDF: install Debian's r-doc-pdf or name PDFs")
-    result = {"compares": "ours_vs_this(_cpu) = our provider's min wall (CPU) time / this row's; same PDF, same run, "
-                          "interleaved",
-              "pdfs": [measure(pdf, args.rounds, args.pdfplumber_max_pages) for pdf in args.pdfs]}
+    result = {
+        "compares": "ours_vs_this(_cpu) = our provider's min wall (CPU) time / this row's; same PDF, same run, "
+        "interleaved",
+        "pdfs": [measure(pdf, args.rounds, args.pdfplumber_max_pages) for pdf in args.pdfs],
+    }
     print(json.dumps(result, indent=2))
 
 

@@ -32,18 +32,37 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.fts_recall import corpus  # noqa: E402
-from tests.servers import wait_until_up  # noqa: E402
-from mnote_evidence.build.index.schema import SCHEMA_VERSION, create_schema  # noqa: E402
-from mnote_evidence.build.core.urls import page_url  # noqa: E402
-from mnote_evidence.build.core.text import SEGMENTATION_VERSION, fts_query, segment_for_index  # noqa: E402
-from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.handlers.evidence import Context, search  # noqa: E402
+from bench.fts_recall import corpus
+from mnote_evidence.build.core.text import SEGMENTATION_VERSION, fts_query, segment_for_index
+from mnote_evidence.build.core.urls import page_url
+from mnote_evidence.build.index.schema import SCHEMA_VERSION, create_schema
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import Context, search
+from tests.servers import wait_until_up
 
 WORK = Path(__file__).resolve().parent / "_work"
-QUERIES = ["线程作用域", "吗啉", "线程", "吡咯烷", "借用检查", "生命周期", "全文检索", "citation", "retention policy",
-           "evidence index", "borrow", "audit", "溶剂 solvent", "缓存 cache", "页码", "分词", "并发", "token",
-           "thread scope", "引用"]
+QUERIES = [
+    "线程作用域",
+    "吗啉",
+    "线程",
+    "吡咯烷",
+    "借用检查",
+    "生命周期",
+    "全文检索",
+    "citation",
+    "retention policy",
+    "evidence index",
+    "borrow",
+    "audit",
+    "溶剂 solvent",
+    "缓存 cache",
+    "页码",
+    "分词",
+    "并发",
+    "token",
+    "thread scope",
+    "引用",
+]
 
 
 def make_db(path: Path, blocks: int) -> None:
@@ -58,16 +77,37 @@ def make_db(path: Path, blocks: int) -> None:
         "INSERT INTO evidence_resource (resource_id, owner_document_path, source_root_relative_path, kind, provider,"
         " provider_version, source_hash, source_map_path, status, page_count, block_count, updated_at_ms, page_url)"
         " VALUES (?, ?, ?, 'pdf', 'pymupdf', 'bench', 'sha256:0', ?, 'ok', 50, ?, 0, ?)",
-        [(f"r-{i:06d}", f"notes/n{i}.md", f"notes/n{i}.assets/doc{i}.pdf", f"notes/n{i}.ocr/doc{i}.pdf.source-map.json",
-          blocks // resources, page_url(f"notes/n{i}.assets/doc{i}.pdf")) for i in range(resources)])
+        [
+            (
+                f"r-{i:06d}",
+                f"notes/n{i}.md",
+                f"notes/n{i}.assets/doc{i}.pdf",
+                f"notes/n{i}.ocr/doc{i}.pdf.source-map.json",
+                blocks // resources,
+                page_url(f"notes/n{i}.assets/doc{i}.pdf"),
+            )
+            for i in range(resources)
+        ],
+    )
     rnd = random.Random(3)
     texts = corpus(blocks)
     batch = []
     for n, text in enumerate(texts):
         rid = n * resources // blocks  # a resource's blocks are contiguous, as a real build writes them
         # the locator is the evidence_block view's (build/core/locator.py), from these columns and the resource's
-        batch.append((n + 1, f"b-{n:012d}", f"r-{rid:06d}", n % (blocks // resources), text, rnd.randint(1, 50),
-                      json.dumps([72.0, 100.0, 520.0, 140.0]), len(text), segment_for_index(text)))
+        batch.append(
+            (
+                n + 1,
+                f"b-{n:012d}",
+                f"r-{rid:06d}",
+                n % (blocks // resources),
+                text,
+                rnd.randint(1, 50),
+                json.dumps([72.0, 100.0, 520.0, 140.0]),
+                len(text),
+                segment_for_index(text),
+            )
+        )
         if len(batch) == 20000:
             _flush(conn, batch)
             batch = []
@@ -81,17 +121,24 @@ def make_db(path: Path, blocks: int) -> None:
 def stamp(path: Path) -> None:
     """Record the versions readers check (`build/versions.py`), also in a database cached before they were."""
     conn = sqlite3.connect(path)
-    conn.executemany("INSERT OR REPLACE INTO build_meta (key, value) VALUES (?, ?)",
-                     [("schema_version", SCHEMA_VERSION), ("segmentation_version", SEGMENTATION_VERSION)])
+    conn.executemany(
+        "INSERT OR REPLACE INTO build_meta (key, value) VALUES (?, ?)",
+        [("schema_version", SCHEMA_VERSION), ("segmentation_version", SEGMENTATION_VERSION)],
+    )
     conn.commit()
     conn.close()
 
 
 def _flush(conn: sqlite3.Connection, batch: list) -> None:
-    conn.executemany("INSERT INTO evidence_block_row (id, block_id, resource_id, ordinal, kind, text, page, bbox_json,"
-                     " char_start, char_end) VALUES (?, ?, ?, ?, 'paragraph', ?, ?, ?, 0, ?)", [b[:8] for b in batch])
-    conn.executemany("INSERT INTO evidence_fts (rowid, text, block_id) VALUES (?, ?, ?)",
-                     [(b[0], b[8], b[1]) for b in batch])
+    conn.executemany(
+        "INSERT INTO evidence_block_row (id, block_id, resource_id, ordinal, kind, text, page, bbox_json,"
+        " char_start, char_end) VALUES (?, ?, ?, ?, 'paragraph', ?, ?, ?, 0, ?)",
+        [b[:8] for b in batch],
+    )
+    conn.executemany(
+        "INSERT INTO evidence_fts (rowid, text, block_id) VALUES (?, ?, ?)",
+        [(b[0], b[8], b[1]) for b in batch],
+    )
     conn.commit()
 
 
@@ -99,7 +146,15 @@ def pct(samples: list[float], p: float) -> float:
     return round(statistics.quantiles(samples, n=100)[int(p) - 1] * 1000, 1)
 
 
-SERIES = ("raw_fts5", "count_all", "count_all_filtered", "handler", "handler_grouped", "endpoint", "endpoint_grouped")
+SERIES = (
+    "raw_fts5",
+    "count_all",
+    "count_all_filtered",
+    "handler",
+    "handler_grouped",
+    "endpoint",
+    "endpoint_grouped",
+)
 GROUPED = {"groupBy": "document", "perDocument": 3}
 
 
@@ -132,53 +187,92 @@ def main() -> None:
 
     port = 8790
     datasette = str(Path(sys.executable).with_name("datasette"))
-    proc = subprocess.Popen([datasette, "-i", str(db), "--port", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [datasette, "-i", str(db), "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until_up(base + "/-/versions.json")
         with httpx.Client(timeout=120) as http:
             for q in QUERIES:  # warm-up: every series reads the same pages
                 http.get(base + "/-/evidence/search", params={"q": q, "topK": 10})
-                conn.execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH ?", [fts_query(q)]).fetchone()
+                conn.execute(
+                    "SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH ?", [fts_query(q)]
+                ).fetchone()
             for _ in range(args.rounds):
                 for q in QUERIES:
                     match = fts_query(q)
-                    timed("raw_fts5", lambda: conn.execute(
-                        "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) "
-                        "LIMIT 10", [match]).fetchall())
-                    timed("count_all", lambda: conn.execute(
-                        "SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH ?", [match]).fetchone())
-                    timed("count_all_filtered", lambda: conn.execute(
-                        "SELECT count(*) FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid JOIN "
-                        "evidence_resource r USING (resource_id) WHERE evidence_fts MATCH ? AND r.status = 'ok' "
-                        "AND b.role = 'body'", [match]).fetchone())
+                    timed(
+                        "raw_fts5",
+                        lambda: conn.execute(
+                            "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) "
+                            "LIMIT 10",
+                            [match],
+                        ).fetchall(),
+                    )
+                    timed(
+                        "count_all",
+                        lambda: conn.execute(
+                            "SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH ?", [match]
+                        ).fetchone(),
+                    )
+                    timed(
+                        "count_all_filtered",
+                        lambda: conn.execute(
+                            "SELECT count(*) FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid JOIN "
+                            "evidence_resource r USING (resource_id) WHERE evidence_fts MATCH ? AND r.status = 'ok' "
+                            "AND b.role = 'body'",
+                            [match],
+                        ).fetchone(),
+                    )
                     body = timed("handler", lambda: search({"query": q, "topK": 10}, ctx))
                     assert body["results"] and all(r["snippet"]["highlights"] for r in body["results"]), q
                     lower_bound += body["totalIsLowerBound"]
-                    grouped = timed("handler_grouped", lambda: search({"query": q, "topK": 10, **GROUPED}, ctx))
+                    grouped = timed(
+                        "handler_grouped", lambda: search({"query": q, "topK": 10, **GROUPED}, ctx)
+                    )
                     assert grouped["groups"], q
                     for series, extra in (("endpoint", {}), ("endpoint_grouped", GROUPED)):
-                        r = timed(series, lambda: http.get(base + "/-/evidence/search",
-                                                           params={"q": q, "topK": 10, **extra}))
+                        r = timed(
+                            series,
+                            lambda: http.get(
+                                base + "/-/evidence/search", params={"q": q, "topK": 10, **extra}
+                            ),
+                        )
                         assert r.status_code == 200, r.text
     finally:
         proc.terminate()
         proc.wait()
     raw95, raw95_cpu = pct(samples["raw_fts5"], 95), pct(cpu["raw_fts5"], 95)
-    print(json.dumps({
-        "blocks": args.blocks, "db_mib": round(db.stat().st_size / 2**20), "queries": len(QUERIES),
-        "rounds": args.rounds, "totals_lower_bound": f"{lower_bound}/{len(samples['handler'])}",
-        **{f"{k}_ms": {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in samples.items()},
-        "p95_ratio": {k: round(pct(v, 95) / raw95, 2) for k, v in samples.items() if k != "raw_fts5"},
-        # each sample against the raw query run just before it (same query, same moment of load)
-        "paired_ratio_median": {k: round(statistics.median(a / b for a, b in zip(v, samples["raw_fts5"])), 2)
-                                for k, v in samples.items() if k != "raw_fts5"},
-        "cpu_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in cpu.items()},
-        "cpu_p95_ratio": {k: round(pct(v, 95) / raw95_cpu, 3) for k, v in cpu.items() if k != "raw_fts5"},
-        "cpu_paired_ratio_median": {k: round(statistics.median(a / b for a, b in zip(v, cpu["raw_fts5"])), 3)
-                                    for k, v in cpu.items() if k != "raw_fts5"},
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "blocks": args.blocks,
+                "db_mib": round(db.stat().st_size / 2**20),
+                "queries": len(QUERIES),
+                "rounds": args.rounds,
+                "totals_lower_bound": f"{lower_bound}/{len(samples['handler'])}",
+                **{f"{k}_ms": {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in samples.items()},
+                "p95_ratio": {k: round(pct(v, 95) / raw95, 2) for k, v in samples.items() if k != "raw_fts5"},
+                # each sample against the raw query run just before it (same query, same moment of load)
+                "paired_ratio_median": {
+                    k: round(statistics.median(a / b for a, b in zip(v, samples["raw_fts5"])), 2)
+                    for k, v in samples.items()
+                    if k != "raw_fts5"
+                },
+                "cpu_ms": {k: {"p50": pct(v, 50), "p95": pct(v, 95)} for k, v in cpu.items()},
+                "cpu_p95_ratio": {
+                    k: round(pct(v, 95) / raw95_cpu, 3) for k, v in cpu.items() if k != "raw_fts5"
+                },
+                "cpu_paired_ratio_median": {
+                    k: round(statistics.median(a / b for a, b in zip(v, cpu["raw_fts5"])), 3)
+                    for k, v in cpu.items()
+                    if k != "raw_fts5"
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

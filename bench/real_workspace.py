@@ -20,17 +20,23 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from mnote_evidence.build.knowledge.lightrag import LightRagConfig  # noqa: E402
-from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
-from tests.knowledge.harness import LightRag  # noqa: E402
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.pipeline import BuildOptions, build
+from tests.knowledge.harness import LightRag
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work" / "real"
 REPO = HERE.parent
-SYSTEM_PDFS = ["/usr/share/R/doc/manual/R-FAQ.pdf", "/usr/share/R/doc/manual/R-data.pdf",
-               "/usr/share/R/doc/manual/R-intro.pdf", "/usr/share/R/doc/manual/R-lang.pdf",
-               "/usr/share/R/doc/manual/R-admin.pdf", "/usr/share/R/doc/manual/R-ints.pdf",
-               "/usr/share/doc/libtasn1-doc/libtasn1.pdf", "/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"]
+SYSTEM_PDFS = [
+    "/usr/share/R/doc/manual/R-FAQ.pdf",
+    "/usr/share/R/doc/manual/R-data.pdf",
+    "/usr/share/R/doc/manual/R-intro.pdf",
+    "/usr/share/R/doc/manual/R-lang.pdf",
+    "/usr/share/R/doc/manual/R-admin.pdf",
+    "/usr/share/R/doc/manual/R-ints.pdf",
+    "/usr/share/doc/libtasn1-doc/libtasn1.pdf",
+    "/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf",
+]
 DOCX_GIT = os.environ.get("PYTHON_DOCX_GIT", "/work/.mirror/python-openxml+python-docx/repo")
 
 
@@ -50,15 +56,26 @@ def gnuplot_pdf() -> Path | None:
 def docx_files() -> dict[str, bytes]:
     if not Path(DOCX_GIT).exists():
         return {}
-    names = subprocess.run(["git", "--git-dir", DOCX_GIT, "ls-tree", "-r", "--name-only", "HEAD"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    return {n: subprocess.run(["git", "--git-dir", DOCX_GIT, "show", f"HEAD:{n}"], capture_output=True,
-                              check=True).stdout for n in names if n.endswith(".docx") and "test_files" in n}
+    names = subprocess.run(
+        ["git", "--git-dir", DOCX_GIT, "ls-tree", "-r", "--name-only", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return {
+        n: subprocess.run(
+            ["git", "--git-dir", DOCX_GIT, "show", f"HEAD:{n}"], capture_output=True, check=True
+        ).stdout
+        for n in names
+        if n.endswith(".docx") and "test_files" in n
+    }
 
 
 def assemble(ws: Path) -> int:
     if ws.exists():
-        return sum(1 for p in ws.rglob("*") if p.is_file() and ".ocr" not in p.parts and ".mnote" not in p.parts)
+        return sum(
+            1 for p in ws.rglob("*") if p.is_file() and ".ocr" not in p.parts and ".mnote" not in p.parts
+        )
     shutil.copytree(REPO / "content_fixtures", ws)
     manuals = ws / "Manuals"
     manuals.mkdir()
@@ -78,7 +95,9 @@ def main() -> None:
     server = LightRag(WORK / "lightrag")
     server.start()
     try:
-        report = build(ws, BuildOptions(out=out, jobs=2, site=True, lightrag=LightRagConfig(server.url, timeout=120)))
+        report = build(
+            ws, BuildOptions(out=out, jobs=2, site=True, lightrag=LightRagConfig(server.url, timeout=120))
+        )
         print({"files": count, "knowledge": report.knowledge})
     finally:
         server.close()

@@ -41,10 +41,20 @@ from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import (  # noqa: E402
-    REPO, WORK, baseline_tree, become_subreaper, children_pids, code_commit, compile_tree, git_commit, machine,
-    reap_orphans, results_path)
-from bench.fts_recall import paragraphs  # noqa: E402
+from bench._util import (
+    REPO,
+    WORK,
+    baseline_tree,
+    become_subreaper,
+    children_pids,
+    code_commit,
+    compile_tree,
+    git_commit,
+    machine,
+    reap_orphans,
+    results_path,
+)
+from bench.fts_recall import paragraphs
 
 GENERATOR = 1  # bump when make_notes changes what it writes (cached workspaces are keyed by it)
 SEED = 11
@@ -143,13 +153,20 @@ def run_build(tree: Path, ws: Path, out: Path, jobs: int | None) -> dict:
         rss_kb = stats.read().split()[-1] if wrapped is not cmd else None
     report = json.loads(stdout)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return {"wall_s": round(wall, 3), "build_s": round(report["seconds"], 3),
-            "cpu_s": round(cpu, 2), "cpu_includes_workers": subreaper,
-            "peak_rss_mb": None if rss_kb is None else round(int(rss_kb) / 1024, 1),
-            "peak_tree_pss_mb": round(peak[0] / 2**20, 1) if peak[0] else None,
-            "parsed": report["parsed"], "unchanged": report["unchanged"], "changed": report["changed"],
-            "errors": len(report["errors"]), "pages_written": (report.get("site") or {}).get("pages_written"),
-            "load1": round(load, 2)}
+    return {
+        "wall_s": round(wall, 3),
+        "build_s": round(report["seconds"], 3),
+        "cpu_s": round(cpu, 2),
+        "cpu_includes_workers": subreaper,
+        "peak_rss_mb": None if rss_kb is None else round(int(rss_kb) / 1024, 1),
+        "peak_tree_pss_mb": round(peak[0] / 2**20, 1) if peak[0] else None,
+        "parsed": report["parsed"],
+        "unchanged": report["unchanged"],
+        "changed": report["changed"],
+        "errors": len(report["errors"]),
+        "pages_written": (report.get("site") or {}).get("pages_written"),
+        "load1": round(load, 2),
+    }
 
 
 def du(path: Path) -> int:
@@ -173,8 +190,9 @@ def stats(runs: list[dict]) -> dict:
     return out
 
 
-def measure(n: int, trees: dict[str, Path], commits: dict[str, str], code_commits: dict[str, str],
-            args) -> list[dict]:
+def measure(
+    n: int, trees: dict[str, Path], commits: dict[str, str], code_commits: dict[str, str], args
+) -> list[dict]:
     pristine, info = workspace(n)
     dirs = {label: HERE / f"run-{label}-{n}" for label in trees}
     full: dict[str, list] = {label: [] for label in trees}
@@ -191,8 +209,13 @@ def measure(n: int, trees: dict[str, Path], commits: dict[str, str], code_commit
     for label, d in dirs.items():
         out = d / "out"
         db = sum(p.stat().st_size for p in out.glob("evidence.sqlite*"))
-        sizes[label] = {"db_bytes": db, "out_bytes": du(out), "notes_bytes": info["bytes"],
-                        "workspace_bytes_after": du(d / "ws"), "db_per_notes_byte": round(db / info["bytes"], 2)}
+        sizes[label] = {
+            "db_bytes": db,
+            "out_bytes": du(out),
+            "notes_bytes": info["bytes"],
+            "workspace_bytes_after": du(d / "ws"),
+            "db_per_notes_byte": round(db / info["bytes"], 2),
+        }
     for _ in range(args.repeat):
         for label, tree in trees.items():
             noop[label].append(run_build(tree, dirs[label] / "ws", dirs[label] / "out", args.jobs))
@@ -200,16 +223,30 @@ def measure(n: int, trees: dict[str, Path], commits: dict[str, str], code_commit
         for label, tree in trees.items():
             edited = edit(dirs[label] / "ws", n, r)
             time.sleep(args.settle)
-            edits[label].append({**run_build(tree, dirs[label] / "ws", dirs[label] / "out", args.jobs), "note": edited})
+            edits[label].append(
+                {**run_build(tree, dirs[label] / "ws", dirs[label] / "out", args.jobs), "note": edited}
+            )
     if not args.keep:
         for d in dirs.values():
             shutil.rmtree(d, ignore_errors=True)
     end = machine()
-    return [{"notes": n, "ref": label, "commit": commits[label], "code_commit": code_commits[label],
-             "jobs": args.jobs or "default",
-             "workspace": info, "machine_start": start, "machine_end": end,
-             "full": stats(full[label]), "noop": stats(noop[label]), "edit": stats(edits[label]),
-             "sizes": sizes[label]} for label in trees]
+    return [
+        {
+            "notes": n,
+            "ref": label,
+            "commit": commits[label],
+            "code_commit": code_commits[label],
+            "jobs": args.jobs or "default",
+            "workspace": info,
+            "machine_start": start,
+            "machine_end": end,
+            "full": stats(full[label]),
+            "noop": stats(noop[label]),
+            "edit": stats(edits[label]),
+            "sizes": sizes[label],
+        }
+        for label in trees
+    ]
 
 
 def write(result: dict, path: Path) -> None:
@@ -224,12 +261,19 @@ def main() -> None:
     ap.add_argument("--notes", default="100,1000,10000", help="comma-separated sizes")
     ap.add_argument("--with-100k", action="store_true", help="add 100,000 notes (long: generate + build)")
     ap.add_argument("--baseline-ref", help="also measure this git ref's sources, interleaved")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds of no-op and edit (and of full up to 1,000)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="rounds of no-op and edit (and of full up to 1,000)"
+    )
     ap.add_argument("--jobs", type=int, help="--jobs of the build (default: the build's own default)")
-    ap.add_argument("--edits", type=int, help="rounds of one-note edits, trees alternating (default: --repeat)")
-    ap.add_argument("--settle", type=float, default=0.0,
-                    help="seconds between an edit and its build (default 0: at once)")
-    ap.add_argument("--resume", action="store_true", help="keep sizes already in the results for the same commits")
+    ap.add_argument(
+        "--edits", type=int, help="rounds of one-note edits, trees alternating (default: --repeat)"
+    )
+    ap.add_argument(
+        "--settle", type=float, default=0.0, help="seconds between an edit and its build (default 0: at once)"
+    )
+    ap.add_argument(
+        "--resume", action="store_true", help="keep sizes already in the results for the same commits"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the built workspaces in bench/_work/scale/")
     ap.add_argument("--result", type=Path, default=RESULT, help="where to write the results JSON")
     args = ap.parse_args()
@@ -243,8 +287,13 @@ def main() -> None:
     done = {(r["notes"], r["ref"], r["commit"]) for r in old["results"]}
     result = {"about": __doc__.split("\n")[0], "commits": commits, "code_commits": code, "results": []}
     for n in sizes:
-        kept = [r for r in old["results"] if r["notes"] == n and (n, r["ref"], commits.get(r["ref"])) in done
-                and r["commit"] == commits.get(r["ref"])]
+        kept = [
+            r
+            for r in old["results"]
+            if r["notes"] == n
+            and (n, r["ref"], commits.get(r["ref"])) in done
+            and r["commit"] == commits.get(r["ref"])
+        ]
         if len(kept) == len(trees):
             print(f"{n} notes: kept from the last run", file=sys.stderr)
             result["results"] += kept

@@ -26,9 +26,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.noop_rebuild import make_workspace  # noqa: E402
-from tests.servers import wait_until_up  # noqa: E402
-from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
+from bench.noop_rebuild import make_workspace
+from mnote_evidence.build.pipeline import BuildOptions, build
+from tests.servers import wait_until_up
 
 QUERIES = ["retention period", "线程作用域", "吗啉", "吡咯烷", "scoped threads", "provider matrix"]
 
@@ -54,8 +54,24 @@ def main() -> None:
     build(ws, BuildOptions(out=out, jobs=2))
     port = 8791
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch",
-                             str(ws), "--jobs", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mnote_evidence",
+            "serve",
+            str(out),
+            "--port",
+            str(port),
+            "--watch",
+            str(ws),
+            "--jobs",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     wait_until_up(base + "/-/versions.json")
     latencies: list[float] = []
     errors: list[str] = []
@@ -92,15 +108,28 @@ def main() -> None:
     log, _ = proc.communicate(timeout=20)
     shutil.rmtree(base_dir)
     q = statistics.quantiles(latencies, n=100)
-    print(json.dumps({
-        "resources": args.copies * 20, "clients": args.clients, "seconds": args.seconds,
-        "requests": len(latencies), "errors": len(errors), "error_samples": errors[:5],
-        "throughput_rps": round(len(latencies) / args.seconds, 1),
-        "latency_ms": {"p50": round(q[49] * 1000, 1), "p99": round(q[98] * 1000, 1),
-                       "max": round(max(latencies) * 1000, 1)},
-        "save_to_searchable_s": saves,
-        "rebuilds_logged": [line for line in log.splitlines() if line.startswith("rebuilt")],
-    }, indent=2, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "resources": args.copies * 20,
+                "clients": args.clients,
+                "seconds": args.seconds,
+                "requests": len(latencies),
+                "errors": len(errors),
+                "error_samples": errors[:5],
+                "throughput_rps": round(len(latencies) / args.seconds, 1),
+                "latency_ms": {
+                    "p50": round(q[49] * 1000, 1),
+                    "p99": round(q[98] * 1000, 1),
+                    "max": round(max(latencies) * 1000, 1),
+                },
+                "save_to_searchable_s": saves,
+                "rebuilds_logged": [line for line in log.splitlines() if line.startswith("rebuilt")],
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ import pymupdf
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import REPO, compile_tree, interleaved, machine  # noqa: E402
-from bench.scale import run_build  # noqa: E402
-from mnote_evidence.build.render import page_images  # noqa: E402
+from bench._util import REPO, compile_tree, interleaved, machine
+from bench.scale import run_build
+from mnote_evidence.build.render import page_images
 
 DEFAULT = Path("/usr/share/R/doc/manual/R-exts.pdf")
 FIXTURES = Path(__file__).resolve().parent.parent / "content_fixtures"
@@ -49,8 +49,14 @@ def raw(pdf: Path, zoom: float, to_files: bool) -> None:
 
 def ours(pdf: Path, zoom: float, pages: int, jobs: int) -> None:
     folder = Path(tempfile.mkdtemp())
-    page_images.render_all([page_images.PageImageJob(str(pdf), str(folder), tuple(range(1, pages + 1)),
-                                                     page_images.PageImageSettings(zoom=zoom))], jobs)
+    page_images.render_all(
+        [
+            page_images.PageImageJob(
+                str(pdf), str(folder), tuple(range(1, pages + 1)), page_images.PageImageSettings(zoom=zoom)
+            )
+        ],
+        jobs,
+    )
     shutil.rmtree(folder)
 
 
@@ -63,10 +69,15 @@ def main() -> None:
     with pymupdf.open(pdf) as doc:
         pages = doc.page_count
     start = machine()
-    images = interleaved({"raw_in_memory": lambda: raw(pdf, zoom, False),
-                          "raw_to_files": lambda: raw(pdf, zoom, True),
-                          "ours_1_worker": lambda: ours(pdf, zoom, pages, 1),
-                          "ours_2_workers": lambda: ours(pdf, zoom, pages, 2)}, args.rounds)
+    images = interleaved(
+        {
+            "raw_in_memory": lambda: raw(pdf, zoom, False),
+            "raw_to_files": lambda: raw(pdf, zoom, True),
+            "ours_1_worker": lambda: ours(pdf, zoom, pages, 1),
+            "ours_2_workers": lambda: ours(pdf, zoom, pages, 2),
+        },
+        args.rounds,
+    )
     for row in images.values():
         row["pages_per_s"] = round(pages / row["min_s"], 1)
     best = {name: row["min_s"] for name, row in images.items()}
@@ -81,16 +92,26 @@ def main() -> None:
     note.write_text(note.read_text("utf-8").replace("Text PDFs", "Text-layer PDFs"), "utf-8")
     edit = run_build(REPO, ws, out, 2)
     shutil.rmtree(base)
-    print(json.dumps({
-        "pdf": str(pdf), "pages": pages, "zoom": zoom, "machine_start": start, "machine_end": machine(),
-        "page_images": images,
-        "ours_1_worker_vs_raw_in_memory": round(best["ours_1_worker"] / best["raw_in_memory"], 2),
-        "ours_1_worker_vs_raw_to_files": round(best["ours_1_worker"] / best["raw_to_files"], 2),
-        "ours_2_workers_vs_1": round(best["ours_2_workers"] / best["ours_1_worker"], 2),
-        "full_build": full, "one_paragraph_edit": edit,
-        "edit_vs_full_percent_in_build": round(edit["build_s"] / full["build_s"] * 100, 1),
-        "edit_vs_full_percent_whole_process": round(edit["wall_s"] / full["wall_s"] * 100, 1),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "pdf": str(pdf),
+                "pages": pages,
+                "zoom": zoom,
+                "machine_start": start,
+                "machine_end": machine(),
+                "page_images": images,
+                "ours_1_worker_vs_raw_in_memory": round(best["ours_1_worker"] / best["raw_in_memory"], 2),
+                "ours_1_worker_vs_raw_to_files": round(best["ours_1_worker"] / best["raw_to_files"], 2),
+                "ours_2_workers_vs_1": round(best["ours_2_workers"] / best["ours_1_worker"], 2),
+                "full_build": full,
+                "one_paragraph_edit": edit,
+                "edit_vs_full_percent_in_build": round(edit["build_s"] / full["build_s"] * 100, 1),
+                "edit_vs_full_percent_whole_process": round(edit["wall_s"] / full["wall_s"] * 100, 1),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -36,16 +36,27 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import baseline_tree, compile_tree, results_path  # noqa: E402
+from bench._util import baseline_tree, compile_tree, results_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "_work" / "startup"
 RESULT = results_path("startup.json")
 # the libraries a command should load only when it uses them (import name -> how the report calls it)
-HEAVY = {"pymupdf": "fitz", "httpx": "httpx", "jinja2": "jinja2", "datasette": "datasette", "mcp": "mcp",
-         "numpy": "numpy", "pandas": "pandas", "PIL": "PIL", "docx": "docx", "lxml": "lxml",
-         "markdown_it": "markdown_it", "multiprocessing": "multiprocessing"}
+HEAVY = {
+    "pymupdf": "fitz",
+    "httpx": "httpx",
+    "jinja2": "jinja2",
+    "datasette": "datasette",
+    "mcp": "mcp",
+    "numpy": "numpy",
+    "pandas": "pandas",
+    "PIL": "PIL",
+    "docx": "docx",
+    "lxml": "lxml",
+    "markdown_it": "markdown_it",
+    "multiprocessing": "multiprocessing",
+}
 QUOTE = "线程作用域"  # a phrase the fixtures hold (content_fixtures/研究)
 _LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
 
@@ -58,7 +69,17 @@ def commands(ws: Path, md: Path, out: Path, md_out: Path, md_bare: Path, lightra
         "buildNoopMarkdown": ["build", str(md), "--out", str(md_out)],
         "buildNoSite": ["build", str(md), "--out", str(md_bare), "--no-site"],
         "search": ["search", QUOTE, "--site", str(out)],
-        "ask": ["ask", QUOTE, "--site", str(out), "--mode", "naive", "--json", "--lightrag-url", lightrag_url or ""],
+        "ask": [
+            "ask",
+            QUOTE,
+            "--site",
+            str(out),
+            "--mode",
+            "naive",
+            "--json",
+            "--lightrag-url",
+            lightrag_url or "",
+        ],
         "serveHelp": ["serve", "--help"],
         "verify": ["verify", QUOTE, "--site", str(out)],
         "mcpHelp": ["mcp", "--help"],
@@ -104,9 +125,11 @@ def import_profile(stderr: str, top: int = 8) -> dict:
             total += cumulative
             firsts.append((cumulative, name))
     firsts.sort(reverse=True)
-    return {"importMs": round(total / 1000, 1),
-            "top": [{"module": n, "ms": round(c / 1000, 1)} for c, n in firsts[:top]],
-            "loaded": sorted(label for module, label in HEAVY.items() if module in names)}
+    return {
+        "importMs": round(total / 1000, 1),
+        "top": [{"module": n, "ms": round(c / 1000, 1)} for c, n in firsts[:top]],
+        "loaded": sorted(label for module, label in HEAVY.items() if module in names),
+    }
 
 
 def workspaces(name: str) -> tuple[Path, Path]:
@@ -130,8 +153,11 @@ def prepare(tree: Path, name: str, lightrag_url: str | None) -> dict:
     for folder in (out, md_out, md_bare):
         shutil.rmtree(folder, ignore_errors=True)
     lightrag = ["--lightrag-url", lightrag_url] if lightrag_url else []
-    for argv in (["build", str(ws), "--out", str(out), *lightrag], ["build", str(md), "--out", str(md_out)],
-                 ["build", str(md), "--out", str(md_bare), "--no-site"]):
+    for argv in (
+        ["build", str(ws), "--out", str(out), *lightrag],
+        ["build", str(md), "--out", str(md_out)],
+        ["build", str(md), "--out", str(md_bare), "--no-site"],
+    ):
         run(argv, tree)
     return commands(ws, md, out, md_out, md_bare, lightrag_url)
 
@@ -148,12 +174,19 @@ def measure(trees: dict[str, tuple[Path, dict]], rounds: int) -> dict:
             for cmd, argv in cmds.items():
                 wall, cpu, _ = run(argv, tree)
                 runs.setdefault((name, cmd), []).append((wall, cpu, import_profile(run(argv, tree, True)[2])))
-    out: dict = {"bare": {"wallMs": round(min(b[0] for b in bare), 1), "cpuMs": round(min(b[1] for b in bare), 1),
-                          "importMs": min(import_profile(b[2])["importMs"] for b in bare)}}
+    out: dict = {
+        "bare": {
+            "wallMs": round(min(b[0] for b in bare), 1),
+            "cpuMs": round(min(b[1] for b in bare), 1),
+            "importMs": min(import_profile(b[2])["importMs"] for b in bare),
+        }
+    }
     for (name, cmd), samples in runs.items():
-        out.setdefault(name, {})[cmd] = {"wallMs": round(min(s[0] for s in samples), 1),
-                                         "cpuMs": round(min(s[1] for s in samples), 1),
-                                         **min((s[2] for s in samples), key=lambda p: p["importMs"])}
+        out.setdefault(name, {})[cmd] = {
+            "wallMs": round(min(s[0] for s in samples), 1),
+            "cpuMs": round(min(s[1] for s in samples), 1),
+            **min((s[2] for s in samples), key=lambda p: p["importMs"]),
+        }
     return out
 
 
@@ -164,7 +197,9 @@ def _bare() -> tuple[float, float, str]:
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     wall = (time.perf_counter() - t) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    profile = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True).stderr
+    profile = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "pass"], capture_output=True, text=True
+    ).stderr
     return wall, (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000, profile
 
 
@@ -193,10 +228,19 @@ def main() -> None:
     finally:
         if server:
             server.close()
-    headline = {f"{cmd}WallMs": row["wallMs"] for cmd, row in result["current"].items()}  # flat, for summaries
-    result = {"rounds": args.rounds, "baselineRef": args.baseline_ref, "entry": " ".join(Path(p).name for p in entry(REPO)),
-              "bareWallMs": result["bare"]["wallMs"], **headline, **result,
-              "loadAverage": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+    headline = {
+        f"{cmd}WallMs": row["wallMs"] for cmd, row in result["current"].items()
+    }  # flat, for summaries
+    result = {
+        "rounds": args.rounds,
+        "baselineRef": args.baseline_ref,
+        "entry": " ".join(Path(p).name for p in entry(REPO)),
+        "bareWallMs": result["bare"]["wallMs"],
+        **headline,
+        **result,
+        "loadAverage": round(os.getloadavg()[0], 2),
+        "cpus": os.cpu_count(),
+    }
     text = json.dumps(result, indent=2, ensure_ascii=False)
     RESULT.write_text(text + "\n", "utf-8")
     print(text)

@@ -37,16 +37,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path  # noqa: E402
-from bench.fts_recall import TERMS, corpus  # noqa: E402
-from mnote_evidence.build.index import layout  # noqa: E402
-from mnote_evidence.build.parse.ocr.settings import OcrSettings  # noqa: E402
-from mnote_evidence.build.pipeline import BuildOptions, build  # noqa: E402
-from mnote_evidence.build.core.text import CJK_RUN  # noqa: E402
-from mnote_evidence.functions.core.contracts import Context  # noqa: E402
-from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.handlers.evidence import search  # noqa: E402
-from tests.servers import free_port, start, stop  # noqa: E402
+from bench._util import results_path
+from bench.fts_recall import TERMS, corpus
+from mnote_evidence.build.core.text import CJK_RUN
+from mnote_evidence.build.index import layout
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.pipeline import BuildOptions, build
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.handlers.evidence import search
+from tests.servers import free_port, start, stop
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -79,8 +79,16 @@ def synthetic_workspace(ws: Path, notes: int) -> None:
     for i in range(notes):
         folder = ws / f"f{i // 100:03d}"
         folder.mkdir(parents=True, exist_ok=True)
-        paras = texts[i * 4:(i + 1) * 4]
-        body = [f"# Note {i} {paras[0][:12]}", "", paras[0], "", f"## Part {rnd.randint(1, 9)}", "", *paras[1:]]
+        paras = texts[i * 4 : (i + 1) * 4]
+        body = [
+            f"# Note {i} {paras[0][:12]}",
+            "",
+            paras[0],
+            "",
+            f"## Part {rnd.randint(1, 9)}",
+            "",
+            *paras[1:],
+        ]
         (folder / f"note-{i:05d}.md").write_text("\n\n".join(body) + "\n", "utf-8")
 
 
@@ -115,10 +123,16 @@ def built(name: str, make, **kw) -> tuple[Path, dict]:
     vacuum_s = time.perf_counter() - t
     conn.close()
     scratch.unlink()
-    stats = {"build_s": round(build_s, 1), "layout_s": round(layout_s, 2), "vacuum_s": round(vacuum_s, 2),
-             "db_bytes_raw": raw.stat().st_size, "db_bytes": (site / "evidence.sqlite").stat().st_size,
-             "blocks": sqlite3.connect(raw).execute("SELECT count(*) FROM evidence_block").fetchone()[0],
-             "fts_segments_raw": segments(raw), "fts_segments": segments(site / "evidence.sqlite")}
+    stats = {
+        "build_s": round(build_s, 1),
+        "layout_s": round(layout_s, 2),
+        "vacuum_s": round(vacuum_s, 2),
+        "db_bytes_raw": raw.stat().st_size,
+        "db_bytes": (site / "evidence.sqlite").stat().st_size,
+        "blocks": sqlite3.connect(raw).execute("SELECT count(*) FROM evidence_block").fetchone()[0],
+        "fts_segments_raw": segments(raw),
+        "fts_segments": segments(site / "evidence.sqlite"),
+    }
     info.write_text(json.dumps(stats))
     return site, stats
 
@@ -134,13 +148,19 @@ def segments(db: Path) -> int:
 # -- queries -------------------------------------------------------------------------------------------
 def queries(db: Path, n: int = 52, seed: int = 3) -> list[str]:
     conn = sqlite3.connect(db)
-    texts = [t for (t,) in conn.execute("SELECT b.text FROM evidence_block b JOIN evidence_resource r USING "
-                                        "(resource_id) WHERE r.status = 'ok' AND b.role = 'body' ORDER BY b.id")]
+    texts = [
+        t
+        for (t,) in conn.execute(
+            "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING "
+            "(resource_id) WHERE r.status = 'ok' AND b.role = 'body' ORDER BY b.id"
+        )
+    ]
     rnd = random.Random(seed)
     runs = [r for t in texts for r in CJK_RUN.findall(t) if len(r) >= 2]
     words = [w for t in texts for w in re.findall(r"[A-Za-z]{4,}", t)]
     pairs = [m.group(0) for t in texts for m in re.finditer(r"\b[A-Za-z]{3,} [A-Za-z]{3,}\b", t)]
     out = [q for q in FIXED if any(q in t for t in texts)]
+
     def pick(pool, k, cut=None):
         got = 0
         for _ in range(k * 20):
@@ -149,10 +169,11 @@ def queries(db: Path, n: int = 52, seed: int = 3) -> list[str]:
             q = rnd.choice(pool)
             if cut:
                 start = rnd.randrange(0, max(1, len(q) - cut + 1))
-                q = q[start:start + cut]
+                q = q[start : start + cut]
             if q not in out:
                 out.append(q)
                 got += 1
+
     pick(runs, 12, cut=2)  # two-character terms
     pick(runs, 10, cut=4)
     pick([t for t in TERMS if any(t in x for x in texts)], 4)
@@ -169,8 +190,11 @@ def reference(site: Path, qs: list[str]) -> dict[str, list[dict]]:
 # -- Chromium ------------------------------------------------------------------------------------------
 def server(site: Path, ranges: bool):
     port = free_port()
-    cmd = ([sys.executable, "-m", "tests.range_server", str(site), str(port)] if ranges else
-           [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)])
+    cmd = (
+        [sys.executable, "-m", "tests.range_server", str(site), str(port)]
+        if ranges
+        else [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)]
+    )
     return start(cmd, f"http://127.0.0.1:{port}/", cwd=REPO), f"http://127.0.0.1:{port}/"
 
 
@@ -211,14 +235,21 @@ def run_sqlite(browser, site: Path, qs: list[str], ref: dict, ranges: bool) -> d
         ctx.close()
     finally:
         stop(proc)
-    return {"first_result_ms_cold": [round(x) for x in cold], "query_ms_median": round(statistics.median(per_query), 1),
-            "query_ms_p95": round(sorted(per_query)[int(len(per_query) * .95) - 1], 1),
-            "db_bytes_after_first_query": fetched[0], "db_bytes_tenth_query_alone": fetched[9] - fetched[8],
-            "db_bytes_after_all": fetched[-1], "requests_first_query": requests[0],
-            "requests_tenth_query_alone": requests[9] - requests[8],
-            "requests_per_query_median": statistics.median(b - a for a, b in zip(requests, requests[1:])), "overlap_top10": round(statistics.mean(overlap), 4),
-            "same_top1": round(sum(top1) / len(top1), 4), "same_top10_in_order": round(sum(order) / len(order), 4),
-            "queries": len(qs)}
+    return {
+        "first_result_ms_cold": [round(x) for x in cold],
+        "query_ms_median": round(statistics.median(per_query), 1),
+        "query_ms_p95": round(sorted(per_query)[int(len(per_query) * 0.95) - 1], 1),
+        "db_bytes_after_first_query": fetched[0],
+        "db_bytes_tenth_query_alone": fetched[9] - fetched[8],
+        "db_bytes_after_all": fetched[-1],
+        "requests_first_query": requests[0],
+        "requests_tenth_query_alone": requests[9] - requests[8],
+        "requests_per_query_median": statistics.median(b - a for a, b in zip(requests, requests[1:])),
+        "overlap_top10": round(statistics.mean(overlap), 4),
+        "same_top1": round(sum(top1) / len(top1), 4),
+        "same_top10_in_order": round(sum(order) / len(order), 4),
+        "queries": len(qs),
+    }
 
 
 PAGEFIND_JS = """async ([q, first]) => {
@@ -233,8 +264,21 @@ def run_pagefind(browser, site: Path, qs: list[str], ref: dict) -> dict:
     out = site / "_pagefind"
     if not out.exists():
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pagefind", "--site", str(site), "--output-subdir", "_pagefind",
-                        "--force-language", "zh"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pagefind",
+                "--site",
+                str(site),
+                "--output-subdir",
+                "_pagefind",
+                "--force-language",
+                "zh",
+            ],
+            check=True,
+            capture_output=True,
+        )
         (site / "_pagefind.time").write_text(str(time.perf_counter() - t))
     index_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     proc, base = server(site, True)
@@ -242,8 +286,10 @@ def run_pagefind(browser, site: Path, qs: list[str], ref: dict) -> dict:
         ctx = browser.new_context(bypass_csp=True)
         page = ctx.new_page()
         got = []
-        ctx.on("requestfinished", lambda req: got.append(req.sizes()["responseBodySize"])
-               if "/_pagefind/" in req.url else None)
+        ctx.on(
+            "requestfinished",
+            lambda req: got.append(req.sizes()["responseBodySize"]) if "/_pagefind/" in req.url else None,
+        )
         page.goto(base + "index.html")
         bytes_seen, doc_overlap, doc_top1, anchor_top1, ms = [], [], [], [], []
         for q in qs:
@@ -259,23 +305,33 @@ def run_pagefind(browser, site: Path, qs: list[str], ref: dict) -> dict:
             doc_overlap.append(len(set(pages[:10]) & set(want_docs)) / len(want_docs) if want_docs else 1.0)
             doc_top1.append(pages[:1] == want_docs[:1])
             want = ref[q][0]["source"]["openAction"]["url"] if ref[q] else None
-            anchor_top1.append(bool(r["anchors"]) and want is not None and
-                               r["anchors"][0].lstrip("/").replace("%20", " ") == want.replace("%20", " "))
+            anchor_top1.append(
+                bool(r["anchors"])
+                and want is not None
+                and r["anchors"][0].lstrip("/").replace("%20", " ") == want.replace("%20", " ")
+            )
         ctx.close()
     finally:
         stop(proc)
-    return {"index_bytes": index_bytes, "index_seconds": round(float((site / "_pagefind.time").read_text()), 1),
-            "bytes_after_first_query": bytes_seen[0], "bytes_tenth_query_alone": bytes_seen[9] - bytes_seen[8],
-            "first_query_ms": round(ms[0]), "query_ms_median": round(statistics.median(ms), 1),
-            "doc_overlap_top10": round(statistics.mean(doc_overlap), 4),
-            "same_top1_doc": round(sum(doc_top1) / len(doc_top1), 4),
-            "same_top1_anchor": round(sum(anchor_top1) / len(anchor_top1), 4)}
+    return {
+        "index_bytes": index_bytes,
+        "index_seconds": round(float((site / "_pagefind.time").read_text()), 1),
+        "bytes_after_first_query": bytes_seen[0],
+        "bytes_tenth_query_alone": bytes_seen[9] - bytes_seen[8],
+        "first_query_ms": round(ms[0]),
+        "query_ms_median": round(statistics.median(ms), 1),
+        "doc_overlap_top10": round(statistics.mean(doc_overlap), 4),
+        "same_top1_doc": round(sum(doc_top1) / len(doc_top1), 4),
+        "same_top1_anchor": round(sum(anchor_top1) / len(anchor_top1), 4),
+    }
 
 
 def measure(name: str, site: Path, stats: dict, with_pagefind: bool, previous: dict | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
-    shutil.copytree(REPO / "site_templates/_static", site / "_static", dirs_exist_ok=True)  # this checkout's box
+    shutil.copytree(
+        REPO / "site_templates/_static", site / "_static", dirs_exist_ok=True
+    )  # this checkout's box
     qs = queries(site / "evidence.sqlite")
     ref = reference(site, qs)
     engine = sum((VENDOR / f).stat().st_size for f in ("index.js", "sqlite.worker.js", "sql-wasm.wasm"))

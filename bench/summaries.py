@@ -27,24 +27,31 @@ def load(d: dict, key: str = "machine_start") -> str:
 
 def scale(d: dict) -> list[str]:
     rows = d.get("results", [])
-    lines = ["| notes | tree: commit (last commit changing the package) | full build s | peak RSS MiB (tree PSS) | CPU s | DB / notes bytes | "
-             "edit: in build / whole process / CPU s | no-op: in build / whole process / CPU s | load |",
-             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| notes | tree: commit (last commit changing the package) | full build s | peak RSS MiB (tree PSS) | CPU s | DB / notes bytes | "
+        "edit: in build / whole process / CPU s | no-op: in build / whole process / CPU s | load |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in sorted(rows, key=lambda r: (r["notes"], r["ref"] != "baseline")):
         f, e, n = r["full"], r["edit"], r["noop"]
         lines.append(
-            f"| {r['notes']:,} | {r['ref']} {r['commit']}" + (f" (code {r['code_commit']})" if r.get("code_commit", r["commit"]) != r["commit"] else "") + " |"
+            f"| {r['notes']:,} | {r['ref']} {r['commit']}"
+            + (f" (code {r['code_commit']})" if r.get("code_commit", r["commit"]) != r["commit"] else "")
+            + " |"
             f" {g(f, 'wall_s.min')} | {g(f, 'peak_rss_mb.min')} "
             f"({g(f, 'peak_tree_pss_mb.min')}) | {g(f, 'cpu_s.min')} | {g(r, 'sizes.db_per_notes_byte')}× "
             f"({g(r, 'sizes.db_bytes', 0) / 2**20:.1f} MiB) | {g(e, 'build_s.min')} / {g(e, 'wall_s.min')} / "
             f"{g(e, 'cpu_s.min')} (median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | {g(n, 'build_s.min')} / "
             f"{g(n, 'wall_s.min')} / {g(n, 'cpu_s.min')} (median {g(n, 'build_s.median')} / {g(n, 'wall_s.median')}) | "
-            f"{g(r, 'machine_start.loadavg.0')}–{g(r, 'machine_end.loadavg.0')} |")
+            f"{g(r, 'machine_start.loadavg.0')}–{g(r, 'machine_end.loadavg.0')} |"
+        )
     lines.append("")  # a paragraph, not one more table row
-    lines.append("Full build: min wall time of whole `python -m mnote_evidence build` processes (3 rounds up to 1,000 "
-                 "notes, else 1); edit/no-op: min (median) of 3, `seconds` of the BuildReport / process wall time / "
-                 "process CPU time (user + system, workers included: what load on the machine does not inflate); "
-                 "peak RSS: largest process (/usr/bin/time), in brackets the whole process tree's summed PSS (sampled).")
+    lines.append(
+        "Full build: min wall time of whole `python -m mnote_evidence build` processes (3 rounds up to 1,000 "
+        "notes, else 1); edit/no-op: min (median) of 3, `seconds` of the BuildReport / process wall time / "
+        "process CPU time (user + system, workers included: what load on the machine does not inflate); "
+        "peak RSS: largest process (/usr/bin/time), in brackets the whole process tree's summed PSS (sampled)."
+    )
     return lines
 
 
@@ -65,14 +72,18 @@ def pdf_provider(d: dict) -> list[str]:
         def vs(row: dict) -> str:
             return f"{ratio(ours['cpu_min_s'], row.get('cpu_min_s'))}× CPU ({ratio(ours['min_s'], row.get('min_s'))}× wall)"
 
-        out.append(f"- {p['pdf'].rsplit('/', 1)[-1]} ({p['pages']:,} pages; {load(p)}): ours {ours['cpu_min_s']} s CPU, "
-                   f"{ours['min_s']} s wall, peak RSS {p['peak_rss_mb_ours']} MB = **{vs(raw)}** raw "
-                   f"`get_text(\"dict\")` ({raw.get('cpu_min_s')} s CPU); {vs(lite)} liteparse "
-                   f"({g(p, 'liteparse_pages_parsed.0')} pages parsed)"
-                   + (f"; {vs(plumber)} pdfplumber" if plumber else "")
-                   + f"; no-outline path {ratio(nol.get('cpu_min_s'), raw.get('cpu_min_s'))}× raw CPU")
-    out.append("Ratios: our min time / the other's min, same PDF, interleaved rounds in one process; CPU = user + "
-               "system of the process (all threads), which load on the machine inflates far less than wall time.")
+        out.append(
+            f"- {p['pdf'].rsplit('/', 1)[-1]} ({p['pages']:,} pages; {load(p)}): ours {ours['cpu_min_s']} s CPU, "
+            f"{ours['min_s']} s wall, peak RSS {p['peak_rss_mb_ours']} MB = **{vs(raw)}** raw "
+            f'`get_text("dict")` ({raw.get("cpu_min_s")} s CPU); {vs(lite)} liteparse '
+            f"({g(p, 'liteparse_pages_parsed.0')} pages parsed)"
+            + (f"; {vs(plumber)} pdfplumber" if plumber else "")
+            + f"; no-outline path {ratio(nol.get('cpu_min_s'), raw.get('cpu_min_s'))}× raw CPU"
+        )
+    out.append(
+        "Ratios: our min time / the other's min, same PDF, interleaved rounds in one process; CPU = user + "
+        "system of the process (all threads), which load on the machine inflates far less than wall time."
+    )
     return out
 
 
@@ -83,32 +94,38 @@ def site_render(d: dict) -> list[str]:
         return g(im, f"{name}.cpu_min_s")
 
     full, edit = d.get("full_build", {}), d.get("one_paragraph_edit", {})
-    return [f"- page images, {d.get('pages')} pages at zoom {d.get('zoom')} ({load(d)}): ours (1 worker) "
-            f"{cpu('ours_1_worker')} s CPU = **{ratio(cpu('ours_1_worker'), cpu('raw_in_memory'))}× CPU** "
-            f"({d.get('ours_1_worker_vs_raw_in_memory')}× wall) a raw `get_pixmap` + Pillow JPEG loop into memory, "
-            f"**{ratio(cpu('ours_1_worker'), cpu('raw_to_files'))}× CPU** ({d.get('ours_1_worker_vs_raw_to_files')}× "
-            f"wall) the same loop writing files; pages/s (best wall) {g(im, 'ours_1_worker.pages_per_s')} with 1 "
-            f"worker, {g(im, 'ours_2_workers.pages_per_s')} with 2 (2 workers: {d.get('ours_2_workers_vs_1')}× the "
-            f"wall time, {ratio(cpu('ours_2_workers'), cpu('ours_1_worker'))}× the CPU of 1)",
-            f"- one-paragraph edit (fixtures + that PDF, with site), edit / full: inside `build()` "
-            f"{edit.get('build_s')} / {full.get('build_s')} s = **{d.get('edit_vs_full_percent_in_build')} %**; "
-            f"whole process {edit.get('wall_s')} / {full.get('wall_s')} s = "
-            f"**{d.get('edit_vs_full_percent_whole_process')} %**; CPU (workers included) {edit.get('cpu_s')} / "
-            f"{full.get('cpu_s')} s = {ratio(edit.get('cpu_s'), full.get('cpu_s'))}; "
-            f"{edit.get('pages_written')} pages written"]
+    return [
+        f"- page images, {d.get('pages')} pages at zoom {d.get('zoom')} ({load(d)}): ours (1 worker) "
+        f"{cpu('ours_1_worker')} s CPU = **{ratio(cpu('ours_1_worker'), cpu('raw_in_memory'))}× CPU** "
+        f"({d.get('ours_1_worker_vs_raw_in_memory')}× wall) a raw `get_pixmap` + Pillow JPEG loop into memory, "
+        f"**{ratio(cpu('ours_1_worker'), cpu('raw_to_files'))}× CPU** ({d.get('ours_1_worker_vs_raw_to_files')}× "
+        f"wall) the same loop writing files; pages/s (best wall) {g(im, 'ours_1_worker.pages_per_s')} with 1 "
+        f"worker, {g(im, 'ours_2_workers.pages_per_s')} with 2 (2 workers: {d.get('ours_2_workers_vs_1')}× the "
+        f"wall time, {ratio(cpu('ours_2_workers'), cpu('ours_1_worker'))}× the CPU of 1)",
+        f"- one-paragraph edit (fixtures + that PDF, with site), edit / full: inside `build()` "
+        f"{edit.get('build_s')} / {full.get('build_s')} s = **{d.get('edit_vs_full_percent_in_build')} %**; "
+        f"whole process {edit.get('wall_s')} / {full.get('wall_s')} s = "
+        f"**{d.get('edit_vs_full_percent_whole_process')} %**; CPU (workers included) {edit.get('cpu_s')} / "
+        f"{full.get('cpu_s')} s = {ratio(edit.get('cpu_s'), full.get('cpu_s'))}; "
+        f"{edit.get('pages_written')} pages written",
+    ]
 
 
 def docx_provider(d: dict) -> list[str]:
-    return [f"- {d.get('paragraphs_in_body')} paragraphs ({load(d)}): ours {d.get('ours_s')} s = **{d.get('ours_vs_floor')}×** "
-            f"the zipfile + lxml iterparse floor ({d.get('floor_zipfile_lxml_iterparse_s')} s) in wall time, "
-            f"{d.get('ours_vs_floor_cpu')}× in CPU time (min of 7 interleaved rounds); naive python-docx "
-            f"{d.get('naive_vs_floor')}×"]
+    return [
+        f"- {d.get('paragraphs_in_body')} paragraphs ({load(d)}): ours {d.get('ours_s')} s = **{d.get('ours_vs_floor')}×** "
+        f"the zipfile + lxml iterparse floor ({d.get('floor_zipfile_lxml_iterparse_s')} s) in wall time, "
+        f"{d.get('ours_vs_floor_cpu')}× in CPU time (min of 7 interleaved rounds); naive python-docx "
+        f"{d.get('naive_vs_floor')}×"
+    ]
 
 
 def noop_rebuild(d: dict) -> list[str]:
-    return [f"- {d.get('resources')} resources, --jobs {d.get('jobs')}: no-op {d.get('noop_rebuild_s')} s vs full "
-            f"{d.get('full_build_s')} s = **{d.get('noop_vs_full_percent')} %** (in process, `build()` only); "
-            f"one-note edit {d.get('one_note_edit_rebuild_s')} s"]
+    return [
+        f"- {d.get('resources')} resources, --jobs {d.get('jobs')}: no-op {d.get('noop_rebuild_s')} s vs full "
+        f"{d.get('full_build_s')} s = **{d.get('noop_vs_full_percent')} %** (in process, `build()` only); "
+        f"one-note edit {d.get('one_note_edit_rebuild_s')} s"
+    ]
 
 
 def fts_recall(d: dict) -> list[str]:
@@ -116,96 +133,129 @@ def fts_recall(d: dict) -> list[str]:
     for name, row in (d.get("designs") or {}).items():
         qs = row.get("queries", {})
         recall = min((q.get("recall", 0) for q in qs.values()), default="?")
-        out.append(f"  - {name}: index {row.get('index_mib')} MiB, build {row.get('build_s')} s, worst recall {recall}")
+        out.append(
+            f"  - {name}: index {row.get('index_mib')} MiB, build {row.get('build_s')} s, worst recall {recall}"
+        )
     return out
 
 
 def query_latency(d: dict) -> list[str]:
-    return [f"- {d.get('blocks'):,} blocks ({d.get('db_mib')} MiB): handler CPU p95 {g(d, 'cpu_ms.handler.p95')} ms "
-            f"vs raw FTS5 {g(d, 'cpu_ms.raw_fts5.p95')} ms = **{g(d, 'cpu_p95_ratio.handler')}×** (grouped "
-            f"{g(d, 'cpu_p95_ratio.handler_grouped')}×); wall p95 ratio handler {g(d, 'p95_ratio.handler')}×, "
-            f"HTTP endpoint {g(d, 'p95_ratio.endpoint')}×"]
+    return [
+        f"- {d.get('blocks'):,} blocks ({d.get('db_mib')} MiB): handler CPU p95 {g(d, 'cpu_ms.handler.p95')} ms "
+        f"vs raw FTS5 {g(d, 'cpu_ms.raw_fts5.p95')} ms = **{g(d, 'cpu_p95_ratio.handler')}×** (grouped "
+        f"{g(d, 'cpu_p95_ratio.handler_grouped')}×); wall p95 ratio handler {g(d, 'p95_ratio.handler')}×, "
+        f"HTTP endpoint {g(d, 'p95_ratio.endpoint')}×"
+    ]
 
 
 def mcp_roundtrip(d: dict) -> list[str]:
-    return [f"- stdio: MCP p50 {g(d, 'stdio.mcp_ms.p50')} ms vs in-process {g(d, 'stdio.in_process_ms.p50')} ms: "
-            f"overhead **{g(d, 'stdio.overhead_p50_ms')} ms p50** (load {g(d, 'load_average.0')}); streamable HTTP "
-            f"overhead {g(d, 'streamable_http.overhead_p50_ms')} ms"]
+    return [
+        f"- stdio: MCP p50 {g(d, 'stdio.mcp_ms.p50')} ms vs in-process {g(d, 'stdio.in_process_ms.p50')} ms: "
+        f"overhead **{g(d, 'stdio.overhead_p50_ms')} ms p50** (load {g(d, 'load_average.0')}); streamable HTTP "
+        f"overhead {g(d, 'streamable_http.overhead_p50_ms')} ms"
+    ]
 
 
 def serve_load(d: dict) -> list[str]:
-    return [f"- {d.get('clients')} clients × {d.get('seconds')} s, {d.get('resources')} resources: "
-            f"{d.get('requests')} requests, **{d.get('errors')} errors**, p50 {g(d, 'latency_ms.p50')} ms, p99 "
-            f"{g(d, 'latency_ms.p99')} ms; save → searchable {d.get('save_to_searchable_s')} s"]
+    return [
+        f"- {d.get('clients')} clients × {d.get('seconds')} s, {d.get('resources')} resources: "
+        f"{d.get('requests')} requests, **{d.get('errors')} errors**, p50 {g(d, 'latency_ms.p50')} ms, p99 "
+        f"{g(d, 'latency_ms.p99')} ms; save → searchable {d.get('save_to_searchable_s')} s"
+    ]
 
 
 def ask_startup(d: dict) -> list[str]:
     m, r = d.get("medianMs", {}), d.get("overQueryData", {})
-    return [f"- `ask --json` (module) {m.get('module')} ms vs warm /query/data {m.get('queryData')} ms = "
-            f"**{r.get('module')}×**; baseline {d.get('baselineRef')}: {m.get('baselineModule')} ms = "
-            f"{r.get('baselineModule')}× (load {d.get('loadAverage')})"]
+    return [
+        f"- `ask --json` (module) {m.get('module')} ms vs warm /query/data {m.get('queryData')} ms = "
+        f"**{r.get('module')}×**; baseline {d.get('baselineRef')}: {m.get('baselineModule')} ms = "
+        f"{r.get('baselineModule')}× (load {d.get('loadAverage')})"
+    ]
 
 
 def citation_truth(d: dict) -> list[str]:
     o = d.get("ours", {})
-    return [f"- {d.get('questions')} questions, {o.get('citations')} citations: quotes in block "
-            f"{o.get('quoteFullyInBlockPct')} %, blocks in chunk {o.get('blockInChunkPct')} %, regions "
-            f"{o.get('regionsInChunkPct')} %, boxes {o.get('boxesHoldTextPct')} %; mapping CPU median "
-            f"{o.get('mappingCpuMsMedian')} ms (p95 {o.get('mappingCpuMsP95')}) vs baseline "
-            f"{g(d, 'baselineMain.mappingCpuMsMedian')} ms"]
+    return [
+        f"- {d.get('questions')} questions, {o.get('citations')} citations: quotes in block "
+        f"{o.get('quoteFullyInBlockPct')} %, blocks in chunk {o.get('blockInChunkPct')} %, regions "
+        f"{o.get('regionsInChunkPct')} %, boxes {o.get('boxesHoldTextPct')} %; mapping CPU median "
+        f"{o.get('mappingCpuMsMedian')} ms (p95 {o.get('mappingCpuMsP95')}) vs baseline "
+        f"{g(d, 'baselineMain.mappingCpuMsMedian')} ms"
+    ]
 
 
 def furniture(d: dict) -> list[str]:
-    return [f"- {len(d.get('pdfs', {}))} PDFs, {d.get('queries')} queries: furniture in the top 10 "
-            f"{g(d, 'meanFurnitureShareTop10Pct.includeFurniture')} % with includeFurniture → "
-            f"**{g(d, 'meanFurnitureShareTop10Pct.default')} %** by default"]
+    return [
+        f"- {len(d.get('pdfs', {}))} PDFs, {d.get('queries')} queries: furniture in the top 10 "
+        f"{g(d, 'meanFurnitureShareTop10Pct.includeFurniture')} % with includeFurniture → "
+        f"**{g(d, 'meanFurnitureShareTop10Pct.default')} %** by default"
+    ]
 
 
 def ocr_truth(d: dict) -> list[str]:
-    return [f"- {name}: English word recall min {row.get('en_word_recall_min')}, Chinese character recall min "
-            f"{row.get('zh_char_recall_min')}" for name, row in (d.get("summary") or {}).items()]
+    return [
+        f"- {name}: English word recall min {row.get('en_word_recall_min')}, Chinese character recall min "
+        f"{row.get('zh_char_recall_min')}"
+        for name, row in (d.get("summary") or {}).items()
+    ]
 
 
 def ocr_engines(d: dict) -> list[str]:
-    out = [f"- {e['engine']} on {e['image']}: {e['seconds']} s, similarity {e['similarity']}"
-           for e in d.get("engines", [])]
-    return out + [f"- OCR cache: rebuild {g(d, 'cache.rebuild_with_ocr_cache_s')} s vs first build "
-                  f"{g(d, 'cache.first_build_s')} s"]
+    out = [
+        f"- {e['engine']} on {e['image']}: {e['seconds']} s, similarity {e['similarity']}"
+        for e in d.get("engines", [])
+    ]
+    return out + [
+        f"- OCR cache: rebuild {g(d, 'cache.rebuild_with_ocr_cache_s')} s vs first build "
+        f"{g(d, 'cache.first_build_s')} s"
+    ]
 
 
 def verify_quote(d: dict) -> list[str]:
     c = d.get("cost", {})
-    return [f"- {c.get('blocks')} blocks: quote check per result p50 {g(c, 'quoteCheckPerResult.cpuMsP50')} ms CPU; "
-            f"verify_quote by blockId p95 {g(c, 'verifyQuote_blockId.wallMsP95')} ms; citations verified "
-            f"{g(d, 'citationTruth.agree')}"]
+    return [
+        f"- {c.get('blocks')} blocks: quote check per result p50 {g(c, 'quoteCheckPerResult.cpuMsP50')} ms CPU; "
+        f"verify_quote by blockId p95 {g(c, 'verifyQuote_blockId.wallMsP95')} ms; citations verified "
+        f"{g(d, 'citationTruth.agree')}"
+    ]
 
 
 def page_image_formats(d: Any) -> list[str]:
     rows = d if isinstance(d, list) else d.get("rows", [])
-    return [f"- {r.get('format')} zoom {r.get('zoom')}: {r.get('pages_per_s')} pages/s, {r.get('kb_per_page')} KB/page, "
-            f"7 pt x-height {r.get('x_height_px_7pt')} px" for r in rows if isinstance(r, dict)]
+    return [
+        f"- {r.get('format')} zoom {r.get('zoom')}: {r.get('pages_per_s')} pages/s, {r.get('kb_per_page')} KB/page, "
+        f"7 pt x-height {r.get('x_height_px_7pt')} px"
+        for r in rows
+        if isinstance(r, dict)
+    ]
 
 
 def static_search(d: dict) -> list[str]:
     out = []
     for label, row in d.items():
         if isinstance(row, dict) and "corpus" in row:
-            out.append(f"- {label}: {row.get('blocks')} blocks, db {row.get('db_bytes')} bytes; range-request query "
-                       f"median {g(row, 'sqlite_range_laid_out.query_ms_median')} ms, Pagefind index "
-                       f"{g(row, 'pagefind.index_bytes')} bytes")
+            out.append(
+                f"- {label}: {row.get('blocks')} blocks, db {row.get('db_bytes')} bytes; range-request query "
+                f"median {g(row, 'sqlite_range_laid_out.query_ms_median')} ms, Pagefind index "
+                f"{g(row, 'pagefind.index_bytes')} bytes"
+            )
     return out
 
 
 def startup(d: dict) -> list[str]:
     """bench/startup.py: per command, wall and CPU ms (min of the rounds), this tree and the baseline ref's."""
     cur, base = d.get("current", {}), d.get("baseline", {})
-    out = [f"- `python -c pass`: {g(d, 'bare.wallMs')} ms wall, {g(d, 'bare.cpuMs')} ms CPU "
-           f"(load {d.get('loadAverage')}, {d.get('rounds')} rounds, entry `{d.get('entry')}`)"]
+    out = [
+        f"- `python -c pass`: {g(d, 'bare.wallMs')} ms wall, {g(d, 'bare.cpuMs')} ms CPU "
+        f"(load {d.get('loadAverage')}, {d.get('rounds')} rounds, entry `{d.get('entry')}`)"
+    ]
     for name, row in cur.items():
         line = f"- `{name}`: {row.get('wallMs')} ms wall, {row.get('cpuMs')} ms CPU"
         if name in base:
-            line += (f"; {d.get('baselineRef')}: {g(base, name + '.wallMs')} ms wall, "
-                     f"{g(base, name + '.cpuMs')} ms CPU")
+            line += (
+                f"; {d.get('baselineRef')}: {g(base, name + '.wallMs')} ms wall, "
+                f"{g(base, name + '.cpuMs')} ms CPU"
+            )
         out.append(line)
     return out
 
@@ -214,10 +264,31 @@ def generic(d: Any) -> list[str]:
     """Top-level numbers and strings of a results file whose shape has no summary of its own (e.g. startup)."""
     if not isinstance(d, dict):
         return [f"- {str(d)[:300]}"]
-    return [f"- {k}: {v}" for k, v in d.items() if isinstance(v, (int, float, str)) and not k.startswith("_")][:20]
+    return [
+        f"- {k}: {v}" for k, v in d.items() if isinstance(v, (int, float, str)) and not k.startswith("_")
+    ][:20]
 
 
-SUMMARIES = {fn.__name__: fn for fn in (
-    scale, pdf_provider, site_render, docx_provider, noop_rebuild, fts_recall, query_latency, mcp_roundtrip,
-    serve_load, ask_startup, citation_truth, furniture, ocr_truth, ocr_engines, verify_quote,
-    page_image_formats, static_search, startup)}
+SUMMARIES = {
+    fn.__name__: fn
+    for fn in (
+        scale,
+        pdf_provider,
+        site_render,
+        docx_provider,
+        noop_rebuild,
+        fts_recall,
+        query_latency,
+        mcp_roundtrip,
+        serve_load,
+        ask_startup,
+        citation_truth,
+        furniture,
+        ocr_truth,
+        ocr_engines,
+        verify_quote,
+        page_image_formats,
+        static_search,
+        startup,
+    )
+}

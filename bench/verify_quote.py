@@ -34,15 +34,15 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path  # noqa: E402
-from bench.query_latency import WORK, make_db  # noqa: E402
-from mnote_evidence.build.index.schema import SCHEMA_VERSION  # noqa: E402
-from mnote_evidence.build.core.text import SEGMENTATION_VERSION  # noqa: E402
-from mnote_evidence.functions.core.contracts import Context  # noqa: E402
-from mnote_evidence.functions.core.db import EvidenceDB  # noqa: E402
-from mnote_evidence.functions.core.errors import call  # noqa: E402
-from mnote_evidence.functions.search.quote_check import mark_results  # noqa: E402
-from mnote_evidence.functions.handlers.verify import verify_quote  # noqa: E402
+from bench._util import results_path
+from bench.query_latency import WORK, make_db
+from mnote_evidence.build.core.text import SEGMENTATION_VERSION
+from mnote_evidence.build.index.schema import SCHEMA_VERSION
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
+from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers.verify import verify_quote
+from mnote_evidence.functions.search.quote_check import mark_results
 
 HERE = Path(__file__).resolve().parent
 RESULT = results_path("verify_quote.json")
@@ -72,8 +72,10 @@ def valid_ids(conn: sqlite3.Connection) -> None:
     table = str.maketrans("0123456789", "abcdefghij")
     rows = conn.execute("SELECT id, block_id FROM evidence_block_row").fetchall()
     # locators (evidence_block view) and the index's block_id (external content) follow the stored column
-    conn.executemany("UPDATE evidence_block_row SET block_id = ? WHERE id = ?",
-                     [("b-" + bid[2:].translate(table), i) for i, bid in rows])
+    conn.executemany(
+        "UPDATE evidence_block_row SET block_id = ? WHERE id = ?",
+        [("b-" + bid[2:].translate(table), i) for i, bid in rows],
+    )
 
 
 def quote_of(text: str, rnd: random.Random) -> str:
@@ -82,15 +84,21 @@ def quote_of(text: str, rnd: random.Random) -> str:
     if len(words) < 4:
         return text
     a = rnd.randrange(0, max(1, len(words) - 3))
-    return " ".join(words[a:a + rnd.randint(3, 8)])
+    return " ".join(words[a : a + rnd.randint(3, 8)])
 
 
 def stats(wall: list[float], cpu: list[float]) -> dict:
     def pct(xs: list[float], p: int) -> float:
         xs = sorted(xs)
         return round(xs[min(len(xs) - 1, int(p / 100 * len(xs)))] * 1000, 3)
-    return {"n": len(wall), "wallMsP50": pct(wall, 50), "wallMsP95": pct(wall, 95),
-            "cpuMsP50": pct(cpu, 50), "cpuMsP95": pct(cpu, 95)}
+
+    return {
+        "n": len(wall),
+        "wallMsP50": pct(wall, 50),
+        "wallMsP95": pct(wall, 95),
+        "cpuMsP50": pct(cpu, 50),
+        "cpuMsP95": pct(cpu, 95),
+    }
 
 
 def timed(fn, items, per: int = 1) -> dict:
@@ -109,31 +117,44 @@ def cost(blocks: int, samples: int) -> dict:
     conn = ctx.db.connect()
     total = conn.execute("SELECT count(*) FROM evidence_block").fetchone()[0]
     rnd = random.Random(11)
-    picked = [conn.execute("SELECT b.block_id, b.text, b.page, r.source_root_relative_path FROM evidence_block b "
-                           "JOIN evidence_resource r USING (resource_id) WHERE b.id = ?",
-                           [rnd.randint(1, total)]).fetchone() for _ in range(samples)]
+    picked = [
+        conn.execute(
+            "SELECT b.block_id, b.text, b.page, r.source_root_relative_path FROM evidence_block b "
+            "JOIN evidence_resource r USING (resource_id) WHERE b.id = ?",
+            [rnd.randint(1, total)],
+        ).fetchone()
+        for _ in range(samples)
+    ]
     cases = [(bid, quote_of(text, rnd), page, path_) for bid, text, page, path_ in picked]
     ask = lambda req: call(lambda r: verify_quote(r, ctx), req)[1]  # noqa: E731
     for bid, quote, _, _ in cases[:20]:  # warm the page cache, as a served index is
         ask({"quote": quote, "blockId": bid})
 
     def results(batch):
-        mark_results(conn, [{"evidenceId": bid, "quote": q, "source": {"precision": "bbox"}} for bid, q, _, _ in batch])
+        mark_results(
+            conn, [{"evidenceId": bid, "quote": q, "source": {"precision": "bbox"}} for bid, q, _, _ in batch]
+        )
 
-    batches = [cases[i:i + 10] for i in range(0, len(cases), 10)]
-    out = {"blocks": total, "dbMiB": round(path.stat().st_size / 2**20),
-           "quoteCheckPerResult": timed(results, batches, per=10)}
+    batches = [cases[i : i + 10] for i in range(0, len(cases), 10)]
+    out = {
+        "blocks": total,
+        "dbMiB": round(path.stat().st_size / 2**20),
+        "quoteCheckPerResult": timed(results, batches, per=10),
+    }
     verdicts: Counter[str] = Counter()
 
     def by(field):
         def run(case):
             bid, quote, page, path_ = case
             page_url = path_ + ".html"
-            request = {"blockId": {"quote": quote, "blockId": bid},
-                       "citationUrl": {"quote": quote, "citationUrl": f"https://example.org/site/{page_url}#{bid}"},
-                       "pageUrl": {"quote": quote, "citationUrl": f"{page_url}#page-{page}"},
-                       "absent": {"quote": quote + " 不存在的句子 zebra", "blockId": bid}}[field]
+            request = {
+                "blockId": {"quote": quote, "blockId": bid},
+                "citationUrl": {"quote": quote, "citationUrl": f"https://example.org/site/{page_url}#{bid}"},
+                "pageUrl": {"quote": quote, "citationUrl": f"{page_url}#page-{page}"},
+                "absent": {"quote": quote + " 不存在的句子 zebra", "blockId": bid},
+            }[field]
             verdicts[f"{field}:{ask(request)['verdict']}"] += 1
+
         return run
 
     for field in ("blockId", "citationUrl", "pageUrl", "absent"):
@@ -142,8 +163,11 @@ def cost(blocks: int, samples: int) -> dict:
     return out
 
 
-BUILD_PDFS = ["/usr/share/R/doc/manual/R-exts.pdf", "/usr/share/R/doc/manual/R-intro.pdf",
-              "tests/real_documents/manuals/shared-mime-info-spec.pdf"]
+BUILD_PDFS = [
+    "/usr/share/R/doc/manual/R-exts.pdf",
+    "/usr/share/R/doc/manual/R-intro.pdf",
+    "tests/real_documents/manuals/shared-mime-info-spec.pdf",
+]
 
 
 def build_cost(rounds: int = 5) -> dict:
@@ -164,14 +188,20 @@ def build_cost(rounds: int = 5) -> dict:
                 provider.check_page = check
                 c = time.process_time()
                 artifact = provider.PdfProvider(OcrSettings(engine="none")).parse(
-                    ParseInput(path.parent, path.name, "sha256:bench"))
+                    ParseInput(path.parent, path.name, "sha256:bench")
+                )
                 best[label].append(time.process_time() - c)
         provider.check_page = real_check
         pages, blocks = len(artifact.pages), len(artifact.blocks)
         w, wo = min(best["with"]), min(best["without"])
-        out[path.name] = {"pages": pages, "blocks": blocks, "parseCpuSecondsWithout": round(wo, 3),
-                          "parseCpuSecondsWith": round(w, 3), "checkMsPerPage": round((w - wo) * 1000 / pages, 2),
-                          "overheadPct": round(100 * (w - wo) / wo, 1)}
+        out[path.name] = {
+            "pages": pages,
+            "blocks": blocks,
+            "parseCpuSecondsWithout": round(wo, 3),
+            "parseCpuSecondsWith": round(w, 3),
+            "checkMsPerPage": round((w - wo) * 1000 / pages, 2),
+            "overheadPct": round(100 * (w - wo) / wo, 1),
+        }
     return out
 
 
@@ -197,22 +227,40 @@ def truth() -> dict:
             tally[f"precision:{c['locatorPrecision']}"] += 1
             if not c["quoteVerified"]:
                 tally[f"quoteCheck:{c['diagnostics'].get('quoteCheck')}"] += 1
-                text = conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [c.get("blockId")]).fetchone()
-                failures.append({"sourcePath": c["sourcePath"], "blockId": c.get("blockId"),
-                                 "reason": c["diagnostics"].get("quoteCheck"), "displayQuote": c["displayQuote"],
-                                 "blockText": text[0][:600] if text else None})
-            status, answer = call(lambda r: verify_quote(r, ctx), {"quote": c["displayQuote"],
-                                                                     "citationUrl": c["citationUrl"]})
+                text = conn.execute(
+                    "SELECT text FROM evidence_block WHERE block_id = ?", [c.get("blockId")]
+                ).fetchone()
+                failures.append(
+                    {
+                        "sourcePath": c["sourcePath"],
+                        "blockId": c.get("blockId"),
+                        "reason": c["diagnostics"].get("quoteCheck"),
+                        "displayQuote": c["displayQuote"],
+                        "blockText": text[0][:600] if text else None,
+                    }
+                )
+            status, answer = call(
+                lambda r: verify_quote(r, ctx), {"quote": c["displayQuote"], "citationUrl": c["citationUrl"]}
+            )
             tally[f"verifyQuote:{answer['verdict'] if status == 200 else status}"] += 1
             tally["agree"] += (status == 200 and answer["found"]) == c["quoteVerified"]
-    boxes = dict(conn.execute("SELECT coalesce(box_holds_text, -1), count(*) FROM evidence_block b JOIN "
-                              "evidence_resource r USING (resource_id) WHERE r.kind = 'pdf' GROUP BY 1"))
+    boxes = dict(
+        conn.execute(
+            "SELECT coalesce(box_holds_text, -1), count(*) FROM evidence_block b JOIN "
+            "evidence_resource r USING (resource_id) WHERE r.kind = 'pdf' GROUP BY 1"
+        )
+    )
     n = tally["citations"]
-    return {"questions": len(answers), **dict(sorted(tally.items())),
-            "quoteVerifiedPct": round(100 * tally["quoteVerified"] / n, 1) if n else None,
-            "handlerAgreesPct": round(100 * tally["agree"] / n, 1) if n else None,
-            "pdfBlocksBoxHolds": boxes.get(1, 0), "pdfBlocksBoxFails": boxes.get(0, 0),
-            "pdfBlocksUnchecked (OCR lines)": boxes.get(-1, 0), "notVerifiedSample": failures[:5]}
+    return {
+        "questions": len(answers),
+        **dict(sorted(tally.items())),
+        "quoteVerifiedPct": round(100 * tally["quoteVerified"] / n, 1) if n else None,
+        "handlerAgreesPct": round(100 * tally["agree"] / n, 1) if n else None,
+        "pdfBlocksBoxHolds": boxes.get(1, 0),
+        "pdfBlocksBoxFails": boxes.get(0, 0),
+        "pdfBlocksUnchecked (OCR lines)": boxes.get(-1, 0),
+        "notVerifiedSample": failures[:5],
+    }
 
 
 def main() -> None:

@@ -18,29 +18,25 @@ from __future__ import annotations
 import fcntl
 import gc
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from mnote_evidence import __version__
 from mnote_evidence.build import versions
-from mnote_evidence.build.core.defaults import (DEFAULT_JOBS, DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES,
-                                          DEFAULT_OUT)
+from mnote_evidence.build.core.defaults import (
+    DEFAULT_JOBS,
+    DEFAULT_MAX_FILE_MB,
+    DEFAULT_MAX_PAGE_IMAGES,
+    DEFAULT_OUT,
+)
 from mnote_evidence.build.core.errors import BuildLocked, NotAWorkspace
 from mnote_evidence.build.core.formats import format_for
-from mnote_evidence.build.parse.providers import provider_for, provider_version
 from mnote_evidence.build.core.fsutil import in_durable_batch
 from mnote_evidence.build.core.ids import resource_id
-from mnote_evidence.build.index import row_cache
-from mnote_evidence.build.index.previous import PreviousBuild, load_previous
-from mnote_evidence.build.index.writer import (FreshIndex, IndexChanges, ResourceUpdate, cleanup_stray_temps, now_ms,
-                                               starts_empty, write_index)
-from mnote_evidence.build.knowledge.candidates import candidates, registry_key
-from mnote_evidence.build.knowledge.ingest import reconcile
-from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.build.index.linkgraph import LinkStage
 from mnote_evidence.build.core.model import (
     KIND_MARKDOWN,
     KIND_OTHER,
@@ -54,18 +50,47 @@ from mnote_evidence.build.core.model import (
     ResourceRow,
     suffix_of,
 )
-from mnote_evidence.build.parse.ocr.settings import OcrSettings
-from mnote_evidence.build.parse.run import InOrder, parse_all
-from mnote_evidence.build.parse.prepare import Prepare, Prepared, adopt_prepared
 from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.index.recorded import recorded
 from mnote_evidence.build.core.redact import redact
-from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, store_programs
-from mnote_evidence.build.render.page_images import DEFAULT_FORMAT, DEFAULT_ZOOM, JPEG_QUALITY, PageImageSettings
-from mnote_evidence.build.workspace.scan import SourceFile, scan
-from mnote_evidence.build.parse.sidecars import (LAYOUT_BESIDE, LAYOUTS, SidecarPaths, paths_at,
-                                           remove_sidecars, reusable, source_map_path, write_sidecars)
 from mnote_evidence.build.core.urls import DB_NAME
+from mnote_evidence.build.index import row_cache
+from mnote_evidence.build.index.linkgraph import LinkStage
+from mnote_evidence.build.index.previous import PreviousBuild, load_previous
+from mnote_evidence.build.index.recorded import recorded
+from mnote_evidence.build.index.writer import (
+    FreshIndex,
+    IndexChanges,
+    ResourceUpdate,
+    cleanup_stray_temps,
+    now_ms,
+    starts_empty,
+    write_index,
+)
+from mnote_evidence.build.knowledge.candidates import candidates, registry_key
+from mnote_evidence.build.knowledge.ingest import reconcile
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.prepare import Prepare, Prepared, adopt_prepared
+from mnote_evidence.build.parse.providers import provider_for, provider_version
+from mnote_evidence.build.parse.run import InOrder, parse_all
+from mnote_evidence.build.parse.sidecars import (
+    LAYOUT_BESIDE,
+    LAYOUTS,
+    SidecarPaths,
+    paths_at,
+    remove_sidecars,
+    reusable,
+    source_map_path,
+    write_sidecars,
+)
+from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, store_programs
+from mnote_evidence.build.render.page_images import (
+    DEFAULT_FORMAT,
+    DEFAULT_ZOOM,
+    JPEG_QUALITY,
+    PageImageSettings,
+)
+from mnote_evidence.build.workspace.scan import SourceFile, scan
 
 if TYPE_CHECKING:  # the renderer (jinja2, the note HTML renderer) loads only when the site is rendered
     from mnote_evidence.build.render.site import RenderReport
@@ -84,14 +109,18 @@ class BuildOptions:
     page_zoom: float = DEFAULT_ZOOM
     page_format: str = DEFAULT_FORMAT  # jpeg | webp | png
     page_quality: int = JPEG_QUALITY
-    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: text only, warning page_images_capped
+    max_page_images: int = (
+        DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: text only, warning page_images_capped
+    )
     ocr: OcrSettings = field(default_factory=OcrSettings)
     lightrag: LightRagConfig | None = None  # ingest into LightRAG when set
     # where sidecars go (build/parse/sidecars.py): "beside" (SPEC §2: `Note.ocr/`) or "mnote" (all under
     # `.mnote/sidecars/`); None = the layout of the previous build into `out`, else "beside"
     sidecars: str | None = None
     on_progress: OnProgress | None = None  # called with a ProgressEvent as each stage advances
-    rehash: bool = False  # hash every file, not only those whose size or mtime changed (build/workspace/scan.py)
+    rehash: bool = (
+        False  # hash every file, not only those whose size or mtime changed (build/workspace/scan.py)
+    )
 
     @property
     def page_images(self) -> PageImageSettings:
@@ -178,27 +207,60 @@ class _Build:
         return version
 
     # -- rows -----------------------------------------------------------------
-    def _row(self, f: SourceFile, owner: str | None, status: str, provider: str | None = None,
-             version: str | None = None, paths: SidecarPaths | None = None,
-             artifact: ParsedResourceArtifact | None = None,
-             error: tuple[str, str] | None = None) -> ResourceRow:
+    def _row(
+        self,
+        f: SourceFile,
+        owner: str | None,
+        status: str,
+        provider: str | None = None,
+        version: str | None = None,
+        paths: SidecarPaths | None = None,
+        artifact: ParsedResourceArtifact | None = None,
+        error: tuple[str, str] | None = None,
+    ) -> ResourceRow:
         return ResourceRow(
-            resource_id=resource_id(f.path), path=f.path, owner=owner, kind=f.kind, status=status,
-            provider=provider, provider_version=version, source_hash=f.sha256,
-            artifact_path=paths.text if paths else None, source_map_path=paths.source_map if paths else None,
-            error_code=error[0] if error else None, error_message=error[1] if error else None,
+            resource_id=resource_id(f.path),
+            path=f.path,
+            owner=owner,
+            kind=f.kind,
+            status=status,
+            provider=provider,
+            provider_version=version,
+            source_hash=f.sha256,
+            artifact_path=paths.text if paths else None,
+            source_map_path=paths.source_map if paths else None,
+            error_code=error[0] if error else None,
+            error_message=error[1] if error else None,
             page_count=len(artifact.pages) if artifact and artifact.pages else None,
             block_count=len(artifact.blocks) if artifact else 0,
             warnings=[w.to_json() for w in artifact.warnings] if artifact else [],
-            updated_at_ms=self.stamp, title=artifact.title if artifact else None,
-            source_size=f.stamp[0] if f.stamp else None, source_mtime_ns=f.stamp[1] if f.stamp else None)
+            updated_at_ms=self.stamp,
+            title=artifact.title if artifact else None,
+            source_size=f.stamp[0] if f.stamp else None,
+            source_mtime_ns=f.stamp[1] if f.stamp else None,
+        )
 
-    def _record_error(self, f: SourceFile, owner: str | None, kind_status: str, code: str, message: str,
-                      provider: str | None = None, version: str | None = None) -> None:
+    def _record_error(
+        self,
+        f: SourceFile,
+        owner: str | None,
+        kind_status: str,
+        code: str,
+        message: str,
+        provider: str | None = None,
+        version: str | None = None,
+    ) -> None:
         message = redact(message)  # stored, rendered, printed: an upstream may have echoed a secret
         prev = self.prev.resources.get(f.path)
-        if (prev and prev.status == kind_status and prev.error_code == code and prev.error_message == message
-                and prev.source_hash == f.sha256 and prev.owner == owner and prev.provider_version == version):
+        if (
+            prev
+            and prev.status == kind_status
+            and prev.error_code == code
+            and prev.error_message == message
+            and prev.source_hash == f.sha256
+            and prev.owner == owner
+            and prev.provider_version == version
+        ):
             self.report.unchanged += 1
             return
         self._drop_old_sidecars(prev)
@@ -222,8 +284,14 @@ class _Build:
         if prev and prev.source_map_path and (keep is None or keep.source_map != prev.source_map_path):
             remove_sidecars(self.root, SidecarPaths(prev.artifact_path, prev.source_map_path))
 
-    def _accept(self, f: SourceFile, owner: str | None, artifact: ParsedResourceArtifact,
-                reused_from: str | None = None, prepared: Prepared | None = None) -> None:
+    def _accept(
+        self,
+        f: SourceFile,
+        owner: str | None,
+        artifact: ParsedResourceArtifact,
+        reused_from: str | None = None,
+        prepared: Prepared | None = None,
+    ) -> None:
         """Record a parse (its sidecars written now, or already where it was parsed: `prepared`)."""
         prev = self.prev.resources.get(f.path)
         paths = prepared.paths if prepared else write_sidecars(self.root, artifact, owner, self.layout)
@@ -233,8 +301,13 @@ class _Build:
         row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
         self._record(ResourceUpdate(row, artifact, prepared.segmented if prepared else None))
 
-    def _parse(self, todo: list[tuple[SourceFile, str | None]], progress: StageProgress,
-               on_parsed: Callable[[SourceFile, str | None, Any], None], **kwargs) -> None:
+    def _parse(
+        self,
+        todo: list[tuple[SourceFile, str | None]],
+        progress: StageProgress,
+        on_parsed: Callable[[SourceFile, str | None, Any], None],
+        **kwargs,
+    ) -> None:
         """Parse `todo` ((file, owner) each); each result comes back prepared (build/parse/prepare.py) and its
         staged sidecars join this step's durable batch as it arrives; `on_parsed(file, owner, result)`
         records it in `todo`'s order (path order: deterministic) as soon as those before it are in."""
@@ -247,8 +320,17 @@ class _Build:
             adopt_prepared(result)
             gc.freeze()  # see `_long_lived`
             in_order(path, result)
-        parse_all([f for f, _ in todo], self.root, self.options.jobs, self.options.ocr, progress.advance,
-                  on_result=arrived, prepare=prepare, **kwargs)
+
+        parse_all(
+            [f for f, _ in todo],
+            self.root,
+            self.options.jobs,
+            self.options.ocr,
+            progress.advance,
+            on_result=arrived,
+            prepare=prepare,
+            **kwargs,
+        )
 
     def _parsed(self, f: SourceFile, owner: str | None, result: Any) -> ParsedResourceArtifact | None:
         """Record one parse's result: its artifact (returned), or its error."""
@@ -266,10 +348,17 @@ class _Build:
         That includes a recorded parse error: providers are deterministic, so the same
         bytes fail the same way (a new provider version retries them)."""
         prev = self.prev.resources.get(f.path)
-        return bool(prev and prev.status in (STATUS_OK, STATUS_ERROR) and prev.source_hash == f.sha256
-                    and prev.provider_version == version and prev.owner == owner
-                    and (prev.status != STATUS_OK  # checked last: the sidecar path is the dearest
-                         or prev.source_map_path == source_map_path(f.path, owner, self.layout)))
+        return bool(
+            prev
+            and prev.status in (STATUS_OK, STATUS_ERROR)
+            and prev.source_hash == f.sha256
+            and prev.provider_version == version
+            and prev.owner == owner
+            and (
+                prev.status != STATUS_OK  # checked last: the sidecar path is the dearest
+                or prev.source_map_path == source_map_path(f.path, owner, self.layout)
+            )
+        )
 
     # -- steps ----------------------------------------------------------------
     def screen(self, f: SourceFile, owner: str | None) -> bool:
@@ -277,14 +366,24 @@ class _Build:
         if f.refused:
             self._record_error(f, owner, STATUS_ERROR, *f.refused)
         elif f.kind == KIND_OTHER:
-            self._record_error(f, owner, STATUS_UNSUPPORTED, "unsupported_type",
-                               f"no provider for '{Path(f.path).suffix or 'files without extension'}'")
+            self._record_error(
+                f,
+                owner,
+                STATUS_UNSUPPORTED,
+                "unsupported_type",
+                f"no provider for '{Path(f.path).suffix or 'files without extension'}'",
+            )
         elif f.size == 0 and f.kind != KIND_MARKDOWN:
             self._record_error(f, owner, STATUS_ERROR, "empty_file", "file is empty (0 bytes)")
         elif f.size > self.options.max_file_mb * 2**20:
-            self._record_error(f, owner, STATUS_ERROR, "file_too_large",
-                               f"{f.size / 2**20:.1f} MiB is over the {self.options.max_file_mb:g} MiB "
-                               "limit; raise --max-file-mb to index it")
+            self._record_error(
+                f,
+                owner,
+                STATUS_ERROR,
+                "file_too_large",
+                f"{f.size / 2**20:.1f} MiB is over the {self.options.max_file_mb:g} MiB "
+                "limit; raise --max-file-mb to index it",
+            )
         else:
             return True
         return False
@@ -305,7 +404,9 @@ class _Build:
                 continue
             if self._unchanged(f, f.path, version):
                 unchanged += 1
-                links[f.path] = None  # as the index holds them (build/index/linkgraph.py reads them if needed)
+                links[f.path] = (
+                    None  # as the index holds them (build/index/linkgraph.py reads them if needed)
+                )
                 continue
             todo.append(f)
         self.report.unchanged += unchanged
@@ -314,8 +415,12 @@ class _Build:
         def parsed(f: SourceFile, owner: str | None, result: Any) -> None:
             artifact = self._parsed(f, owner, result)
             if artifact is not None:
-                links[f.path] = [NoteLink(b.id, link["target"], link["kind"], link.get("label"))
-                                 for b in artifact.blocks for link in b.links]
+                links[f.path] = [
+                    NoteLink(b.id, link["target"], link["kind"], link.get("label"))
+                    for b in artifact.blocks
+                    for link in b.links
+                ]
+
         self._parse([(f, f.path) for f in todo], progress, parsed, batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL)
         progress.finish()
         self.report.parsed += len(todo)
@@ -333,8 +438,15 @@ class _Build:
                 self.report.unchanged += 1
                 continue
             prev = self.prev.resources.get(f.path)
-            reused = reusable(self.root, f.path, f.source_hash, version, owner, self.layout,
-                              prev.source_map_path if prev else None)
+            reused = reusable(
+                self.root,
+                f.path,
+                f.source_hash,
+                version,
+                owner,
+                self.layout,
+                prev.source_map_path if prev else None,
+            )
             if reused is not None:
                 self.report.reused_sidecars += 1
                 self._accept(f, owner, *reused)
@@ -371,7 +483,11 @@ class _Build:
                 continue
             prev = self.prev.resources.get(f.path)
             stamp = f.stamp or (None, None)
-            if prev is not None and f.path not in rewritten and (prev.source_size, prev.source_mtime_ns) != stamp:
+            if (
+                prev is not None
+                and f.path not in rewritten
+                and (prev.source_size, prev.source_mtime_ns) != stamp
+            ):
                 self.changes.stamps.append((*stamp, prev.resource_id))
 
     def layout_changed(self) -> bool:
@@ -449,31 +565,55 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         if options.lightrag:
             progress = StageProgress(options.on_progress, Stage.KNOWLEDGE, 1)
             # a rebuilt index (new schema) starts without knowledge_text: every kept text is re-read
-            ingest = reconcile(options.lightrag, candidates(root, run.prev.resources, changes), run.prev.knowledge,
-                               run.stamp, set() if changes.rebuild else run.prev.knowledge_texts, run.prev.sent_hashes)
+            ingest = reconcile(
+                options.lightrag,
+                candidates(root, run.prev.resources, changes),
+                run.prev.knowledge,
+                run.stamp,
+                set() if changes.rebuild else run.prev.knowledge_texts,
+                run.prev.sent_hashes,
+            )
             run.report.knowledge = ingest.summary()
             changes.knowledge_texts = ingest.texts
             if registry_key(ingest.rows) != registry_key(run.prev.knowledge.values()) or ingest.texts:
                 changes.knowledge = ingest.rows
             progress.finish()
         progress = StageProgress(options.on_progress, Stage.INDEX, 1)
-        run.report.changed = bool(changes.updates or changes.stale or changes.removed or changes.knowledge is not None
-                                  or changes.links or plan.meta_changed or run.layout_changed()
-                                  or not run.db_path.exists())
+        run.report.changed = bool(
+            changes.updates
+            or changes.stale
+            or changes.removed
+            or changes.knowledge is not None
+            or changes.links
+            or plan.meta_changed
+            or run.layout_changed()
+            or not run.db_path.exists()
+        )
         resegmented = 0
         token = row_cache.new_token()  # names this write: the row cache written after it must carry it
         if run.report.changed:
-            changes.meta.update({
-                "generator": f"mnote-evidence {__version__}",
-                "workspace_name": root.name, "built_at_ms": str(run.stamp), row_cache.TOKEN_KEY: token,
-            })
+            changes.meta.update(
+                {
+                    "generator": f"mnote-evidence {__version__}",
+                    "workspace_name": root.name,
+                    "built_at_ms": str(run.stamp),
+                    row_cache.TOKEN_KEY: token,
+                }
+            )
             resegmented = write_index(run.db_path, changes, run.fresh, run.prev.valid)
-        elif changes.stamps:  # only touched files (same bytes): their new stamps, so they are not hashed again
-            write_index(run.db_path, IndexChanges(stamps=changes.stamps, meta={row_cache.TOKEN_KEY: token}),
-                        valid=run.prev.valid)
+        elif (
+            changes.stamps
+        ):  # only touched files (same bytes): their new stamps, so they are not hashed again
+            write_index(
+                run.db_path,
+                IndexChanges(stamps=changes.stamps, meta={row_cache.TOKEN_KEY: token}),
+                valid=run.prev.valid,
+            )
         if run.report.changed or changes.stamps:  # the rows for the next build (a new base after a rebuild)
             rebuilt = run.fresh is not None or changes.rebuild or changes.resegment
-            row_cache.save(run.db_path, token, None if rebuilt else run.prev.cached, changes.resource_ids_written())
+            row_cache.save(
+                run.db_path, token, None if rebuilt else run.prev.cached, changes.resource_ids_written()
+            )
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = recorded(run.db_path)
@@ -482,14 +622,21 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             from mnote_evidence.build.render.data import FromBuild
             from mnote_evidence.build.render.site import RenderOptions, render_site  # see TYPE_CHECKING above
 
-            render_options = RenderOptions(jobs=options.jobs, images=options.page_images,
-                                           max_page_images=options.max_page_images, ask=options.lightrag is not None)
+            render_options = RenderOptions(
+                jobs=options.jobs,
+                images=options.page_images,
+                max_page_images=options.max_page_images,
+                ask=options.lightrag is not None,
+            )
             # the rows this run read and what it wrote since: the renderer reads only the rows written
-            known = (FromBuild(run.prev.resources, changes.resource_ids_written(), graph.resolver,
-                               graph.aliases)
-                     if run.prev.resources and not (changes.rebuild or changes.resegment) else None)
-            run.report.site = render_site(root, options.out, run.db_path, render_options, options.on_progress, known)
+            known = (
+                FromBuild(run.prev.resources, changes.resource_ids_written(), graph.resolver, graph.aliases)
+                if run.prev.resources and not (changes.rebuild or changes.resegment)
+                else None
+            )
+            run.report.site = render_site(
+                root, options.out, run.db_path, render_options, options.on_progress, known
+            )
             run.report.warnings += run.report.site.warnings
         run.report.seconds = round(time.perf_counter() - started, 3)
         return run.report
-

@@ -19,13 +19,12 @@ builds that render the site.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mnote_evidence.build.core import text
-from mnote_evidence.build.index.meta import LEGACY_SEGMENTATION, REBUILD_HINT, read_meta, reader_problem
+from mnote_evidence.build.index.meta import LEGACY_SEGMENTATION
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -35,10 +34,11 @@ if TYPE_CHECKING:
     from mnote_evidence.build.render.page_images import PageImageSettings
     from mnote_evidence.build.render.site import RenderReport
 
+
 def current(ocr: OcrSettings, images: PageImageSettings | None) -> dict[str, str]:
     """The `build_meta` version keys this code writes (`images` None: no site rendered)."""
-    from mnote_evidence.build.parse.providers import provider_versions
     from mnote_evidence.build.parse.ocr.run import engine_version  # parsers load only when building
+    from mnote_evidence.build.parse.providers import provider_versions
 
     now = {
         "schema_version": SCHEMA_VERSION,
@@ -68,7 +68,9 @@ class Plan:
         """The stored FTS rows were segmented by another version (and are kept)."""
         if not self.before or self.rebuild_from is not None:
             return False
-        return self.before.get("segmentation_version", LEGACY_SEGMENTATION) != self.now["segmentation_version"]
+        return (
+            self.before.get("segmentation_version", LEGACY_SEGMENTATION) != self.now["segmentation_version"]
+        )
 
     @property
     def meta_changed(self) -> bool:
@@ -85,16 +87,22 @@ class Plan:
         if self.rebuild_from is not None:
             out["schema"] = {"from": self.rebuild_from, "to": SCHEMA_VERSION, "resources": len(updates)}
         if self.resegment:
-            out["segmentation"] = {"from": self.before.get("segmentation_version", LEGACY_SEGMENTATION),
-                                   "to": self.now["segmentation_version"], "fts_rows": resegmented}
+            out["segmentation"] = {
+                "from": self.before.get("segmentation_version", LEGACY_SEGMENTATION),
+                "to": self.now["segmentation_version"],
+                "fts_rows": resegmented,
+            }
         providers = self._providers(prev, updates) if self.rebuild_from is None else {}
         if providers:
             out["providers"] = providers
         for key, name in (("ocr_engine", "ocr_engine"), ("page_images", "page_images")):
             old, new = self.before.get(key), self.now.get(key)
             if old is not None and new is not None and old != new and self.rebuild_from is None:
-                out[name] = ({"from": json.loads(old), "to": json.loads(new)} if key == "page_images"
-                             else {"from": old, "to": new})
+                out[name] = (
+                    {"from": json.loads(old), "to": json.loads(new)}
+                    if key == "page_images"
+                    else {"from": old, "to": new}
+                )
         return out
 
     def _providers(self, prev: PreviousBuild, updates: list[ResourceUpdate]) -> dict[str, Any]:
@@ -103,9 +111,14 @@ class Plan:
         for u in updates:
             row = u.row
             p = prev.resources.get(row.path)
-            if (p and p.source_hash == row.source_hash and p.owner == row.owner
-                    and p.provider_version and row.provider_version
-                    and p.provider_version != row.provider_version):
+            if (
+                p
+                and p.source_hash == row.source_hash
+                and p.owner == row.owner
+                and p.provider_version
+                and row.provider_version
+                and p.provider_version != row.provider_version
+            ):
                 counts[row.kind] += 1
         old = json.loads(self.before.get("provider_versions") or "{}")
         new = json.loads(self.now["provider_versions"])
@@ -118,14 +131,20 @@ def describe(redone: dict[str, Any], site: RenderReport | None) -> list[str]:
     lines = []
     if "schema" in redone:
         s = redone["schema"]
-        lines.append(f"index rebuilt: schema {s['from']} -> {s['to']} "
-                     f"({s['resources']} resources re-indexed from sidecars and files)")
+        lines.append(
+            f"index rebuilt: schema {s['from']} -> {s['to']} "
+            f"({s['resources']} resources re-indexed from sidecars and files)"
+        )
     if "segmentation" in redone:
         s = redone["segmentation"]
-        lines.append(f"re-segmented {s['fts_rows']} FTS rows from the stored text: "
-                     f"segmentation {s['from']} -> {s['to']}")
+        lines.append(
+            f"re-segmented {s['fts_rows']} FTS rows from the stored text: "
+            f"segmentation {s['from']} -> {s['to']}"
+        )
     for kind, p in redone.get("providers", {}).items():
-        lines.append(f"{kind}: {p['resources']} resources re-parsed: provider {p['from'] or '?'} -> {p['to']}")
+        lines.append(
+            f"{kind}: {p['resources']} resources re-parsed: provider {p['from'] or '?'} -> {p['to']}"
+        )
     if "ocr_engine" in redone:
         o = redone["ocr_engine"]
         lines.append(f"OCR engine {o['from']} -> {o['to']} (its pdf and image resources are counted above)")

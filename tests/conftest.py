@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import tempfile
-import sqlite3
 from pathlib import Path
 from typing import NoReturn
 
@@ -22,20 +22,29 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
+from mnote_evidence.build.core.schemas import load_schema, schema_names
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.pipeline import BuildOptions, build
 from mnote_evidence.build.workspace.scan import skip_dir
-from mnote_evidence.build.core.schemas import load_schema, schema_names
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "content_fixtures"
 FACTS = json.loads((REPO / "tests" / "fixture_facts.json").read_text("utf-8"))
 
 # screenshots for a reviewer: in the system's temporary folder, never in the repository
-SCREENSHOTS = Path(os.environ.get("MNOTE_SCREENSHOTS", Path(tempfile.gettempdir()) / "mnote-evidence-screenshots"))
+SCREENSHOTS = Path(
+    os.environ.get("MNOTE_SCREENSHOTS", Path(tempfile.gettempdir()) / "mnote-evidence-screenshots")
+)
 CHROMIUM = "/usr/bin/chromium"  # Debian's package; Playwright drives it (never `playwright install`)
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 SPEC_PDF = "Projects/Evidence Kernel.assets/evidence-kernel-spec.pdf"
 CHEM_DOCX = "研究/化学笔记.assets/溶剂与杂环.docx"
@@ -48,8 +57,9 @@ def tracked_fixture_files() -> list[str]:
     would scan, i.e. without the folders a build writes into a workspace (`.mnote/`, `*.ocr/`; the
     README's Quick start builds content_fixtures in place)."""
     try:
-        out = subprocess.run(["git", "-C", str(FIXTURES), "ls-files", "-z", "--", "."], capture_output=True,
-                             check=True).stdout
+        out = subprocess.run(
+            ["git", "-C", str(FIXTURES), "ls-files", "-z", "--", "."], capture_output=True, check=True
+        ).stdout
         files = [f for f in out.decode("utf-8").split("\0") if f]
         if files:
             return files
@@ -58,7 +68,9 @@ def tracked_fixture_files() -> list[str]:
     files = []
     for dirpath, dirnames, filenames in os.walk(FIXTURES):
         dirnames[:] = [d for d in dirnames if not skip_dir(d)]
-        files += [os.path.relpath(os.path.join(dirpath, f), FIXTURES) for f in filenames if not f.startswith(".")]
+        files += [
+            os.path.relpath(os.path.join(dirpath, f), FIXTURES) for f in filenames if not f.startswith(".")
+        ]
     return files
 
 
@@ -125,8 +137,7 @@ def built(tmp_path_factory):
 
 
 def schema_validator(name: str) -> jsonschema.Draft202012Validator:
-    registry = Registry().with_resources(
-        (n, Resource.from_contents(load_schema(n))) for n in schema_names())
+    registry = Registry().with_resources((n, Resource.from_contents(load_schema(n))) for n in schema_names())
     return jsonschema.Draft202012Validator(load_schema(name), registry=registry)
 
 
@@ -144,7 +155,9 @@ def validate():
 @pytest.fixture(scope="session")
 def tesseract() -> str:
     """Tesseract with its Chinese model (the alternative OCR engine)."""
-    binary = require_tool("tesseract", "apt-get install tesseract-ocr tesseract-ocr-chi-sim (the alternative OCR engine)")
+    binary = require_tool(
+        "tesseract", "apt-get install tesseract-ocr tesseract-ocr-chi-sim (the alternative OCR engine)"
+    )
     languages = subprocess.run([binary, "--list-langs"], capture_output=True, text=True).stdout.split()
     if "chi_sim" not in languages:
         tool_missing("tesseract has no chi_sim model: apt-get install tesseract-ocr-chi-sim")
@@ -155,8 +168,9 @@ def tesseract() -> str:
 def browser():
     from playwright.sync_api import sync_playwright
 
-    chromium = require_tool("chromium", "apt-get install chromium (the browser tests drive Debian's Chromium)",
-                            path=CHROMIUM)
+    chromium = require_tool(
+        "chromium", "apt-get install chromium (the browser tests drive Debian's Chromium)", path=CHROMIUM
+    )
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield b

@@ -28,8 +28,10 @@ h1 { font-size: 20pt; } h2 { font-size: 15pt; } h3 { font-size: 12.5pt; }
 table { border-collapse: collapse; } td, th { border: 1px solid #888; padding: 2px 4px; font-size: 9.5pt; }
 """
 
-LOREM = ("Every evidence block keeps the page it was found on and the box it occupies, so a reader "
-         "can jump from a citation to the exact place in the original document instead of a file name. ")
+LOREM = (
+    "Every evidence block keeps the page it was found on and the box it occupies, so a reader "
+    "can jump from a citation to the exact place in the original document instead of a file name. "
+)
 
 
 def write_story_pdf(path: Path, html: str, toc: bool) -> None:
@@ -44,8 +46,14 @@ def write_story_pdf(path: Path, html: str, toc: bool) -> None:
         writer.end_page()
     writer.close()
     doc = pymupdf.open(str(path))
-    doc.set_metadata({"title": "Evidence Kernel Specification", "producer": "mnote-evidence fixtures",
-                      "creationDate": "D:20261101000000", "modDate": "D:20261101000000"})
+    doc.set_metadata(
+        {
+            "title": "Evidence Kernel Specification",
+            "producer": "mnote-evidence fixtures",
+            "creationDate": "D:20261101000000",
+            "modDate": "D:20261101000000",
+        }
+    )
     if toc:
         entries = []
         for level, title in TOC:
@@ -127,30 +135,37 @@ def write_docx(path: Path) -> None:
     document.add_heading("吡咯烷", level=3)
     document.add_paragraph(
         "吡咯烷（pyrrolidine，又称四氢吡咯）是含一个氮原子的五元饱和杂环，沸点 87 °C。"
-        "吡咯烷碱性较强，常作为有机合成中的仲胺试剂，例如与环己酮缩合生成烯胺。")
+        "吡咯烷碱性较强，常作为有机合成中的仲胺试剂，例如与环己酮缩合生成烯胺。"
+    )
     document.add_heading("极性溶剂", level=3)
     document.add_paragraph(
         "N-甲基吡咯烷酮（NMP）是一种强极性非质子溶剂，沸点 202 °C，能与水混溶，"
-        "广泛用于锂电池正极浆料和聚合物加工。使用 N-甲基吡咯烷酮时应注意其生殖毒性。")
+        "广泛用于锂电池正极浆料和聚合物加工。使用 N-甲基吡咯烷酮时应注意其生殖毒性。"
+    )
     document.add_heading("吗啉", level=3)
     document.add_paragraph("吗啉是一种同时含氧和氮的六元杂环，常用作溶剂、缓蚀剂和橡胶助剂。")
     document.add_heading("有机硅试剂", level=2)
     document.add_paragraph(
-        "三乙基硅烷（Et3SiH，三乙基硅）是温和的负氢供体，常与三氟乙酸配合用于还原碳正离子。")
-    document.add_paragraph(
-        "三甲基硅基（TMS，三甲基硅）常用作醇羟基的保护基，可用四丁基氟化铵在室温下脱除。")
+        "三乙基硅烷（Et3SiH，三乙基硅）是温和的负氢供体，常与三氟乙酸配合用于还原碳正离子。"
+    )
+    document.add_paragraph("三甲基硅基（TMS，三甲基硅）常用作醇羟基的保护基，可用四丁基氟化铵在室温下脱除。")
     document.add_paragraph("")  # an empty paragraph still counts in paragraph ordinals
     document.add_heading("常用数据表", level=2)
     table = document.add_table(rows=1, cols=3)
     for cell, text in zip(table.rows[0].cells, ["名称", "沸点 (°C)", "用途"]):
         cell.text = text
-    for name, bp, use in [("吡咯烷", "87", "仲胺试剂"), ("N-甲基吡咯烷酮", "202", "极性溶剂"),
-                          ("吗啉", "129", "缓蚀剂"), ("三乙基硅烷", "107", "还原剂")]:
+    for name, bp, use in [
+        ("吡咯烷", "87", "仲胺试剂"),
+        ("N-甲基吡咯烷酮", "202", "极性溶剂"),
+        ("吗啉", "129", "缓蚀剂"),
+        ("三乙基硅烷", "107", "还原剂"),
+    ]:
         cells = table.add_row().cells
         cells[0].text, cells[1].text, cells[2].text = name, bp, use
     document.add_paragraph("表中沸点为常压数据，来源于供应商安全技术说明书。")
-    for n, p in enumerate(document.element.body.iter(
-            "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}p"), start=1):
+    for n, p in enumerate(
+        document.element.body.iter("{http://schemas.openxmlformats.org/wordprocessingml/2006/main}p"), start=1
+    ):
         p.set(W14, f"{0x1A2B0000 + n:08X}")
     document.save(str(path))
 
@@ -160,21 +175,28 @@ def write_image(path: Path) -> dict:
     doc = pymupdf.open()
     page = doc.new_page(width=800, height=180)
     page.draw_rect(page.rect, color=None, fill=(1, 1, 1))
-    page.insert_text((24, 40), "Rust 并发笔记 — screenshot", fontname="china-s", fontsize=16, color=(0.3, 0.3, 0.3))
+    page.insert_text(
+        (24, 40), "Rust 并发笔记 — screenshot", fontname="china-s", fontsize=16, color=(0.3, 0.3, 0.3)
+    )
     origin = (24, 110)
     page.insert_text(origin, "线程作用域 Thread scope", fontname="china-s", fontsize=36)
     box = page.search_for("线程作用域")[0]
     pix = page.get_pixmap(dpi=72)
     pix.save(str(path))
-    return {"width": pix.width, "height": pix.height, "text": "线程作用域",
-            "bbox": [round(v, 1) for v in (box.x0, box.y0, box.x1, box.y1)]}
+    return {
+        "width": pix.width,
+        "height": pix.height,
+        "text": "线程作用域",
+        "bbox": [round(v, 1) for v in (box.x0, box.y0, box.x1, box.y1)],
+    }
 
 
 def write_encrypted_pdf(path: Path) -> None:
     doc = pymupdf.open()
     doc.new_page().insert_text((72, 72), "Confidential salary table.")
-    doc.save(str(path), encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="secret", owner_pw="owner",
-             no_new_id=True)
+    doc.save(
+        str(path), encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="secret", owner_pw="owner", no_new_id=True
+    )
 
 
 NOTES = {
@@ -325,7 +347,9 @@ def main() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     # A note saved in Latin-1 by an old editor: decoded with replacement + a warning.
-    (ROOT / "Inbox/Legacy Note.md").write_bytes("# Café notes\n\nCrème brûlée recipe, 1998.\n".encode("latin-1"))
+    (ROOT / "Inbox/Legacy Note.md").write_bytes(
+        "# Café notes\n\nCrème brûlée recipe, 1998.\n".encode("latin-1")
+    )
 
     spec = ROOT / "Projects/Evidence Kernel.assets/evidence-kernel-spec.pdf"
     spec.parent.mkdir(parents=True, exist_ok=True)

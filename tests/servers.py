@@ -34,8 +34,14 @@ def wait_until_up(url: str, proc: subprocess.Popen | None = None, timeout: float
 
 
 def start(cmd: list[str], url: str, cwd: Path | None = None) -> subprocess.Popen:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     wait_until_up(url, proc)
     return proc
 
@@ -54,8 +60,10 @@ def start_serve(site_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
     """A real `mnote-evidence serve SITE_DIR ARGS…` on a free port, up and answering; returns (process, base URL)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(site_dir), "--port", str(port), *args],
-                 base + "/-/versions.json")
+    proc = start(
+        [sys.executable, "-m", "mnote_evidence", "serve", str(site_dir), "--port", str(port), *args],
+        base + "/-/versions.json",
+    )
     return proc, base
 
 

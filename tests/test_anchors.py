@@ -7,8 +7,11 @@ from tests.conftest import connect, run_build
 
 
 def test_best_successor_prefers_similar_text_nearby():
-    new = [OldBlock("b-a", 0, "Totally different"), OldBlock("b-b", 1, "The retention period is eight years."),
-           OldBlock("b-c", 2, "Unrelated text here")]
+    new = [
+        OldBlock("b-a", 0, "Totally different"),
+        OldBlock("b-b", 1, "The retention period is eight years."),
+        OldBlock("b-c", 2, "Unrelated text here"),
+    ]
     assert best_successor(OldBlock("b-old", 1, "The retention period is seven years."), new)[0] == "b-b"
     assert best_successor(OldBlock("b-old", 1, "量子色动力学"), new) == (None, 0.0)
 
@@ -20,21 +23,31 @@ def test_edit_records_alias_and_chains_and_undo_clears(workspace, tmp_path):
     run_build(workspace, out)
     conn = connect(out)
     sentence = "An early idea was to OCR every PDF."
-    (first_id,) = conn.execute("SELECT block_id FROM evidence_block WHERE text LIKE ?", [sentence + "%"]).fetchone()
+    (first_id,) = conn.execute(
+        "SELECT block_id FROM evidence_block WHERE text LIKE ?", [sentence + "%"]
+    ).fetchone()
     conn.close()
 
     note.write_text(original.replace("to OCR every PDF", "to OCR each and every PDF"), "utf-8")
     run_build(workspace, out)
     conn = connect(out)
-    (second_id,) = conn.execute("SELECT block_id FROM evidence_block WHERE text LIKE 'An early idea%'").fetchone()
-    assert conn.execute("SELECT successor_block_id FROM evidence_anchor WHERE old_block_id = ?",
-                        [first_id]).fetchone()[0] == second_id
+    (second_id,) = conn.execute(
+        "SELECT block_id FROM evidence_block WHERE text LIKE 'An early idea%'"
+    ).fetchone()
+    assert (
+        conn.execute(
+            "SELECT successor_block_id FROM evidence_anchor WHERE old_block_id = ?", [first_id]
+        ).fetchone()[0]
+        == second_id
+    )
     conn.close()
 
     note.write_text(original.replace("to OCR every PDF", "to OCR all PDFs"), "utf-8")
     run_build(workspace, out)
     conn = connect(out)
-    (third_id,) = conn.execute("SELECT block_id FROM evidence_block WHERE text LIKE 'An early idea%'").fetchone()
+    (third_id,) = conn.execute(
+        "SELECT block_id FROM evidence_block WHERE text LIKE 'An early idea%'"
+    ).fetchone()
     aliases = dict(conn.execute("SELECT old_block_id, successor_block_id FROM evidence_anchor"))
     assert aliases[first_id] == third_id and aliases[second_id] == third_id  # chained
     conn.close()

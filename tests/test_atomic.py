@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build.pipeline import DB_NAME
 from mnote_evidence.build.core.sqlite_ro import SQLITE_READONLY_ROLLBACK, connect_ro
+from mnote_evidence.build.pipeline import DB_NAME
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.core.errors import call
@@ -48,17 +48,23 @@ def _content(db: Path) -> tuple[int, int, str]:
     conn = connect_ro(db)  # rolls back a killed in-place build's hot journal first
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        return (conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0],
-                conn.execute("SELECT count(*) FROM evidence_block").fetchone()[0],
-                conn.execute("SELECT group_concat(source_hash) FROM (SELECT source_hash FROM evidence_resource "
-                             "ORDER BY 1)").fetchone()[0])
+        return (
+            conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0],
+            conn.execute("SELECT count(*) FROM evidence_block").fetchone()[0],
+            conn.execute(
+                "SELECT group_concat(source_hash) FROM (SELECT source_hash FROM evidence_resource ORDER BY 1)"
+            ).fetchone()[0],
+        )
     finally:
         conn.close()
 
 
 def _start(workspace: Path, out: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "mnote_evidence", "build", str(workspace), "--out", str(out),
-                             "--jobs", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "mnote_evidence", "build", str(workspace), "--out", str(out), "--jobs", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _wait_for_working_copy(out: Path, proc: subprocess.Popen, timeout: float = 60) -> bool:
@@ -185,13 +191,15 @@ def test_a_reader_that_may_not_roll_back_a_hot_journal_answers_503(workspace, tm
         "conn.execute('BEGIN IMMEDIATE')\n"
         "conn.execute('DELETE FROM evidence_block_row')\n"  # schema 5: evidence_block is a view over it
         "conn.execute(\"INSERT INTO evidence_fts (evidence_fts) VALUES ('delete-all')\")\n"
-        "os.kill(os.getpid(), 9)\n")
+        "os.kill(os.getpid(), 9)\n"
+    )
     subprocess.run([sys.executable, "-c", script, str(db)], check=False)
     assert (out / f"{DB_NAME}-journal").exists()
     ro = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 
     def handler(_request):
         return {"blocks": ro.execute("SELECT count(*) FROM evidence_block").fetchone()[0]}
+
     try:
         status, body = call(handler, {})
     finally:

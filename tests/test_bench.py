@@ -33,7 +33,9 @@ def test_generated_notes_are_deterministic_and_linked(tmp_path):
     text = (tmp_path / "a" / note_path(101)).read_text("utf-8")
     assert text.startswith("---\ntags: [t") and "## Part 7" in text
     assert re.search(r"[\u4e00-\u9fff]", text) and re.search(r"[a-z]{3}", text)
-    targets = re.findall(r"\[\[(note-\d{6})\]\]", "".join(p.read_text("utf-8") for p in (tmp_path / "a").rglob("*.md")))
+    targets = re.findall(
+        r"\[\[(note-\d{6})\]\]", "".join(p.read_text("utf-8") for p in (tmp_path / "a").rglob("*.md"))
+    )
     assert len(targets) == a["wikilinks"] > 0
     assert all((tmp_path / "a" / note_path(int(t[5:]))).exists() for t in targets)  # every link resolves
     make_notes(tmp_path / "c", 120, seed=12)
@@ -41,8 +43,13 @@ def test_generated_notes_are_deterministic_and_linked(tmp_path):
 
 
 def test_run_lists_every_bench_the_readme_quotes():
-    done = subprocess.run([sys.executable, str(REPO / "bench/run"), "--list"], capture_output=True, text=True,
-                          check=True, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench/run"), "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
     listed = {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
     readme = (REPO / "README.md").read_text("utf-8")
     quoted = set(re.findall(r"bench/(\w+)\.py", readme)) - {"real_workspace", "_util", "summaries"}
@@ -51,8 +58,13 @@ def test_run_lists_every_bench_the_readme_quotes():
 
 
 def test_run_refuses_an_unknown_bench():
-    done = subprocess.run([sys.executable, str(REPO / "bench/run"), "--only", "nope"], capture_output=True,
-                          text=True, check=False, cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench/run"), "--only", "nope"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
     assert done.returncode == 2 and "unknown bench" in done.stderr
 
 
@@ -73,11 +85,22 @@ def test_summary_says_which_bench_failed_or_was_skipped():
     finally:
         del sys.modules["bench_run"]
     args = argparse.Namespace(quick=False, baseline_ref="abc123", summary_only=False)
-    failed = {"command": "python bench/pdf_provider.py", "seconds": 1.0, "commit": "c0ffee", "started": "now",
-              "machine_start": {"loadavg": [3.5, 1, 1]}, "machine_end": {"loadavg": [4.5, 1, 1]}, "exit": 1,
-              "error": "liteparse missing"}
-    text = run.summary({"pdf_provider": failed, "startup": {"skipped": "bench/startup.py does not exist"}},
-                       args, 90.0, "c0ffee")
+    failed = {
+        "command": "python bench/pdf_provider.py",
+        "seconds": 1.0,
+        "commit": "c0ffee",
+        "started": "now",
+        "machine_start": {"loadavg": [3.5, 1, 1]},
+        "machine_end": {"loadavg": [4.5, 1, 1]},
+        "exit": 1,
+        "error": "liteparse missing",
+    }
+    text = run.summary(
+        {"pdf_provider": failed, "startup": {"skipped": "bench/startup.py does not exist"}},
+        args,
+        90.0,
+        "c0ffee",
+    )
     assert "baseline ref abc123" in text and "total 1.5 min" in text
     assert "**Failed**" in text and "liteparse missing" in text and "load 3.5 → 4.5" in text
     assert "Skipped: bench/startup.py does not exist." in text

@@ -9,7 +9,8 @@ import click
 from click.testing import CliRunner
 
 from mnote_evidence.build.cli.main import main
-from mnote_evidence.build.cli.options import build_args, output_options as _output_options
+from mnote_evidence.build.cli.options import build_args
+from mnote_evidence.build.cli.options import output_options as _output_options
 
 
 def test_help_explains_the_build():
@@ -50,14 +51,49 @@ def test_ask_imports_only_what_it_needs(built):
     _, out, _ = built
     repo = str(Path(__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": repo, "LIGHTRAG_URL": f"http://127.0.0.1:{free_port()}"}
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mnote_evidence", "ask", "吡咯烷的沸点",
-                           "--site", str(out), "--json", "--timeout", "2"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "mnote_evidence",
+            "ask",
+            "吡咯烷的沸点",
+            "--site",
+            str(out),
+            "--json",
+            "--timeout",
+            "2",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     body = json.loads(done.stdout)
     assert done.returncode == 1 and body["degradedReason"] == "knowledge_rag_unavailable"
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert {"mnote_evidence.functions.handlers.knowledge", "mnote_evidence.functions.citations.mapper", "http.client"} <= imported
-    heavy = {"httpx", "httpcore", "anyio", "trio", "pymupdf", "fitz", "docx", "PIL", "datasette", "jinja2",
-             "markdown_it", "mnote_evidence.build.pipeline"}
+    imported = {
+        line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert {
+        "mnote_evidence.functions.handlers.knowledge",
+        "mnote_evidence.functions.citations.mapper",
+        "http.client",
+    } <= imported
+    heavy = {
+        "httpx",
+        "httpcore",
+        "anyio",
+        "trio",
+        "pymupdf",
+        "fitz",
+        "docx",
+        "PIL",
+        "datasette",
+        "jinja2",
+        "markdown_it",
+        "mnote_evidence.build.pipeline",
+    }
     assert imported & heavy == set()
 
 
@@ -66,10 +102,33 @@ def test_serve_gives_its_watch_rebuilds_every_output_option_of_build(tmp_path):
     flags that `build` parses to the same values: no option is dropped on a `--watch` rebuild."""
     shared = {p.name for p in _output_options(click.command()(lambda **kw: None)).params}
     assert shared | {"lightrag_url"} == set(inspect.signature(build_args).parameters)
-    given = ["--no-ocr", "--max-page-images", "7", "--page-zoom", "1.5", "--sidecars", "mnote", "--max-file-mb",
-             "3", "--ocr-engine", "tesseract", "--ocr-fallback", "tesseract", "--allow-upload", "--mineru-url",
-             "http://mineru.example", "--lightrag-url", "http://rag.example"]
-    served = main.get_command(click.Context(main), "serve").make_context("serve", [str(tmp_path), *given]).params
+    given = [
+        "--no-ocr",
+        "--max-page-images",
+        "7",
+        "--page-zoom",
+        "1.5",
+        "--sidecars",
+        "mnote",
+        "--max-file-mb",
+        "3",
+        "--ocr-engine",
+        "tesseract",
+        "--ocr-fallback",
+        "tesseract",
+        "--allow-upload",
+        "--mineru-url",
+        "http://mineru.example",
+        "--lightrag-url",
+        "http://rag.example",
+    ]
+    served = (
+        main.get_command(click.Context(main), "serve").make_context("serve", [str(tmp_path), *given]).params
+    )
     wanted = {name: served[name] for name in shared | {"lightrag_url"}}
-    built = main.get_command(click.Context(main), "build").make_context("build", [str(tmp_path), *build_args(**wanted)]).params
+    built = (
+        main.get_command(click.Context(main), "build")
+        .make_context("build", [str(tmp_path), *build_args(**wanted)])
+        .params
+    )
     assert {name: built[name] for name in wanted} == wanted

@@ -15,8 +15,11 @@ def segments(conn) -> int:
 
 def largest_segment(conn) -> tuple[int, int]:
     """(segid, %_idx rows) of the FTS segment with the most b-tree entries: the one a full build wrote."""
-    return tuple(conn.execute("SELECT segid, count(*) FROM evidence_fts_idx GROUP BY segid ORDER BY 2 DESC, 1 "
-                              "LIMIT 1").fetchone())
+    return tuple(
+        conn.execute(
+            "SELECT segid, count(*) FROM evidence_fts_idx GROUP BY segid ORDER BY 2 DESC, 1 LIMIT 1"
+        ).fetchone()
+    )
 
 
 def test_full_build_leaves_one_fts_segment_and_4k_pages_incremental_ones_a_bounded_few(workspace, tmp_path):
@@ -30,7 +33,9 @@ def test_full_build_leaves_one_fts_segment_and_4k_pages_incremental_ones_a_bound
     conn.close()
     counts, largest = [], []
     for i in range(3 * layout.MAX_SEGMENTS):  # each in-place build appends a segment; merges bound the count
-        (workspace / "Inbox/Extra.md").write_text(f"# Extra\n\nA quokka note about 吗啉, take {i}.\n", "utf-8")
+        (workspace / "Inbox/Extra.md").write_text(
+            f"# Extra\n\nA quokka note about 吗啉, take {i}.\n", "utf-8"
+        )
         run_build(workspace, out)
         conn = connect(out)
         counts.append(segments(conn))
@@ -42,7 +47,10 @@ def test_full_build_leaves_one_fts_segment_and_4k_pages_incremental_ones_a_bound
     conn = connect(out)
     assert conn.execute("PRAGMA page_size").fetchone()[0] == layout.PAGE_SIZE
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
-    assert conn.execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH '\"quokka\"'").fetchone()[0] == 1
+    assert (
+        conn.execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH '\"quokka\"'").fetchone()[0]
+        == 1
+    )
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 

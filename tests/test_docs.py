@@ -45,7 +45,9 @@ def slug(heading: str) -> str:
 
 def anchors(text: str) -> set[str]:
     tokens = MD.parse(text)
-    return {slug(tokens[i + 1].content.replace("`", "")) for i, t in enumerate(tokens) if t.type == "heading_open"}
+    return {
+        slug(tokens[i + 1].content.replace("`", "")) for i, t in enumerate(tokens) if t.type == "heading_open"
+    }
 
 
 def test_the_contract_is_in_the_repository():
@@ -64,13 +66,19 @@ def test_every_relative_link_resolves_to_a_tracked_file(doc):
         parts = urlsplit(href)
         if parts.scheme or parts.netloc:  # http(s), mailto: not ours to check offline
             continue
-        target = posixpath.normpath(posixpath.join(posixpath.dirname(doc), unquote(parts.path))) if parts.path \
+        target = (
+            posixpath.normpath(posixpath.join(posixpath.dirname(doc), unquote(parts.path)))
+            if parts.path
             else doc
+        )
         checked += 1
         if target.startswith("../") or (target not in files and target.rstrip("/") not in folders):
             broken.append(f"{href}: {target} is not a tracked file")
-        elif parts.fragment and target.endswith(".md") and parts.fragment not in anchors(
-                (REPO / target).read_text("utf-8")):
+        elif (
+            parts.fragment
+            and target.endswith(".md")
+            and parts.fragment not in anchors((REPO / target).read_text("utf-8"))
+        ):
             broken.append(f"{href}: no heading #{parts.fragment} in {target}")
     assert not broken, f"{doc}: " + "; ".join(broken)
     if doc == "README.md":

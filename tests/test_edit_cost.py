@@ -18,19 +18,19 @@ import ast
 import dataclasses
 import os
 import posixpath
-import time
-
-import pytest
 import sys
+import time
 from importlib.metadata import PackageNotFoundError, version
 
-from mnote_evidence.build.core import fsutil, model
-from mnote_evidence.build.parse import libraries
-from mnote_evidence.build.workspace import links
-from mnote_evidence.build.markdown import syntax as markdown_syntax
+import pytest
+
 from mnote_evidence.build import pipeline
+from mnote_evidence.build.core import fsutil, model
 from mnote_evidence.build.index import previous
+from mnote_evidence.build.markdown import syntax as markdown_syntax
+from mnote_evidence.build.parse import libraries
 from mnote_evidence.build.render import data, front, site, tag_pages
+from mnote_evidence.build.workspace import links
 from tests.conftest import run_build
 
 DAY_AGO = time.time() - 86400
@@ -57,10 +57,13 @@ def _count(monkeypatch, owner, name: str, calls: list) -> None:
     def counted(*args, **kwargs):
         calls.append(args)
         return original(*args, **kwargs)
+
     monkeypatch.setattr(owner, name, counted)
 
 
-def test_an_edit_reads_the_resource_rows_once_and_renders_from_the_same_rows(workspace, tmp_path, monkeypatch):
+def test_an_edit_reads_the_resource_rows_once_and_renders_from_the_same_rows(
+    workspace, tmp_path, monkeypatch
+):
     out = tmp_path / "out"
     _aged_build(workspace, out)
     total = len(previous.load_previous(out / "evidence.sqlite").resources)
@@ -74,6 +77,7 @@ def test_an_edit_reads_the_resource_rows_once_and_renders_from_the_same_rows(wor
     def spy(self, *args, **kwargs):
         init(self, *args, **kwargs)
         seen.append(list(self.resources))
+
     monkeypatch.setattr(site._Site, "__init__", spy)
     report = run_build(workspace, out, site=True)
     assert report.parsed == 1 and report.site.pages_written >= 1
@@ -108,14 +112,21 @@ def test_an_edit_indexes_no_path_by_name_and_resolves_as_a_full_build(workspace,
     def spy(self, *args, **kwargs):
         init(self, *args, **kwargs)
         built.append(self)
+
     monkeypatch.setattr(links.LinkResolver, "__init__", spy)
     run_build(workspace, out, site=True)
-    assert len(built) == 1 and built[0]._by_name is None and set(built[0]._searched) == {"kickoff", "kickoff.md", "nowhere"}
+    assert (
+        len(built) == 1
+        and built[0]._by_name is None
+        and set(built[0]._searched) == {"kickoff", "kickoff.md", "nowhere"}
+    )
     run_build(workspace, fresh, site=False)
     rows = "SELECT resource_id, source_block_id, target, kind, target_path, problem, label FROM evidence_link ORDER BY 1, 2, 3, 4"
     conns = [data.connect_ro(o / "evidence.sqlite") for o in (out, fresh)]
     try:
-        assert [list(map(tuple, c.execute(rows))) for c in conns][0] == [list(map(tuple, c.execute(rows))) for c in conns][1]
+        assert [list(map(tuple, c.execute(rows))) for c in conns][0] == [
+            list(map(tuple, c.execute(rows))) for c in conns
+        ][1]
     finally:
         for c in conns:
             c.close()
@@ -166,7 +177,9 @@ def test_kept_tokens_are_bounded_and_handed_out_once(monkeypatch):
     assert len(markdown_syntax._kept) == markdown_syntax.KEEP_PARSED
 
 
-def test_an_edit_reuses_the_recorded_collisions_and_an_added_file_checks_again(workspace, tmp_path, monkeypatch):
+def test_an_edit_reuses_the_recorded_collisions_and_an_added_file_checks_again(
+    workspace, tmp_path, monkeypatch
+):
     out = tmp_path / "out"
     full = _aged_build(workspace, out)
     checked: list = []
@@ -200,8 +213,31 @@ def test_a_small_batch_fsyncs_its_files_and_a_large_one_syncs_the_file_system(tm
     assert syncfs and len(fsyncs) == 1  # the files: one syncfs; their one folder: an fsync
 
 
-@pytest.mark.parametrize("path", ["a", "a.md", ".a", "..a", ".a.b", "a.", "a..", "a.b.c", "x/.y.pdf", "x.d/y",
-                                  "x.d/.y", "..", ".", "a/..md", "x/y.PDF", "", "a/b.", "ab/.", "a.b/", "研究/化学.docx"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "a",
+        "a.md",
+        ".a",
+        "..a",
+        ".a.b",
+        "a.",
+        "a..",
+        "a.b.c",
+        "x/.y.pdf",
+        "x.d/y",
+        "x.d/.y",
+        "..",
+        ".",
+        "a/..md",
+        "x/y.PDF",
+        "",
+        "a/b.",
+        "ab/.",
+        "a.b/",
+        "研究/化学.docx",
+    ],
+)
 def test_suffix_of_is_splitext(path):
     assert model.suffix_of(path) == posixpath.splitext(path)[1]
 
@@ -214,7 +250,8 @@ def _tag_files(out) -> dict[str, bytes]:
 
 
 def test_an_edit_counts_only_its_own_tags_and_the_tag_pages_are_as_a_fresh_build_writes_them(
-        workspace, tmp_path, monkeypatch):
+    workspace, tmp_path, monkeypatch
+):
     out = tmp_path / "out"
     _aged_build(workspace, out)
     counted: list = []
@@ -240,7 +277,8 @@ def test_an_edit_counts_only_its_own_tags_and_the_tag_pages_are_as_a_fresh_build
 
 
 def test_an_edit_with_the_same_paths_lists_no_page_and_a_removed_note_leaves_a_tombstone(
-        workspace, tmp_path, monkeypatch):
+    workspace, tmp_path, monkeypatch
+):
     out = tmp_path / "out"
     full = _aged_build(workspace, out)
     listed: list = []
@@ -256,11 +294,37 @@ def test_an_edit_with_the_same_paths_lists_no_page_and_a_removed_note_leaves_a_t
 
 
 def test_recent_changes_are_the_first_of_the_sorted_rows(monkeypatch):
-    rows = [data.Resource.from_values([f"id{i}", f"n/{i % 7}-{i}.md", None, "markdown" if i % 3 else "pdf", "stale" if i % 11 == 0
-                                       else "ok", None, None, "", None, None, None, None, None, 0, "[]",
-                                       i % 5, None, None, None, None]) for i in range(60)]
+    rows = [
+        data.Resource.from_values(
+            [
+                f"id{i}",
+                f"n/{i % 7}-{i}.md",
+                None,
+                "markdown" if i % 3 else "pdf",
+                "stale" if i % 11 == 0 else "ok",
+                None,
+                None,
+                "",
+                None,
+                None,
+                None,
+                None,
+                None,
+                0,
+                "[]",
+                i % 5,
+                None,
+                None,
+                None,
+                None,
+            ]
+        )
+        for i in range(60)
+    ]
     live = [r for r in rows if r.status != "stale"]
-    assert front.recent(rows) == sorted(live, key=lambda r: (-r.updated_at_ms, r.kind != "markdown", r.path))[:8]
+    assert (
+        front.recent(rows) == sorted(live, key=lambda r: (-r.updated_at_ms, r.kind != "markdown", r.path))[:8]
+    )
     page = front.FrontPage(rows, None, None, False)
     sorts: list = []
     _count(monkeypatch, front, "recent", sorts)
@@ -268,14 +332,20 @@ def test_recent_changes_are_the_first_of_the_sorted_rows(monkeypatch):
     assert len(sorts) == 1
 
 
-@pytest.mark.parametrize("name", ["pymupdf", "PyMuPDF", "python-docx", "python_docx", "pillow", "markdown-it-py"])
+@pytest.mark.parametrize(
+    "name", ["pymupdf", "PyMuPDF", "python-docx", "python_docx", "pillow", "markdown-it-py"]
+)
 def test_a_library_version_is_what_importlib_metadata_says(name):
     assert libraries._dist_info_version(name) == version(name)
 
 
 def test_a_library_version_asks_importlib_metadata_unless_one_dist_info_answers(tmp_path, monkeypatch):
-    for folder, metadata in [("a_lib-1.0.dist-info", "Name: a-lib\nVersion: 1.0\n\nVersion: 9\n"),
-                             ("b_lib-2.0.egg-info", None), ("c_lib-1.dist-info", ""), ("c_lib-2.dist-info", "")]:
+    for folder, metadata in [
+        ("a_lib-1.0.dist-info", "Name: a-lib\nVersion: 1.0\n\nVersion: 9\n"),
+        ("b_lib-2.0.egg-info", None),
+        ("c_lib-1.dist-info", ""),
+        ("c_lib-2.dist-info", ""),
+    ]:
         (tmp_path / folder).mkdir()
         if metadata is not None:
             (tmp_path / folder / "METADATA").write_text(metadata)
@@ -290,6 +360,7 @@ def test_a_library_version_asks_importlib_metadata_unless_one_dist_info_answers(
 
 # -- issue 17 point 1, session 6: what an edit still did over every file or row ---------------------------
 
+
 def _report(r) -> tuple:
     return r.status_counts, r.errors, r.warnings
 
@@ -297,50 +368,82 @@ def _report(r) -> tuple:
 def _warnings_by_separate_scans(out) -> list[dict[str, str]]:
     """The summary's warnings as they were read before one scan served both link warnings."""
     import json
+
     from mnote_evidence.build.index.link_targets import LinkTargets, split_target
+
     conn = data.connect_ro(out / "evidence.sqlite")
     try:
-        warnings = [{"path": p, **w} for p, ws in conn.execute(
-            "SELECT source_root_relative_path, warnings_json FROM evidence_resource "
-            "WHERE warnings_json != '[]' ORDER BY 1") for w in json.loads(ws)]
-        warnings += [{"path": p, "code": "link_outside_root",
-                      "message": f"link '{t}' leaves the workspace; it was not followed"}
-                     for p, t in conn.execute(
-                         "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-                         "JOIN evidence_resource r USING (resource_id) WHERE l.problem = 'outside_root' ORDER BY 1, 2")]
+        warnings = [
+            {"path": p, **w}
+            for p, ws in conn.execute(
+                "SELECT source_root_relative_path, warnings_json FROM evidence_resource "
+                "WHERE warnings_json != '[]' ORDER BY 1"
+            )
+            for w in json.loads(ws)
+        ]
+        warnings += [
+            {
+                "path": p,
+                "code": "link_outside_root",
+                "message": f"link '{t}' leaves the workspace; it was not followed",
+            }
+            for p, t in conn.execute(
+                "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+                "JOIN evidence_resource r USING (resource_id) WHERE l.problem = 'outside_root' ORDER BY 1, 2"
+            )
+        ]
         targets = LinkTargets(conn)
         for path, target, kind, target_path, problem in conn.execute(
-                "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
-                "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-                "WHERE l.problem = 'missing' OR (l.kind IN ('wikilink', 'embed') AND l.target LIKE '%#%') "
-                "ORDER BY 1, 2"):
+            "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
+            "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+            "WHERE l.problem = 'missing' OR (l.kind IN ('wikilink', 'embed') AND l.target LIKE '%#%') "
+            "ORDER BY 1, 2"
+        ):
             if problem == "missing":
-                warnings.append({"path": path, "code": "broken_link", "target": target,
-                                 "message": f"{kind} '{target}' finds nothing in the workspace"})
+                warnings.append(
+                    {
+                        "path": path,
+                        "code": "broken_link",
+                        "target": target,
+                        "message": f"{kind} '{target}' finds nothing in the workspace",
+                    }
+                )
                 continue
             name, fragment = split_target(target)
             target_path = target_path or (None if name else path)
             if target_path and fragment and targets.anchor(target_path, fragment) is None:
-                warnings.append({"path": path, "code": "broken_link", "target": target,
-                                 "message": f"{kind} '{target}': {target_path} has no '#{fragment}'"})
+                warnings.append(
+                    {
+                        "path": path,
+                        "code": "broken_link",
+                        "target": target,
+                        "message": f"{kind} '{target}': {target_path} has no '#{fragment}'",
+                    }
+                )
         return warnings
     finally:
         conn.close()
 
 
-def test_the_report_after_each_edit_is_a_fresh_builds_and_reads_the_link_rows_once(workspace, tmp_path, monkeypatch):
+def test_the_report_after_each_edit_is_a_fresh_builds_and_reads_the_link_rows_once(
+    workspace, tmp_path, monkeypatch
+):
     """The summary's link warnings come from one scan of evidence_link (not one per warning kind), and
     every edit that changes them (a broken link added, fixed, a file deleted, a new error) reports what a
     fresh build of the same files reports."""
     from mnote_evidence.build.index.link_targets import LinkTargets
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     scans: list = []
     _count(monkeypatch, LinkTargets, "report_links", scans)
     note = workspace / EDITED
     steps = [
-        lambda: note.write_text(note.read_text("utf-8") + "\nSee [[Nowhere At All]] and [[README#No Such Heading]].\n"
-                                "And [up](../../../etc/passwd).\n", "utf-8"),
+        lambda: note.write_text(
+            note.read_text("utf-8") + "\nSee [[Nowhere At All]] and [[README#No Such Heading]].\n"
+            "And [up](../../../etc/passwd).\n",
+            "utf-8",
+        ),
         lambda: note.write_text(note.read_text("utf-8").replace("[[Nowhere At All]]", "[[README]]"), "utf-8"),
         lambda: (workspace / "README.md").unlink(),
         lambda: (workspace / "Inbox" / "broken.pdf").write_bytes(b"%PDF-1.4 not really"),
@@ -363,6 +466,7 @@ def test_the_renderer_takes_the_builds_alias_map_and_it_is_the_indexs(workspace,
     """The alias map the build hands the renderer is the one a scan of the written link rows gives,
     after an edit that adds an alias and one that removes the note holding others."""
     from mnote_evidence.build.workspace.links import alias_map
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     given: list = []
@@ -371,20 +475,29 @@ def test_the_renderer_takes_the_builds_alias_map_and_it_is_the_indexs(workspace,
     def spy(self, root, out_, db_path, options, from_build=None, state=None):
         given.append(from_build.aliases if from_build else None)
         init(self, root, out_, db_path, options, from_build, state)
+
     monkeypatch.setattr(site._Site, "__init__", spy)
     scanned: list = []
     _count(monkeypatch, site, "alias_map", scanned)
     plan = workspace / "Obsidian" / "Project Plan.md"
-    for step in (lambda: plan.write_text(plan.read_text("utf-8").replace("The Plan]", "The Plan, Blueprint]"), "utf-8"),
-                 lambda: plan.unlink(), lambda: None):
+    for step in (
+        lambda: plan.write_text(
+            plan.read_text("utf-8").replace("The Plan]", "The Plan, Blueprint]"), "utf-8"
+        ),
+        lambda: plan.unlink(),
+        lambda: None,
+    ):
         step()
         given.clear()
         run_build(workspace, out, site=True)
         conn = data.connect_ro(out / "evidence.sqlite")
         try:
-            written = alias_map(conn.execute(
-                "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-                "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'"))
+            written = alias_map(
+                conn.execute(
+                    "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+                    "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'"
+                )
+            )
         finally:
             conn.close()
         assert given == [written]
@@ -392,9 +505,13 @@ def test_the_renderer_takes_the_builds_alias_map_and_it_is_the_indexs(workspace,
     assert "blueprint" not in given[0]
 
 
-def test_a_build_freezes_what_it_imported_and_the_previous_rows_and_thaws_them(workspace, tmp_path, monkeypatch):
+def test_a_build_freezes_what_it_imported_and_the_previous_rows_and_thaws_them(
+    workspace, tmp_path, monkeypatch
+):
     import gc
+
     from mnote_evidence.build import pipeline
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     frozen: list = []
@@ -403,6 +520,7 @@ def test_a_build_freezes_what_it_imported_and_the_previous_rows_and_thaws_them(w
     def spy(db_path):
         frozen.append(gc.get_freeze_count())
         return load(db_path)
+
     monkeypatch.setattr(pipeline, "load_previous", spy)
     _edit(workspace)
     run_build(workspace, out)
@@ -413,6 +531,7 @@ def test_a_build_freezes_what_it_imported_and_the_previous_rows_and_thaws_them(w
 def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, tmp_path):
     from mnote_evidence.build import pipeline
     from mnote_evidence.build.workspace.scan import scan
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     run = pipeline._Build(workspace.resolve(), pipeline.BuildOptions(out=out))
@@ -426,6 +545,7 @@ def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, 
         def get(self, key, default=None):
             self.asked.append(key)
             return super().get(key, default)
+
     run.prev.resources = Counting(run.prev.resources)
     run.stamps(files)
     looked = [f.path for f in files if f.hashed or f.stamp is None]
@@ -433,9 +553,12 @@ def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, 
     assert [s[2] for s in run.changes.stamps] == [run.prev.resources[EDITED].resource_id]
 
 
-def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(workspace, tmp_path, monkeypatch):
+def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(
+    workspace, tmp_path, monkeypatch
+):
     """...and its kind is asked once per suffix (`kind_for`), not once per file."""
     from mnote_evidence.build.workspace import scan as scanning
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     known = previous.load_previous(out / "evidence.sqlite").resources  # the rows, as the build passes them
@@ -451,11 +574,14 @@ def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(wo
     trust = time.time_ns() - scanning.RACY_NS
     for f in files:
         if f not in slow:
-            assert f == scanning._entry(workspace.resolve(), str(workspace.resolve() / f.path), f.path, known, trust)
+            assert f == scanning._entry(
+                workspace.resolve(), str(workspace.resolve() / f.path), f.path, known, trust
+            )
 
 
 def test_notes_are_screened_only_when_they_could_be_refused(workspace, tmp_path, monkeypatch):
     from mnote_evidence.build import pipeline
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     (workspace / "Inbox" / "empty.md").write_text("", "utf-8")
@@ -471,16 +597,31 @@ def test_notes_are_screened_only_when_they_could_be_refused(workspace, tmp_path,
 def test_the_front_page_key_follows_each_thing_the_page_shows():
     def row(i, **kw):
         values = {"status": "ok", "error_code": None, "error_message": None, "warnings": []} | kw
-        return data.Resource(resource_id=f"id{i}", path=f"n/{i}.md", owner=None, kind="markdown",
-                             status=values["status"], provider=None, provider_version=None, source_hash="h",
-                             artifact_path=None, source_map_path=None, error_code=values["error_code"],
-                             error_message=values["error_message"], page_count=None, block_count=0,
-                             warnings=values["warnings"], updated_at_ms=i)
+        return data.Resource(
+            resource_id=f"id{i}",
+            path=f"n/{i}.md",
+            owner=None,
+            kind="markdown",
+            status=values["status"],
+            provider=None,
+            provider_version=None,
+            source_hash="h",
+            artifact_path=None,
+            source_map_path=None,
+            error_code=values["error_code"],
+            error_message=values["error_message"],
+            page_count=None,
+            block_count=0,
+            warnings=values["warnings"],
+            updated_at_ms=i,
+        )
+
     base = [row(i) for i in range(20)]
 
     def key(rows):
         page = front.FrontPage(rows, None, None, False)
         return page.key([]), page.tree_key()
+
     k, t = key(base)
     variants = {
         "error": [*base[:3], row(3, status="error", error_code="x", error_message="m"), *base[4:]],
@@ -499,10 +640,18 @@ def test_the_front_page_key_follows_each_thing_the_page_shows():
 def test_reading_the_provider_versions_loads_no_pdf_parsing_helpers():
     """Every build reads every provider's version; the PDF provider's layout helpers load with its first parse."""
     import subprocess
-    code = ("import sys; from mnote_evidence.build.parse.providers import provider_versions; provider_versions(); "
-            "print(sorted(m for m in sys.modules if m.endswith(('.furniture', '.pdf_boxes', '.quote_match'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
+
+    code = (
+        "import sys; from mnote_evidence.build.parse.providers import provider_versions; provider_versions(); "
+        "print(sorted(m for m in sys.modules if m.endswith(('.furniture', '.pdf_boxes', '.quote_match'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -510,6 +659,7 @@ def test_an_edit_checks_the_previous_index_once(workspace, tmp_path, monkeypatch
     """`is_valid_db` (a connection and a count) was asked three times per build: reading the previous
     rows, choosing the write from empty, and writing in place. Now once, on the reading connection."""
     from mnote_evidence.build.index import writer
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     _edit(workspace)
@@ -528,12 +678,18 @@ def _collections_of_an_edit(workspace, tmp_path, monkeypatch) -> tuple[list, dic
     """An edit built with a collection at every allocation while collection is on (gc threshold 1): the
     collections that ran, and their count and the freeze count where the build was at each spied step."""
     import gc
+
     out = tmp_path / "out"
     _aged_build(workspace, out)
     _edit(workspace)
     collections: list = []
     seen: dict = {}
-    load, scan, stamps, summary = pipeline.load_previous, pipeline.scan, pipeline._Build.stamps, pipeline.recorded
+    load, scan, stamps, summary = (
+        pipeline.load_previous,
+        pipeline.scan,
+        pipeline._Build.stamps,
+        pipeline.recorded,
+    )
 
     def spy_load(db_path):
         seen["before_load"] = len(collections)
@@ -552,11 +708,12 @@ def _collections_of_an_edit(workspace, tmp_path, monkeypatch) -> tuple[list, dic
     def spy_recorded(db_path):
         seen["after_index"] = len(collections)
         return summary(db_path)
+
     monkeypatch.setattr(pipeline, "load_previous", spy_load)
     monkeypatch.setattr(pipeline, "scan", spy_scan)
     monkeypatch.setattr(pipeline._Build, "stamps", spy_stamps)
     monkeypatch.setattr(pipeline, "recorded", spy_recorded)
-    callback = (lambda phase, info: collections.append(info) if phase == "start" else None)
+    callback = lambda phase, info: collections.append(info) if phase == "start" else None
     threshold = gc.get_threshold()
     gc.callbacks.append(callback)
     gc.set_threshold(1)
@@ -570,7 +727,8 @@ def _collections_of_an_edit(workspace, tmp_path, monkeypatch) -> tuple[list, dic
 
 
 def test_an_edit_triggers_no_collection_until_its_index_is_written_and_freezes_the_rows_and_files(
-        workspace, tmp_path, monkeypatch):
+    workspace, tmp_path, monkeypatch
+):
     """The previous rows and the scanned files all live on and form no cycles: no automatic collection
     runs while they are made, and they are frozen once the scan is done; an edit (few files read)
     collects again only once its index is written (at 10,000 notes the GC took an edit 16-22 ms)."""
@@ -592,15 +750,26 @@ def test_the_provider_versions_are_the_providers_and_are_read_without_importing_
     """The registry's versions (library, revision, OCR engine) are what each provider says, and reading them
     imports no provider of a format whose registry entry names its library."""
     import subprocess
+
     from mnote_evidence.build.core import formats
     from mnote_evidence.build.parse import providers
     from mnote_evidence.build.parse.ocr.settings import OcrSettings
+
     for ocr in (OcrSettings(), OcrSettings(engine="none")):
         for fmt in formats.FORMATS:
-            assert providers.provider_version(fmt, ocr) == providers.provider_class(fmt.provider)(ocr).version()
-    code = ("import sys; from mnote_evidence.build.parse.providers import provider_versions; provider_versions(); "
-            "print(sorted(m for m in sys.modules if m.startswith('mnote_evidence.build.parse.providers.')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
+            assert (
+                providers.provider_version(fmt, ocr) == providers.provider_class(fmt.provider)(ocr).version()
+            )
+    code = (
+        "import sys; from mnote_evidence.build.parse.providers import provider_versions; provider_versions(); "
+        "print(sorted(m for m in sys.modules if m.startswith('mnote_evidence.build.parse.providers.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ).stdout
     loaded = {m.rpartition(".")[2] for m in ast.literal_eval(out.strip())}
     assert "markdown" in loaded and not loaded & {"pdf", "pdf_boxes", "docx", "docx_parts", "image"}, out

@@ -21,12 +21,12 @@ import time
 
 import pytest
 
-from mnote_evidence.build.index import recorded as recorded_mod
-from mnote_evidence.build.index import anchors, writer
-from mnote_evidence.build.index.schema import SCHEMA_VERSION
-from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
-from mnote_evidence.build.render import site, tag_pages
 from mnote_evidence.build.core.sqlite_ro import connect_ro
+from mnote_evidence.build.index import anchors, writer
+from mnote_evidence.build.index import recorded as recorded_mod
+from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
+from mnote_evidence.build.index.schema import SCHEMA_VERSION
+from mnote_evidence.build.render import site, tag_pages
 from tests.conftest import run_build
 
 EXTRA = "Obsidian/Extra Cases.md"
@@ -45,21 +45,31 @@ Embeds with fragments: ![[Project Plan#Open questions]] and ![[Review#Review]].
 Outside: [escape](../../outside.md) and [[Review#^nope]].
 """
 # what schema 6 ran (a scan of evidence_link / evidence_resource), the reference for the results
-OLD_ALIASES = ("SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-               "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'")
-OLD_REPORT = ("SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
-              "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-              "WHERE l.problem IN ('missing', 'outside_root') OR (l.kind IN ('wikilink', 'embed') "
-              "AND l.target LIKE '%#%') ORDER BY 1, 2, l.rowid")
+OLD_ALIASES = (
+    "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+    "JOIN evidence_resource r USING (resource_id) WHERE l.kind = 'alias'"
+)
+OLD_REPORT = (
+    "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
+    "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+    "WHERE l.problem IN ('missing', 'outside_root') OR (l.kind IN ('wikilink', 'embed') "
+    "AND l.target LIKE '%#%') ORDER BY 1, 2, l.rowid"
+)
 OLD_COUNTS = "SELECT status, count(*) FROM evidence_resource GROUP BY status ORDER BY 1"
-OLD_ERRORS = ("SELECT source_root_relative_path, error_code, error_message FROM evidence_resource "
-              "WHERE status = 'error' ORDER BY 1")
-OLD_WARNINGS = ("SELECT source_root_relative_path, warnings_json FROM evidence_resource "
-                "WHERE warnings_json != '[]' ORDER BY 1")
-OLD_TAGS = ("SELECT lower(l.target), r.source_root_relative_path, b.block_id, b.text, b.kind, r.title "
-            "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-            "JOIN evidence_block b ON b.block_id = l.source_block_id WHERE l.kind = 'tag' AND r.status = 'ok' "
-            "ORDER BY 2, b.ordinal")
+OLD_ERRORS = (
+    "SELECT source_root_relative_path, error_code, error_message FROM evidence_resource "
+    "WHERE status = 'error' ORDER BY 1"
+)
+OLD_WARNINGS = (
+    "SELECT source_root_relative_path, warnings_json FROM evidence_resource "
+    "WHERE warnings_json != '[]' ORDER BY 1"
+)
+OLD_TAGS = (
+    "SELECT lower(l.target), r.source_root_relative_path, b.block_id, b.text, b.kind, r.title "
+    "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+    "JOIN evidence_block b ON b.block_id = l.source_block_id WHERE l.kind = 'tag' AND r.status = 'ok' "
+    "ORDER BY 2, b.ordinal"
+)
 SCHEMA_7 = writer.BULK_INDEXES  # the indexes schema 7 added (all built after a load from empty)
 
 
@@ -102,8 +112,12 @@ def _traced(conn: sqlite3.Connection, run) -> list[str]:
 def _full_reads(conn: sqlite3.Connection, statements: list[str]) -> list[tuple[str, str]]:
     """(statement, plan line) of every scan of a stored table not through a partial index (whose rows
     are only the matching ones). A whole table's count(*) must be a b-tree count (the Count opcode)."""
-    partial = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
-                                         "AND sql LIKE '% WHERE %'")}
+    partial = {
+        n
+        for (n,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE '% WHERE %'"
+        )
+    }
     bad = []
     for sql in statements:
         if re.fullmatch(r"SELECT count\(\*\) FROM \w+", sql.strip()):
@@ -137,8 +151,10 @@ def test_each_edit_query_reads_its_index_not_every_row(built_extra, monkeypatch)
         for name, statements in queries.items():
             assert statements, name
             assert _full_reads(conn, statements) == [], name
-        plans = {name: " ".join(r[3] for s in statements for r in conn.execute("EXPLAIN QUERY PLAN " + s))
-                 for name, statements in queries.items()}
+        plans = {
+            name: " ".join(r[3] for s in statements for r in conn.execute("EXPLAIN QUERY PLAN " + s))
+            for name, statements in queries.items()
+        }
         assert "evidence_link_alias" in plans["recorded_aliases"]
         assert "evidence_link_report" in plans["report_links"]
         assert "evidence_link_tag" in plans["tag_entries(only)"]
@@ -148,13 +164,15 @@ def test_each_edit_query_reads_its_index_not_every_row(built_extra, monkeypatch)
             c = connect_ro(path)
             c.set_trace_callback(statements.append)
             return c
+
         monkeypatch.setattr(recorded_mod, "connect_ro", traced_connect)
         recorded_mod.recorded(db_path)
         selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
         assert len(selects) >= 5 and _full_reads(conn, selects) == []
         used = " ".join(r[3] for s in selects for r in conn.execute("EXPLAIN QUERY PLAN " + s))
         assert {"evidence_resource_not_ok", "evidence_resource_warned", "evidence_link_report"} <= set(
-            re.findall(r"INDEX (\w+)", used))
+            re.findall(r"INDEX (\w+)", used)
+        )
     finally:
         conn.close()
 
@@ -183,12 +201,17 @@ def _assert_same_as_schema_6(out, tmp_path):
         assert list(counts) == sorted(counts) and counts["ok"] > 0 and counts["error"] > 0
         assert errors == [{"path": p, "code": c, "message": m} for p, c, m in _rows(old, OLD_ERRORS)]
         assert [w for w in warnings if w["code"] not in ("link_outside_root", "broken_link")] == [
-            {"path": p, **w} for p, ws in _rows(old, OLD_WARNINGS) for w in json.loads(ws)]
+            {"path": p, **w} for p, ws in _rows(old, OLD_WARNINGS) for w in json.loads(ws)
+        ]
         everything = tag_pages.tag_entries(new)
         assert everything == tag_pages.tag_entries(old) != {}
         rows = _rows(old, OLD_TAGS)
         assert sorted(everything) == sorted({r[0] for r in rows})
-        assert tag_pages.tag_counts(new) == tag_pages.tag_counts(old) == {t: len(e) for t, e in everything.items()}
+        assert (
+            tag_pages.tag_counts(new)
+            == tag_pages.tag_counts(old)
+            == {t: len(e) for t, e in everything.items()}
+        )
         for only in (["PLANNING"], ["hazard-log", "Planning"], ["no-such-tag"], list(everything)):
             wanted = {t for t in everything if t in {o.lower() for o in only}}
             assert tag_pages.tag_entries(new, only) == {t: everything[t] for t in sorted(wanted)}
@@ -203,8 +226,11 @@ def test_results_are_schema_6_results_after_a_full_build_and_an_in_place_edit(bu
     _assert_same_as_schema_6(out, tmp_path / "full")
     note = workspace / EXTRA  # in place: a tag and an alias go, a broken link and a fragment link come
     past = time.time() - 60
-    note.write_text(EXTRA_TEXT.replace("#PLANNING", "#Fresh-Tag").replace("Roadmap, ", "")
-                    + "\nMore: [[Gone Too]] and [[Review#Review]].\n", "utf-8")
+    note.write_text(
+        EXTRA_TEXT.replace("#PLANNING", "#Fresh-Tag").replace("Roadmap, ", "")
+        + "\nMore: [[Gone Too]] and [[Review#Review]].\n",
+        "utf-8",
+    )
     os.utime(note, (past, past))
     report = run_build(workspace, out, site=True)
     assert report.parsed == 1
@@ -222,8 +248,11 @@ def test_a_build_from_empty_creates_the_new_indexes_after_the_load(built, tmp_pa
     _, out, _ = built
     conn = connect_ro(out / "evidence.sqlite")
     try:
-        assert conn.execute("SELECT value FROM build_meta WHERE key = 'schema_version'").fetchone()[0] \
-            == SCHEMA_VERSION == "7"
+        assert (
+            conn.execute("SELECT value FROM build_meta WHERE key = 'schema_version'").fetchone()[0]
+            == SCHEMA_VERSION
+            == "7"
+        )
         names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert set(SCHEMA_7) <= names
     finally:
@@ -232,7 +261,9 @@ def test_a_build_from_empty_creates_the_new_indexes_after_the_load(built, tmp_pa
     try:
         loading = {n for (n,) in fresh.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert not set(SCHEMA_7) & loading
-        assert {re.search(r"INDEX (?:IF NOT EXISTS )?(\w+)", ddl).group(1) for ddl in fresh.deferred} >= set(SCHEMA_7)
+        assert {re.search(r"INDEX (?:IF NOT EXISTS )?(\w+)", ddl).group(1) for ddl in fresh.deferred} >= set(
+            SCHEMA_7
+        )
     finally:
         fresh.discard()
 
@@ -280,7 +311,9 @@ def test_an_edit_that_removes_a_tags_last_use_drops_its_page_as_a_fresh_build_wo
     assert not any("only-here" in page for page in site._load_state(out)["pages"])
 
 
-def test_an_edit_repoints_the_ids_that_landed_on_a_retired_block_through_an_index(workspace, tmp_path, monkeypatch):
+def test_an_edit_repoints_the_ids_that_landed_on_a_retired_block_through_an_index(
+    workspace, tmp_path, monkeypatch
+):
     out = tmp_path / "out"
     run_build(workspace, out)
     statements: list[str] = []
@@ -292,11 +325,14 @@ def test_an_edit_repoints_the_ids_that_landed_on_a_retired_block_through_an_inde
             return retire(conn, *args, **kwargs)
         finally:
             conn.set_trace_callback(None)
+
     monkeypatch.setattr(anchors, "retire", traced)
     note = workspace / "Obsidian/Review.md"
     for words in ("Dates now come from", "Dates at last come from"):  # the second edit re-points the first's
-        note.write_text(note.read_text("utf-8").replace("Dates come from", words).replace(
-            "Dates now come from", words), "utf-8")
+        note.write_text(
+            note.read_text("utf-8").replace("Dates come from", words).replace("Dates now come from", words),
+            "utf-8",
+        )
         past = time.time() - 600
         os.utime(note, (past, past))
         assert run_build(workspace, out).parsed == 1
@@ -307,6 +343,8 @@ def test_an_edit_repoints_the_ids_that_landed_on_a_retired_block_through_an_inde
         assert conn.execute("SELECT count(*) FROM evidence_anchor").fetchone()[0] >= 2
         for sql in updates:
             plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql)]
-            assert plan == ["SEARCH evidence_anchor USING INDEX evidence_anchor_successor (successor_block_id=?)"], plan
+            assert plan == [
+                "SEARCH evidence_anchor USING INDEX evidence_anchor_successor (successor_block_id=?)"
+            ], plan
     finally:
         conn.close()

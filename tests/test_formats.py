@@ -12,8 +12,8 @@ import pytest
 
 from mnote_evidence.build.core import formats
 from mnote_evidence.build.core.formats import BY_SUFFIX, FORMATS, Format, format_for, kind_for
-from mnote_evidence.build.parse.providers import provider_for
 from mnote_evidence.build.core.model import Kind
+from mnote_evidence.build.parse.providers import provider_for
 from mnote_evidence.build.render.pages import RULES
 from mnote_evidence.build.workspace.scan import scan
 from mnote_evidence.functions.search.fts import search_blocks
@@ -21,9 +21,17 @@ from tests.conftest import CHEM_DOCX, FIXTURES, REPO, connect, run_build
 
 # What the README's provider table promises, written out independently of the registry.
 SUPPORTED = {
-    ".md": Kind.MARKDOWN, ".markdown": Kind.MARKDOWN, ".pdf": Kind.PDF, ".docx": Kind.OFFICE,
-    ".png": Kind.IMAGE, ".jpg": Kind.IMAGE, ".jpeg": Kind.IMAGE, ".webp": Kind.IMAGE,
-    ".tif": Kind.IMAGE, ".tiff": Kind.IMAGE, ".bmp": Kind.IMAGE,
+    ".md": Kind.MARKDOWN,
+    ".markdown": Kind.MARKDOWN,
+    ".pdf": Kind.PDF,
+    ".docx": Kind.OFFICE,
+    ".png": Kind.IMAGE,
+    ".jpg": Kind.IMAGE,
+    ".jpeg": Kind.IMAGE,
+    ".webp": Kind.IMAGE,
+    ".tif": Kind.IMAGE,
+    ".tiff": Kind.IMAGE,
+    ".bmp": Kind.IMAGE,
 }
 
 
@@ -64,8 +72,11 @@ def test_pptx_is_recorded_unsupported_not_sent_to_the_docx_provider(workspace, t
     shutil.copy(workspace / CHEM_DOCX, workspace / "Unfiled/deck.pptx")
     out = tmp_path / "out"
     run_build(workspace, out, site=True)
-    row = connect(out).execute("SELECT * FROM evidence_resource WHERE source_root_relative_path = ?",
-                               ["Unfiled/deck.pptx"]).fetchone()
+    row = (
+        connect(out)
+        .execute("SELECT * FROM evidence_resource WHERE source_root_relative_path = ?", ["Unfiled/deck.pptx"])
+        .fetchone()
+    )
     assert (row["status"], row["error_code"], row["kind"]) == ("unsupported", "unsupported_type", "other")
     assert row["provider"] is None and row["artifact_path"] is None and row["block_count"] == 0
     assert "no provider for '.pptx'" in row["error_message"]
@@ -74,8 +85,11 @@ def test_pptx_is_recorded_unsupported_not_sent_to_the_docx_provider(workspace, t
 
 def _readme_example() -> tuple[str, str]:
     """The provider module and the registry line from the docs' "Adding a format" section."""
-    pages = [p for p in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-             if re.search(r"^#+ Adding a format", p.read_text("utf-8"), re.M)]
+    pages = [
+        p
+        for p in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+        if re.search(r"^#+ Adding a format", p.read_text("utf-8"), re.M)
+    ]
     assert len(pages) == 1, f"one page explains adding a format: {pages}"
     text = pages[0].read_text("utf-8")
     section = re.split(r"^#+ Adding a format.*$", text, maxsplit=1, flags=re.M)[1]
@@ -93,18 +107,29 @@ def test_the_readme_example_format_is_one_module_plus_one_line(workspace, tmp_pa
     monkeypatch.setitem(sys.modules, module.__name__, module)  # as if the file were in build/parse/providers/
     fmt = eval(line.rstrip(","), {"Format": Format, "Kind": Kind})
     monkeypatch.setattr(formats, "BY_SUFFIX", formats._by_suffix((*FORMATS, fmt)))  # the one added line
-    (workspace / "Unfiled/plain.txt").write_text("First paragraph about solvents.\n\nSecond: 吗啉 in plain text.\n",
-                                                 "utf-8")
+    (workspace / "Unfiled/plain.txt").write_text(
+        "First paragraph about solvents.\n\nSecond: 吗啉 in plain text.\n", "utf-8"
+    )
     out = tmp_path / "out"
     run_build(workspace, out, site=True)  # jobs=1: parsed in this process, where the module is registered
     conn = connect(out)
-    row = conn.execute("SELECT * FROM evidence_resource WHERE source_root_relative_path = ?",
-                       ["Unfiled/plain.txt"]).fetchone()
-    assert (row["status"], row["kind"], row["provider"], row["block_count"]) == ("ok", "office", "plain-text", 2)
+    row = conn.execute(
+        "SELECT * FROM evidence_resource WHERE source_root_relative_path = ?", ["Unfiled/plain.txt"]
+    ).fetchone()
+    assert (row["status"], row["kind"], row["provider"], row["block_count"]) == (
+        "ok",
+        "office",
+        "plain-text",
+        2,
+    )
     hits = search_blocks(conn, "吗啉", 10, kinds=["office"])
     assert "Unfiled/plain.txt" in {h.resource_path for h in hits}
-    locator = json.loads(conn.execute("SELECT locator_json FROM evidence_block WHERE resource_id = ? "
-                                      "AND paragraph_index = 2", [row["resource_id"]]).fetchone()[0])
+    locator = json.loads(
+        conn.execute(
+            "SELECT locator_json FROM evidence_block WHERE resource_id = ? AND paragraph_index = 2",
+            [row["resource_id"]],
+        ).fetchone()[0]
+    )
     assert locator["precision"] == "paragraph" and locator["paragraphIndex"] == 2
     html = (out / "Unfiled/plain.txt.html").read_text("utf-8")
     assert f'id="{locator["blockId"]}"' in html and "吗啉 in plain text" in html

@@ -16,11 +16,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from mnote_evidence.build import pipeline
+from mnote_evidence.build.core.progress import Stage
 from mnote_evidence.build.index import row_cache, writer
 from mnote_evidence.build.parse.run import InOrder
-from mnote_evidence.build.core.progress import Stage
-
 from tests.conftest import copy_workspace, run_build
 
 VANISHING = "Inbox/Legacy Note.md"  # scanned, then gone when its parser reads it: a note parse error
@@ -34,7 +34,8 @@ def _workspace(root: Path) -> Path:
     for i in range(12):  # enough notes for several pool tasks
         (root / "Extra" / f"n{i:02d}.md").parent.mkdir(exist_ok=True)
         (root / "Extra" / f"n{i:02d}.md").write_text(
-            f"# Extra {i}\n\n中文段落 {i} links [[Evidence Kernel]].\n\n## Part\n\nMore text {i}.\n", "utf-8")
+            f"# Extra {i}\n\n中文段落 {i} links [[Evidence Kernel]].\n\n## Part\n\nMore text {i}.\n", "utf-8"
+        )
     return root
 
 
@@ -42,6 +43,7 @@ def _build(root: Path, out: Path, **kw):
     def remove_note(event) -> None:
         if event.stage == Stage.NOTES and event.done == 0 and (root / VANISHING).exists():
             (root / VANISHING).unlink()
+
     return run_build(root, out, on_progress=remove_note, **kw)
 
 
@@ -58,8 +60,11 @@ def test_streamed_build_writes_the_database_a_write_at_the_end_writes(tmp_path, 
     monkeypatch.setattr(writer, "now_ms", lambda: STAMP_MS)
     monkeypatch.setattr(row_cache, "new_token", lambda: "token")  # in build_meta, random otherwise
     opened = []
-    monkeypatch.setattr(writer.FreshIndex, "open", classmethod(
-        lambda cls, db: opened.append(db) or cls(db, *writer._open_working_copy(db, fresh=True))))
+    monkeypatch.setattr(
+        writer.FreshIndex,
+        "open",
+        classmethod(lambda cls, db: opened.append(db) or cls(db, *writer._open_working_copy(db, fresh=True))),
+    )
     # streamed: notes through the pool one per task, so they arrive out of order
     monkeypatch.setattr(pipeline, "NOTES_FOR_POOL", 1)
     monkeypatch.setattr(pipeline, "NOTE_BATCH", 1)
@@ -74,22 +79,33 @@ def test_streamed_build_writes_the_database_a_write_at_the_end_writes(tmp_path, 
     assert errors[VANISHING] == "unreadable" and errors["pipe.md"] == "not_regular_file"
     assert errors["escape.md"] == "outside_root"
     assert streamed.status_counts == at_end.status_counts and streamed.status_counts["ok"] > 20
-    a, b = _dump(tmp_path / "a" / "out" / "evidence.sqlite"), _dump(tmp_path / "b" / "out" / "evidence.sqlite")
+    a, b = (
+        _dump(tmp_path / "a" / "out" / "evidence.sqlite"),
+        _dump(tmp_path / "b" / "out" / "evidence.sqlite"),
+    )
     assert len(a) > 500 and any("evidence-kernel-spec.pdf" in line for line in a)
     assert [x for x, y in zip(a, b) if x != y] == [] and len(a) == len(b)
     # the rows in the build's order: block ids follow the resources' (path order of the notes)
     conn = sqlite3.connect(tmp_path / "a" / "out" / "evidence.sqlite")
-    notes = [p for (p,) in conn.execute(
-        "SELECT r.source_root_relative_path FROM evidence_block_row b JOIN evidence_resource r USING (resource_id) "
-        "WHERE r.kind = 'markdown' GROUP BY r.resource_id ORDER BY min(b.id)")]
+    notes = [
+        p
+        for (p,) in conn.execute(
+            "SELECT r.source_root_relative_path FROM evidence_block_row b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.kind = 'markdown' GROUP BY r.resource_id ORDER BY min(b.id)"
+        )
+    ]
     conn.close()
     assert notes == sorted(notes) and len(notes) > 15
-    assert (tmp_path / "a" / "out" / "evidence.sqlite").read_bytes() == (tmp_path / "b" / "out" / "evidence.sqlite").read_bytes()
+    assert (tmp_path / "a" / "out" / "evidence.sqlite").read_bytes() == (
+        tmp_path / "b" / "out" / "evidence.sqlite"
+    ).read_bytes()
     assert not list((tmp_path / "a" / "out").glob(".evidence.sqlite.*.tmp"))
 
 
 @pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt()])
-def test_a_failure_while_streaming_leaves_the_previous_index_and_no_working_copy(tmp_path, monkeypatch, failure):
+def test_a_failure_while_streaming_leaves_the_previous_index_and_no_working_copy(
+    tmp_path, monkeypatch, failure
+):
     root, out = copy_workspace(tmp_path / "ws"), tmp_path / "out"
     run_build(root, out)
     db = out / "evidence.sqlite"
@@ -105,6 +121,7 @@ def test_a_failure_while_streaming_leaves_the_previous_index_and_no_working_copy
         if len(calls) == 3:  # while the notes are parsed
             raise failure
         return real(conn, update, next_id)
+
     monkeypatch.setattr(writer, "insert_update", failing)
     with pytest.raises(type(failure)):
         run_build(root, out)

@@ -20,10 +20,14 @@ def instances(out: Path) -> tuple[list[tuple], list[tuple]]:
     conn = sqlite3.connect(":memory:")
     conn.execute("ATTACH ? AS ev", [f"file:{out / 'evidence.sqlite'}?mode=ro"])
     conn.execute("CREATE VIRTUAL TABLE temp.got USING fts5vocab(ev, evidence_fts, instance)")
-    conn.execute("CREATE VIRTUAL TABLE temp.fresh USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')")
+    conn.execute(
+        "CREATE VIRTUAL TABLE temp.fresh USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')"
+    )
     rows = conn.execute("SELECT id, text FROM ev.evidence_block_row").fetchall()
-    conn.executemany("INSERT INTO temp.fresh (rowid, text) VALUES (?, ?)",
-                     [(i, text.segment_for_index(t)) for i, t in rows])
+    conn.executemany(
+        "INSERT INTO temp.fresh (rowid, text) VALUES (?, ?)",
+        [(i, text.segment_for_index(t)) for i, t in rows],
+    )
     conn.execute("CREATE VIRTUAL TABLE temp.want USING fts5vocab(temp, fresh, instance)")
     got = conn.execute("SELECT term, doc, offset FROM temp.got ORDER BY 1, 2, 3").fetchall()
     want = conn.execute("SELECT term, doc, offset FROM temp.want ORDER BY 1, 2, 3").fetchall()
@@ -49,9 +53,11 @@ def test_index_holds_no_text_and_reads_the_stored_text(built):
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "evidence_fts_content" not in names and "evidence_block_row" in names
-        row = conn.execute("SELECT f.rowid, f.text, f.block_id, b.text, b.block_id FROM evidence_fts f "
-                           "JOIN evidence_block_row b ON b.id = f.rowid WHERE evidence_fts MATCH ? LIMIT 1",
-                           [text.fts_query("线程作用域")]).fetchone()
+        row = conn.execute(
+            "SELECT f.rowid, f.text, f.block_id, b.text, b.block_id FROM evidence_fts f "
+            "JOIN evidence_block_row b ON b.id = f.rowid WHERE evidence_fts MATCH ? LIMIT 1",
+            [text.fts_query("线程作用域")],
+        ).fetchone()
         assert row is not None and row[1] == row[3] and row[2] == row[4]  # the block's own, unsegmented
     finally:
         conn.close()

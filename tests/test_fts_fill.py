@@ -43,26 +43,36 @@ def _filled(path: Path, lifted: bool, rows: list[tuple[int, str, str]]) -> sqlit
 
 
 def _largest_segment(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT segid FROM evidence_fts_idx GROUP BY segid ORDER BY count(*) DESC, segid "
-                        "LIMIT 1").fetchone()[0]
+    return conn.execute(
+        "SELECT segid FROM evidence_fts_idx GROUP BY segid ORDER BY count(*) DESC, segid LIMIT 1"
+    ).fetchone()[0]
 
 
 def _contents(conn: sqlite3.Connection) -> tuple:
     """Every token instance, the size rows and the bm25 statistics (FTS5's averages record)."""
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, evidence_fts, instance)")
-    return (conn.execute("SELECT term, doc, col, offset FROM temp.vocab ORDER BY 1, 2, 3, 4").fetchall(),
-            conn.execute("SELECT * FROM evidence_fts_docsize ORDER BY id").fetchall(),
-            conn.execute("SELECT block FROM evidence_fts_data WHERE id = 1").fetchone())
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, evidence_fts, instance)"
+    )
+    return (
+        conn.execute("SELECT term, doc, col, offset FROM temp.vocab ORDER BY 1, 2, 3, 4").fetchall(),
+        conn.execute("SELECT * FROM evidence_fts_docsize ORDER BY id").fetchall(),
+        conn.execute("SELECT block FROM evidence_fts_data WHERE id = 1").fetchone(),
+    )
 
 
 def test_a_lifted_fill_holds_exactly_what_a_plain_one_does(tmp_path):
     rows = _rows(1, 2000, random.Random(1))
-    plain, lifted = _filled(tmp_path / "plain.sqlite", False, rows), _filled(tmp_path / "lifted.sqlite", True, rows)
+    plain, lifted = (
+        _filled(tmp_path / "plain.sqlite", False, rows),
+        _filled(tmp_path / "lifted.sqlite", True, rows),
+    )
     assert layout.segments(lifted) == 1 == layout.segments(plain)
     assert _contents(lifted) == _contents(plain)
     assert lifted.execute("SELECT count(*) FROM evidence_fts_docsize WHERE id < 0").fetchone()[0] == 0
     config = dict(lifted.execute("SELECT k, v FROM evidence_fts_config"))
-    assert config["automerge"] == fts_fill.AUTOMERGE_DEFAULT and config["hashsize"] == fts_fill.FTS_HASH_DEFAULT
+    assert (
+        config["automerge"] == fts_fill.AUTOMERGE_DEFAULT and config["hashsize"] == fts_fill.FTS_HASH_DEFAULT
+    )
     match = "SELECT rowid, bm25(evidence_fts) FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY rowid"
     for word in ("w00001", "w12345", "zzfill", "zzfill0001"):
         assert lifted.execute(match, [word]).fetchall() == plain.execute(match, [word]).fetchall()
@@ -100,7 +110,10 @@ def test_incremental_merges_leave_the_filled_segment_alone(tmp_path):
             counts.append(layout.segments(conn))
         if lifted:
             assert _largest_segment(conn) == largest
-            assert max(merged) < layout.MERGE_PAGES / 4 and max(counts) <= layout.MAX_SEGMENTS, (merged, counts)
+            assert max(merged) < layout.MERGE_PAGES / 4 and max(counts) <= layout.MAX_SEGMENTS, (
+                merged,
+                counts,
+            )
         else:  # the control: what the lift avoids
             assert _largest_segment(conn) != largest and max(merged) >= layout.MERGE_PAGES, merged
         conn.close()

@@ -30,12 +30,12 @@ import pytest
 from PIL import Image
 
 from mnote_evidence.build.core.assets import asset_dir
+from mnote_evidence.build.core.redact import redact
+from mnote_evidence.build.core.urls import page_path, page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagError
 from mnote_evidence.build.parse.pixels import MAX_RENDER_PIXELS, MAX_RENDER_SIDE
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.providers.markdown import MarkdownProvider
-from mnote_evidence.build.core.redact import redact
-from mnote_evidence.build.core.urls import page_path, page_url
 from mnote_evidence.build.parse.workers import worker_pool
 from mnote_evidence.functions.core.errors import HandlerError, call
 from tests.conftest import CHEM_DOCX, FIXTURES, SPEC_PDF
@@ -45,15 +45,24 @@ MAX_RSS_MB = 1500  # the under-declared DOCX alone used to reach 2.2 GB
 
 
 def _cli(*args: str, env: dict | None = None, preexec=None, timeout: float = MAX_SECONDS):
-    return subprocess.run([sys.executable, "-m", "mnote_evidence", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, preexec_fn=preexec, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "mnote_evidence", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        preexec_fn=preexec,
+        timeout=timeout,
+    )
 
 
 def _underdeclared_docx(path: Path, real_mb: int = 300) -> None:
     """A .docx whose word/document.xml inflates to `real_mb` MB but whose zip directory says 1000 bytes."""
     para = b"<w:p><w:r><w:t>a</w:t></w:r></w:p>"
-    body = (b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
-            + para * (real_mb * 1_000_000 // len(para)) + b"</w:body></w:document>")
+    body = (
+        b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+        + para * (real_mb * 1_000_000 // len(para))
+        + b"</w:body></w:document>"
+    )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("[Content_Types].xml", "<Types/>")
@@ -111,18 +120,33 @@ def _hostile_workspace(root: Path) -> dict[str, tuple[str, str | None]]:
     _underdeclared_docx(root / "bomb.docx")
     Image.new("1", (17_000, 17_000)).save(root / "big.png")  # 289 MP, 35 KB on disk
     (root / "brackets.md").write_text("[[" * 60_000, "utf-8")
-    (root / "deep.md").write_text("# Deep\n\n" + "> " * 40 + "deep quoted marker\n", "utf-8")  # past maxNesting
+    (root / "deep.md").write_text(
+        "# Deep\n\n" + "> " * 40 + "deep quoted marker\n", "utf-8"
+    )  # past maxNesting
     _huge_page_pdf(root / "huge.pdf")
     ok = ("ok", None)
     return {
-        "home.md": ok, "other.md": ok, "docs/spec.pdf": ok, "docs/chem.docx": ok, "index.md": ok, "ask.md": ok,
-        "brackets.md": ok, "deep.md": ok, "huge.pdf": ok, "_static/site.css": ("unsupported", "unsupported_type"),
-        "evidence.sqlite": ("unsupported", "unsupported_type"), "_headers": ("unsupported", "unsupported_type"),
+        "home.md": ok,
+        "other.md": ok,
+        "docs/spec.pdf": ok,
+        "docs/chem.docx": ok,
+        "index.md": ok,
+        "ask.md": ok,
+        "brackets.md": ok,
+        "deep.md": ok,
+        "huge.pdf": ok,
+        "_static/site.css": ("unsupported", "unsupported_type"),
+        "evidence.sqlite": ("unsupported", "unsupported_type"),
+        "_headers": ("unsupported", "unsupported_type"),
         "x.html": ("unsupported", "unsupported_type"),
-        "pipe.md": ("error", "not_regular_file"), "sock.pdf": ("error", "not_regular_file"),
-        "loop/a.md": ("error", "symlink_broken"), "loop/b.md": ("error", "symlink_broken"),
-        "loop/self": ("error", "symlink_broken"), "escape.md": ("error", "outside_root"),
-        "bomb.docx": ("error", "docx_corrupt"), "big.png": ("error", "image_too_large"),
+        "pipe.md": ("error", "not_regular_file"),
+        "sock.pdf": ("error", "not_regular_file"),
+        "loop/a.md": ("error", "symlink_broken"),
+        "loop/b.md": ("error", "symlink_broken"),
+        "loop/self": ("error", "symlink_broken"),
+        "escape.md": ("error", "outside_root"),
+        "bomb.docx": ("error", "docx_corrupt"),
+        "big.png": ("error", "image_too_large"),
     }
 
 
@@ -134,8 +158,17 @@ def hostile(tmp_path_factory):
     out = base / "out #?%25 dir"  # every character a file: URI must escape
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.monotonic()
-    result = _cli("build", str(root), "--out", str(out), "--json", "--no-ocr", "--jobs", "2",
-                  preexec=lambda: os.umask(0o022))
+    result = _cli(
+        "build",
+        str(root),
+        "--out",
+        str(out),
+        "--json",
+        "--no-ocr",
+        "--jobs",
+        "2",
+        preexec=lambda: os.umask(0o022),
+    )
     seconds = time.monotonic() - started
     rss_mb = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024
     return root, out, expected, result, seconds, rss_mb
@@ -156,34 +189,62 @@ def test_hostile_build_completes_in_bounded_time_and_memory(hostile):
 
 def test_every_hostile_file_has_its_status_and_code(hostile):
     root, out, expected, result, *_ = hostile
-    rows = {r["source_root_relative_path"]: (r["status"], r["error_code"])
-            for r in _db(out).execute("SELECT * FROM evidence_resource")}
+    rows = {
+        r["source_root_relative_path"]: (r["status"], r["error_code"])
+        for r in _db(out).execute("SELECT * FROM evidence_resource")
+    }
     assert rows == expected
     summary = json.loads(result.stdout)
     assert {e["path"]: e["code"] for e in summary["errors"]} == {
-        p: code for p, (status, code) in expected.items() if status == "error"}
+        p: code for p, (status, code) in expected.items() if status == "error"
+    }
 
 
 def test_normal_files_lose_nothing_and_keep_their_urls(hostile):
     root, out, *_ = hostile
     conn = _db(out)
-    blocks = dict(conn.execute("SELECT r.source_root_relative_path, count(b.id) FROM evidence_resource r "
-                               "JOIN evidence_block b USING (resource_id) GROUP BY 1").fetchall())
-    for path in ("home.md", "other.md", "docs/spec.pdf", "docs/chem.docx", "index.md", "brackets.md", "huge.pdf"):
+    blocks = dict(
+        conn.execute(
+            "SELECT r.source_root_relative_path, count(b.id) FROM evidence_resource r "
+            "JOIN evidence_block b USING (resource_id) GROUP BY 1"
+        ).fetchall()
+    )
+    for path in (
+        "home.md",
+        "other.md",
+        "docs/spec.pdf",
+        "docs/chem.docx",
+        "index.md",
+        "brackets.md",
+        "huge.pdf",
+    ):
         assert blocks.get(path, 0) > 0, path
-    for path, url in (("home.md", "home.html"), ("docs/spec.pdf", "docs/spec.pdf.html"),
-                      ("docs/chem.docx", "docs/chem.docx.html")):
+    for path, url in (
+        ("home.md", "home.html"),
+        ("docs/spec.pdf", "docs/spec.pdf.html"),
+        ("docs/chem.docx", "docs/chem.docx.html"),
+    ):
         assert page_path(path) == url and (out / url).is_file()
-    assert "Huge page marker" in " ".join(r[0] for r in conn.execute(
-        "SELECT text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
-        "WHERE r.source_root_relative_path = 'huge.pdf'"))
-    assert "deep quoted marker" in " ".join(r[0] for r in conn.execute(
-        "SELECT text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
-        "WHERE r.source_root_relative_path = 'deep.md'"))
+    assert "Huge page marker" in " ".join(
+        r[0]
+        for r in conn.execute(
+            "SELECT text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path = 'huge.pdf'"
+        )
+    )
+    assert "deep quoted marker" in " ".join(
+        r[0]
+        for r in conn.execute(
+            "SELECT text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path = 'deep.md'"
+        )
+    )
     assert "deep quoted marker" in (out / "deep.html").read_text("utf-8")
     # the traversal link is recorded, never followed
-    assert conn.execute("SELECT problem FROM evidence_link WHERE target = '../../etc/passwd'").fetchone()[0] \
+    assert (
+        conn.execute("SELECT problem FROM evidence_link WHERE target = '../../etc/passwd'").fetchone()[0]
         == "outside_root"
+    )
 
 
 def test_workspace_files_never_overwrite_our_output(hostile):
@@ -200,7 +261,11 @@ def test_workspace_files_never_overwrite_our_output(hostile):
     assert "Ask note" not in ask
     # index.html is still the page we generate: the front page, which shows the workspace's index.md as
     # its home note (issue 16) beside our tree, with a link to the note's own page
-    assert 'class="tree"' in index and 'class="note front-note"' in index and 'href="_page/index.md.html"' in index
+    assert (
+        'class="tree"' in index
+        and 'class="note front-note"' in index
+        and 'href="_page/index.md.html"' in index
+    )
     note_page = out / page_path("index.md")
     assert page_path("index.md") == "_page/index.md.html" and "Its own text." in note_page.read_text("utf-8")
     # links and citation URLs into the relocated note open it, not the generated index
@@ -211,10 +276,13 @@ def test_workspace_files_never_overwrite_our_output(hostile):
 def test_attachments_browsers_execute_are_copied_where_they_are_served_inert(hostile):
     root, out, *_ = hostile
     assert not (out / "x.html").exists() and (out / "_file" / "x.html").is_file()
-    reserved = {p["path"] for p in json.loads(hostile[3].stdout)["site"]["problems"] if p["code"] == "reserved_name"}
+    reserved = {
+        p["path"] for p in json.loads(hostile[3].stdout)["site"]["problems"] if p["code"] == "reserved_name"
+    }
     assert reserved == {"index.md", "ask.md", "evidence.sqlite", "_headers", "_static/site.css"}
-    assert 'href="_file/x.html"' in (out / "other.html").read_text("utf-8") or \
-        'src="_file/x.html"' in (out / "other.html").read_text("utf-8")
+    assert 'href="_file/x.html"' in (out / "other.html").read_text("utf-8") or 'src="_file/x.html"' in (
+        out / "other.html"
+    ).read_text("utf-8")
     headers = (out / "_headers").read_text("utf-8").split("\n/")
     rule = next(r for r in headers if r.startswith("_file/*"))
     assert "Content-Disposition: attachment" in rule and "sandbox" in rule
@@ -260,6 +328,7 @@ def test_a_second_build_still_succeeds_and_changes_nothing(hostile):
 
 def test_unbalanced_wikilinks_parse_in_linear_time(tmp_path):
     """120 KB of `[[` took 33 s (quadratic); 4x the text must cost far less than 16x the time."""
+
     def seconds(size: int) -> float:
         (tmp_path / f"n{size}.md").write_text("[[" * (size // 2), "utf-8")
         best = float("inf")
@@ -268,11 +337,13 @@ def test_unbalanced_wikilinks_parse_in_linear_time(tmp_path):
             MarkdownProvider().parse(ParseInput(tmp_path, f"n{size}.md", "sha256:x"))
             best = min(best, time.perf_counter() - started)
         return best
+
     small, large = seconds(30_000), seconds(120_000)
     assert large / small < 9, (small, large)
 
 
 # -- workers: they die with the build, and each parse has a budget ------------------------------
+
 
 def _descendants(pid: int) -> list[psutil.Process]:
     try:
@@ -303,9 +374,23 @@ def long_pdfs(tmp_path_factory):
 
 
 def test_killing_the_build_leaves_no_worker_alive(long_pdfs, tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "mnote_evidence", "build", str(long_pdfs), "--out",
-                             str(tmp_path / "out"), "--no-ocr", "--no-site", "--jobs", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mnote_evidence",
+            "build",
+            str(long_pdfs),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-ocr",
+            "--no-site",
+            "--jobs",
+            "2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 120
         workers: list[psutil.Process] = []
@@ -334,11 +419,23 @@ def test_a_parse_past_its_time_budget_is_a_recorded_error(long_pdfs, tmp_path):
     root, out = tmp_path / "ws", tmp_path / "out"
     # a fresh copy: sidecars another build left in the workspace would be reused, not parsed
     shutil.copytree(long_pdfs, root, ignore=shutil.ignore_patterns(".mnote", "*.ocr"))
-    result = _cli("build", str(root), "--out", str(out), "--json", "--no-ocr", "--no-site", "--jobs", "2",
-                  env={"MNOTE_PARSE_SECONDS": "0.05"})
+    result = _cli(
+        "build",
+        str(root),
+        "--out",
+        str(out),
+        "--json",
+        "--no-ocr",
+        "--no-site",
+        "--jobs",
+        "2",
+        env={"MNOTE_PARSE_SECONDS": "0.05"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {r["source_root_relative_path"]: (r["status"], r["error_code"])
-            for r in _db(out).execute("SELECT * FROM evidence_resource")}
+    rows = {
+        r["source_root_relative_path"]: (r["status"], r["error_code"])
+        for r in _db(out).execute("SELECT * FROM evidence_resource")
+    }
     assert rows["note.md"] == ("ok", None)
     assert {rows[f"report{n}.pdf"] for n in range(4)} == {("error", "parse_timeout")}
 
@@ -357,6 +454,7 @@ def test_a_worker_past_its_memory_budget_gets_a_memory_error():
 
 
 # -- storage errors: one line, nothing half-written, the old index kept -------------------------
+
 
 def test_disk_full_is_one_line_and_keeps_the_previous_index(tmp_path):
     root = tmp_path / "ws"
@@ -381,11 +479,14 @@ def test_disk_full_is_one_line_and_keeps_the_previous_index(tmp_path):
 
 # -- secrets: one redaction, wherever a message is stored or returned ---------------------------
 
+
 def test_redaction_masks_url_credentials_tokens_and_secret_values(monkeypatch):
     monkeypatch.setenv("LIGHTRAG_API_KEY", "sk-live-abc123")
     monkeypatch.setenv("MINERU_TOKEN", "tok/en+with=chars")
-    text = redact("GET http://user:pa55@rag.local/q failed: key sk-live-abc123, "
-                  "Authorization: Bearer eyJhbGciOi.x, token tok%2Fen%2Bwith%3Dchars")
+    text = redact(
+        "GET http://user:pa55@rag.local/q failed: key sk-live-abc123, "
+        "Authorization: Bearer eyJhbGciOi.x, token tok%2Fen%2Bwith%3Dchars"
+    )
     for secret in ("user:pa55", "sk-live-abc123", "eyJhbGciOi", "tok%2Fen", "pa55"):
         assert secret not in text
     assert "http://***@rag.local/q" in text

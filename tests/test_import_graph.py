@@ -19,8 +19,11 @@ FOLDERS = {"mnote_evidence": PACKAGE, "build": f"{PACKAGE}.build", "functions": 
 BUILD = ["core", "markdown", "workspace", "parse", "index", "knowledge", "render", "versions", "pipeline"]
 QUERY = ["core", "search", "citations", "handlers", "adapters"]
 QUERY_REACHES = BUILD.index("knowledge")  # the highest build layer the query side may import
-LAYERS = ([f"{PACKAGE}.build.{b}" for b in BUILD] + [f"{PACKAGE}.functions.{q}" for q in QUERY]
-          + [f"{PACKAGE}.build.cli", f"{PACKAGE}.__main__"])
+LAYERS = (
+    [f"{PACKAGE}.build.{b}" for b in BUILD]
+    + [f"{PACKAGE}.functions.{q}" for q in QUERY]
+    + [f"{PACKAGE}.build.cli", f"{PACKAGE}.__main__"]
+)
 
 
 def layer_of(module: str) -> str | None:
@@ -137,6 +140,10 @@ def test_no_import_cycles():
 
 
 def test_every_import_points_down_the_layers():
-    wrong = sorted(f"{m} -> {d}" for m, deps in import_graph().items() for d in deps
-                   if not allowed(layer_of(m), layer_of(d)))
+    wrong = sorted(
+        f"{m} -> {d}"
+        for m, deps in import_graph().items()
+        for d in deps
+        if not allowed(layer_of(m), layer_of(d))
+    )
     assert wrong == []

@@ -22,16 +22,20 @@ def _age(root: Path) -> None:
 
 
 def _snapshot(out: Path) -> dict[str, tuple[int, int]]:
-    return {p.relative_to(out).as_posix(): (p.stat().st_mtime_ns, p.stat().st_ino)
-            for p in out.rglob("*") if p.is_file()}
+    return {
+        p.relative_to(out).as_posix(): (p.stat().st_mtime_ns, p.stat().st_ino)
+        for p in out.rglob("*")
+        if p.is_file()
+    }
 
 
 def test_unchanged_files_are_not_read_and_touched_ones_not_parsed(workspace, tmp_path):
     out = tmp_path / "out"
     _age(workspace)
     first = run_build(workspace, out)
-    assert first.hashed == sum(1 for _ in connect(out).execute("SELECT 1 FROM evidence_resource "
-                                                               "WHERE source_hash IS NOT NULL"))
+    assert first.hashed == sum(
+        1 for _ in connect(out).execute("SELECT 1 FROM evidence_resource WHERE source_hash IS NOT NULL")
+    )
     again = run_build(workspace, out)
     assert again.hashed == 0 and again.parsed == 0 and not again.changed
     note = workspace / "Archive/Old Ideas.md"
@@ -47,7 +51,11 @@ def test_unchanged_files_are_not_read_and_touched_ones_not_parsed(workspace, tmp
     assert run_build(workspace, out).parsed == 0
     rehashed = run_build(workspace, out, rehash=True)
     assert rehashed.parsed == 1 and rehashed.hashed == first.hashed
-    assert connect(out).execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH 'TEXT'").fetchone()[0]
+    assert (
+        connect(out)
+        .execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH 'TEXT'")
+        .fetchone()[0]
+    )
 
 
 def test_a_file_written_just_now_is_hashed_again_next_time(workspace, tmp_path):
@@ -58,8 +66,12 @@ def test_a_file_written_just_now_is_hashed_again_next_time(workspace, tmp_path):
     note.write_text("# Fresh\n\nJust written.\n", "utf-8")  # mtime: now, inside the racy window
     assert run_build(workspace, out).parsed == 1
     conn = connect(out)
-    assert conn.execute("SELECT source_mtime_ns FROM evidence_resource WHERE source_root_relative_path = "
-                        "'Inbox/Fresh.md'").fetchone()[0] is None
+    assert (
+        conn.execute(
+            "SELECT source_mtime_ns FROM evidence_resource WHERE source_root_relative_path = 'Inbox/Fresh.md'"
+        ).fetchone()[0]
+        is None
+    )
     os.utime(note, (DAY_AGO, DAY_AGO))
     later = run_build(workspace, out)
     assert later.hashed == 1 and later.parsed == 0  # hashed (no trusted stamp), same bytes: not parsed
@@ -82,4 +94,6 @@ def test_a_no_op_writes_nothing_and_an_edit_updates_the_index_in_place(workspace
     assert not list(out.glob(f".{DB_NAME}.*.tmp")) and not (out / f"{DB_NAME}-journal").exists()
     conn = connect(out)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert conn.execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH 'more'").fetchone()[0] == 1
+    assert (
+        conn.execute("SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH 'more'").fetchone()[0] == 1
+    )

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from mnote_evidence.build.cli.main import main
 from mnote_evidence.build.core.errors import BuildLocked, MnoteError, NotAWorkspace
-from mnote_evidence.build.pipeline import BuildOptions, build
 from mnote_evidence.build.core.progress import Stage
+from mnote_evidence.build.pipeline import BuildOptions, build
 from tests.conftest import REPO, connect, copy_workspace, run_build
 
 HOLD_LOCK = """
@@ -30,8 +30,9 @@ with _build_lock(Path(sys.argv[1])):
 def lock_holder(tmp_path):
     """A second process holding the build lock on `tmp_path/out` (through the library's own lock)."""
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(out)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "held"
         yield out
@@ -72,10 +73,16 @@ def test_cli_turns_library_errors_into_messages_that_say_what_to_do(tmp_path, lo
 def test_cli_with_a_file_exits_with_a_clear_error_in_a_real_process(tmp_path):
     note = tmp_path / "note.md"
     note.write_text("# A note\n", "utf-8")
-    proc = subprocess.run([sys.executable, "-m", "mnote_evidence", "build", str(note), "--out", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mnote_evidence", "build", str(note), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
-    assert "Traceback" not in proc.stderr and "Error: WORKSPACE" in proc.stderr and "not a folder" in proc.stderr
+    assert (
+        "Traceback" not in proc.stderr and "Error: WORKSPACE" in proc.stderr and "not a folder" in proc.stderr
+    )
 
 
 def _by_stage(events):
@@ -113,7 +120,14 @@ def test_progress_reports_every_stage_in_order(tmp_path):
     again = []
     run_build(root, out, site=True, jobs=2, on_progress=again.append)  # no-op: every stage still reports
     stages = _by_stage(again)
-    assert list(stages) == [Stage.SCAN, Stage.NOTES, Stage.PARSE, Stage.INDEX, Stage.RENDER, Stage.PAGE_IMAGES]
+    assert list(stages) == [
+        Stage.SCAN,
+        Stage.NOTES,
+        Stage.PARSE,
+        Stage.INDEX,
+        Stage.RENDER,
+        Stage.PAGE_IMAGES,
+    ]
     assert stages[Stage.PARSE] and stages[Stage.PARSE][-1].total == 0
     assert stages[Stage.PAGE_IMAGES][-1].total == 0
 
@@ -131,11 +145,19 @@ def test_no_library_module_imports_click():
             if rel in CLICK_ALLOWED:
                 continue
             for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
                 offenders += [f"{rel}:{node.lineno}" for n in names if n.split(".")[0] == "click"]
     assert offenders == []
-    assert "functions/adapters/serve.py" not in CLICK_ALLOWED and (REPO / "functions/adapters/serve.py").is_file()
+    assert (
+        "functions/adapters/serve.py" not in CLICK_ALLOWED
+        and (REPO / "functions/adapters/serve.py").is_file()
+    )
 
 
 def test_cli_defaults_are_the_library_defaults():

@@ -40,7 +40,11 @@ def test_wikilinks_resolve_as_the_rule_reads_over_random_workspaces():
         resolver = LinkResolver(paths)
         for note in ["x.md", "a/x.md", "a/b/x.md", "c/x.md"]:
             for name in ["n", "N.md", "m", "n.pdf", "o.markdown", "missing"]:
-                assert resolver.resolve(note, name, "wikilink").path == _brute(paths, note, name), (paths, note, name)
+                assert resolver.resolve(note, name, "wikilink").path == _brute(paths, note, name), (
+                    paths,
+                    note,
+                    name,
+                )
 
 
 # the characters whose lower case needs care: final sigma (context), dotted capital I (two characters),
@@ -52,15 +56,21 @@ def test_names_found_by_searching_the_paths_text_are_the_name_indexs(monkeypatch
     """A resolver finds its first `NAMES_BY_SEARCH` names in its paths' lowered text, then indexes every
     path: both give the same paths for every name, whatever the case rules of the characters."""
     from mnote_evidence.build.workspace import links
+
     rng = random.Random(5)
     for _ in range(200):
-        paths = {"/".join("".join(rng.choice(_TRICKY) for _ in range(rng.randint(1, 4)))
-                          for _ in range(rng.randint(1, 3))) + rng.choice(["", ".md", ".MD", ".pdf"])
-                 for _ in range(30)}
+        paths = {
+            "/".join(
+                "".join(rng.choice(_TRICKY) for _ in range(rng.randint(1, 4)))
+                for _ in range(rng.randint(1, 3))
+            )
+            + rng.choice(["", ".md", ".MD", ".pdf"])
+            for _ in range(30)
+        }
         bases = {posixpath.basename(p) for p in paths}
         names = bases | {b[:-3] for b in bases} | {b.upper() for b in bases} | {"Σ", "a\0b", "a/b"}
         searching, indexed = LinkResolver(paths), LinkResolver(paths)
-        monkeypatch.setattr(links, "NAMES_BY_SEARCH", 10 ** 6)
+        monkeypatch.setattr(links, "NAMES_BY_SEARCH", 10**6)
         found = {n: sorted(searching._named(n.lower())) for n in names}
         monkeypatch.setattr(links, "NAMES_BY_SEARCH", 0)
         assert found == {n: sorted(indexed._named(n.lower())) for n in names}
@@ -69,6 +79,7 @@ def test_names_found_by_searching_the_paths_text_are_the_name_indexs(monkeypatch
 
 def test_a_resolver_indexes_its_paths_only_after_many_names(monkeypatch):
     from mnote_evidence.build.workspace import links
+
     paths = {f"f{i}/n{i}.md" for i in range(200)}
     resolver = LinkResolver(paths)
     for i in range(links.NAMES_BY_SEARCH):

@@ -17,8 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_pypa_build_and_ours_coexist():
-    code = ("import build, mnote_evidence.build.pipeline as p; "
-            "print(build.__file__); print(p.__file__)")
+    code = "import build, mnote_evidence.build.pipeline as p; print(build.__file__); print(p.__file__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     pypa, ours = (Path(line).resolve() for line in out.stdout.split())
     assert pypa.parent != (REPO / "build").resolve()  # `import build` is PyPA's

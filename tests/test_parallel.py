@@ -14,13 +14,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from mnote_evidence.build.core import fsutil, text
-from mnote_evidence.build.parse import run as parse
+
 from mnote_evidence.build import pipeline
+from mnote_evidence.build.core import fsutil, text
 from mnote_evidence.build.index import row_cache
+from mnote_evidence.build.parse import run as parse
 from mnote_evidence.build.render import page_pool
 from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site
-
 from tests.conftest import SHARED_OCR, copy_workspace, run_build
 
 SKIP = {"evidence.sqlite", STATE_FILE, row_cache.ROWS_BASE, row_cache.ROWS_DELTA}  # (the cache: a random id)
@@ -29,13 +29,19 @@ STAMP = re.compile(rb"last change \d{4}-\d\d-\d\d \d\d:\d\d UTC")
 
 def _files(out: Path) -> dict[str, bytes]:
     """The site's files; the front page's "last change" minute (the build's clock) left out."""
-    return {p.relative_to(out).as_posix(): STAMP.sub(b"", p.read_bytes()) for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name not in SKIP and not p.name.endswith(".lock")}
+    return {
+        p.relative_to(out).as_posix(): STAMP.sub(b"", p.read_bytes())
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name not in SKIP and not p.name.endswith(".lock")
+    }
 
 
 def _sidecars(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.name.endswith((".source-map.json", ".parse.md", ".ocr.md"))}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.name.endswith((".source-map.json", ".parse.md", ".ocr.md"))
+    }
 
 
 def _rows(out: Path) -> dict[str, list[tuple]]:
@@ -45,8 +51,14 @@ def _rows(out: Path) -> dict[str, list[tuple]]:
     try:
         conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, evidence_fts, instance)")
         stamps = {"updated_at_ms", "source_mtime_ns"}
-        tables = ["evidence_resource", "evidence_block_row", "evidence_section", "evidence_edge_row",
-                  "evidence_link", "temp.vocab"]
+        tables = [
+            "evidence_resource",
+            "evidence_block_row",
+            "evidence_section",
+            "evidence_edge_row",
+            "evidence_link",
+            "temp.vocab",
+        ]
         rows = {}
         for table in tables:
             cur = conn.execute(f"SELECT * FROM {table}")
@@ -87,8 +99,12 @@ def _segmented_here(out: Path) -> list[tuple]:
     finally:
         conn.close()
     mem = sqlite3.connect(":memory:")
-    mem.execute("CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')")
-    mem.executemany("INSERT INTO f (rowid, text) VALUES (?, ?)", [(i, text.segment_for_index(t)) for i, t in blocks])
+    mem.execute(
+        "CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')"
+    )
+    mem.executemany(
+        "INSERT INTO f (rowid, text) VALUES (?, ?)", [(i, text.segment_for_index(t)) for i, t in blocks]
+    )
     mem.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, f, instance)")
     return sorted(mem.execute("SELECT * FROM temp.vocab"))
     assert not [p for p in (tmp_path / "b").rglob("*.tmp")]  # every batch committed
@@ -98,6 +114,7 @@ def test_batches_cut_by_count_and_bytes():
     class F:
         def __init__(self, size):
             self.size = size
+
     files = [F(10), F(10), F(10), F(900), F(10)]
     assert [len(b) for b in parse.batches(files, 2, max_bytes=500)] == [2, 1, 1, 1]
     assert [len(b) for b in parse.batches(files, 32, max_bytes=500)] == [3, 1, 1]
@@ -110,8 +127,9 @@ def test_link_labels_are_stored_and_backlinks_need_no_note_source(tmp_path):
     out = tmp_path / "out"
     run_build(root, out, site=True)
     conn = sqlite3.connect(out / "evidence.sqlite")
-    labels = dict(conn.execute("SELECT target, label FROM evidence_link WHERE kind = 'wikilink' "
-                               "AND label IS NOT NULL"))
+    labels = dict(
+        conn.execute("SELECT target, label FROM evidence_link WHERE kind = 'wikilink' AND label IS NOT NULL")
+    )
     conn.close()
     assert labels and all(isinstance(v, str) for v in labels.values())
     page = (out / "Projects/Evidence Kernel.html").read_text("utf-8")
@@ -173,6 +191,7 @@ def test_the_state_file_is_written_after_the_pages_are_committed(tmp_path, monke
     def spy(self):
         order.extend(p.name for _, p in self.moves)
         commit(self)
+
     monkeypatch.setattr(fsutil._Batch, "commit", spy)
     render_site(root, out, out / "evidence.sqlite", RenderOptions())
     assert STATE_FILE in order and "index.html" in order
@@ -204,6 +223,15 @@ def test_a_sidecar_that_cannot_be_staged_fails_the_build_where_it_arrives(tmp_pa
     files = [f for f in scan(tmp_path) if f.path.endswith(".md")]
     prepare = Prepare(str(tmp_path), "beside", {f.path: f.path for f in files})
     with pytest.raises(OSError), fsutil.durable_batch():
-        parse.parse_all(files, tmp_path, jobs, OcrSettings(), lambda n: None, batch=1, min_pool=1,
-                        on_result=lambda _path, result: adopt_prepared(result), prepare=prepare)
+        parse.parse_all(
+            files,
+            tmp_path,
+            jobs,
+            OcrSettings(),
+            lambda n: None,
+            batch=1,
+            min_pool=1,
+            on_result=lambda _path, result: adopt_prepared(result),
+            prepare=prepare,
+        )
     assert not [p for p in tmp_path.rglob("*.tmp")]

@@ -15,6 +15,7 @@ def _collections_during(root, files) -> list[int]:
     def count(phase, info):
         if phase == "start":
             seen.append(info["generation"])
+
     gc.callbacks.append(count)
     try:
         results = parse_many(str(root), files, OcrSettings())
@@ -25,7 +26,9 @@ def _collections_during(root, files) -> list[int]:
 
 
 def test_a_batch_of_notes_is_parsed_with_one_young_collection(tmp_path):
-    body = "".join(f"## Part {i}\n\nA paragraph with [[link {i}]] and #tag{i}, 线程作用域。\n\n" for i in range(200))
+    body = "".join(
+        f"## Part {i}\n\nA paragraph with [[link {i}]] and #tag{i}, 线程作用域。\n\n" for i in range(200)
+    )
     files = []
     for i in range(8):
         (tmp_path / f"n{i}.md").write_text(f"---\ntags: [t{i}]\n---\n# Note {i}\n\n{body}", "utf-8")
@@ -40,8 +43,11 @@ def test_other_files_are_parsed_with_the_gc_as_usual(tmp_path, monkeypatch):
 
     enabled: list[tuple[str, bool]] = []
     real = parse.parse_one
-    monkeypatch.setattr(parse, "parse_one", lambda root, path, *a: enabled.append((path, gc.isenabled()))
-                        or real(root, path, *a))
+    monkeypatch.setattr(
+        parse,
+        "parse_one",
+        lambda root, path, *a: enabled.append((path, gc.isenabled())) or real(root, path, *a),
+    )
     (tmp_path / "a.txt").write_text("plain text\n", "utf-8")
     (tmp_path / "n.md").write_text("# Note\n\ntext\n", "utf-8")
     parse_many(str(tmp_path), [("n.md", "h"), ("a.txt", "h")], OcrSettings())

@@ -9,9 +9,8 @@ import shutil
 import zipfile
 from pathlib import Path
 
-
-from mnote_evidence.build.pipeline import DB_NAME
 from mnote_evidence.build.parse.providers import docx as docx_provider
+from mnote_evidence.build.pipeline import DB_NAME
 from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import CHEM_DOCX, SPEC_PDF, connect, run_build
 
@@ -29,19 +28,32 @@ def snapshot(out: Path) -> dict:
     conn = connect(out)
     try:
         return {
-            "blocks": sorted(tuple(r) for r in conn.execute("SELECT block_id, locator_json FROM evidence_block")),
-            "sections": sorted(tuple(r) for r in conn.execute(
-                "SELECT section_id, resource_id, path_json, page_start, page_end FROM evidence_section")),
-            "edges": sorted(tuple(r) for r in conn.execute(
-                "SELECT edge_id, from_id, to_id, edge_type, source_block_id FROM evidence_edge")),
+            "blocks": sorted(
+                tuple(r) for r in conn.execute("SELECT block_id, locator_json FROM evidence_block")
+            ),
+            "sections": sorted(
+                tuple(r)
+                for r in conn.execute(
+                    "SELECT section_id, resource_id, path_json, page_start, page_end FROM evidence_section"
+                )
+            ),
+            "edges": sorted(
+                tuple(r)
+                for r in conn.execute(
+                    "SELECT edge_id, from_id, to_id, edge_type, source_block_id FROM evidence_edge"
+                )
+            ),
         }
     finally:
         conn.close()
 
 
 def sidecar_files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and (".ocr/" in p.as_posix() or "/.mnote/" in p.as_posix())}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and (".ocr/" in p.as_posix() or "/.mnote/" in p.as_posix())
+    }
 
 
 def test_fixture_build_records_every_bad_file_and_indexes_the_rest(built):
@@ -54,8 +66,10 @@ def test_fixture_build_records_every_bad_file_and_indexes_the_rest(built):
     assert rows[SPEC_PDF]["status"] == "ok" and rows[SPEC_PDF]["page_count"] == 3
     assert rows[SPEC_PDF]["owner_document_path"] == "Projects/Evidence Kernel.md"
     assert rows["Unfiled/orphan-report.pdf"]["owner_document_path"] is None
-    assert rows["Unfiled/orphan-report.pdf"]["source_map_path"] == \
-        ".mnote/sidecars/Unfiled/orphan-report.pdf.source-map.json"
+    assert (
+        rows["Unfiled/orphan-report.pdf"]["source_map_path"]
+        == ".mnote/sidecars/Unfiled/orphan-report.pdf.source-map.json"
+    )
     assert rows[CHEM_DOCX]["artifact_path"] == "研究/化学笔记.ocr/溶剂与杂环.docx.parse.md"
     assert json.loads(rows["Inbox/Legacy Note.md"]["warnings_json"])[0]["code"] == "non_utf8_text"
     assert sum(1 for r in rows.values() if r["kind"] == "markdown") >= 8
@@ -83,7 +97,8 @@ def test_search_finds_cjk_substrings_short_terms_and_english(built):
     [pdf_hit] = [h for h in search_blocks(conn, "retention period audit", 10) if h.resource_path == SPEC_PDF]
     assert pdf_hit.locator["precision"] == "bbox" and pdf_hit.locator["page"] == 2
     assert pdf_hit.locator["openAction"]["url"].startswith(
-        "Projects/Evidence%20Kernel.assets/evidence-kernel-spec.pdf.html#b-")
+        "Projects/Evidence%20Kernel.assets/evidence-kernel-spec.pdf.html#b-"
+    )
 
 
 def test_short_term_ranks_its_own_paragraph_above_the_compound(built):
@@ -101,19 +116,27 @@ def test_short_term_ranks_its_own_paragraph_above_the_compound(built):
 def test_edges_have_source_blocks_and_link_notes(built):
     _, out, _ = built
     conn = connect(out)
-    orphans = conn.execute("SELECT count(*) FROM evidence_edge e LEFT JOIN evidence_block b "
-                           "ON b.block_id = e.source_block_id WHERE b.block_id IS NULL").fetchone()[0]
+    orphans = conn.execute(
+        "SELECT count(*) FROM evidence_edge e LEFT JOIN evidence_block b "
+        "ON b.block_id = e.source_block_id WHERE b.block_id IS NULL"
+    ).fetchone()[0]
     assert orphans == 0
     types = dict(conn.execute("SELECT edge_type, count(*) FROM evidence_edge GROUP BY 1").fetchall())
-    for kind in ("document_contains_resource", "markdown_links_to", "resource_contains_page",
-                 "page_contains_block", "section_contains_block"):
+    for kind in (
+        "document_contains_resource",
+        "markdown_links_to",
+        "resource_contains_page",
+        "page_contains_block",
+        "section_contains_block",
+    ):
         assert types.get(kind, 0) > 0, kind
     # README links to 化学笔记 by a relative path with a Chinese name
     row = conn.execute(
         "SELECT e.source_block_id, b.text FROM evidence_edge e JOIN evidence_block b ON b.block_id = "
         "e.source_block_id WHERE e.edge_type = 'markdown_links_to' AND e.from_id = (SELECT resource_id "
         "FROM evidence_resource WHERE source_root_relative_path = 'README.md') AND e.to_id = (SELECT "
-        "resource_id FROM evidence_resource WHERE source_root_relative_path = '研究/化学笔记.md')").fetchone()
+        "resource_id FROM evidence_resource WHERE source_root_relative_path = '研究/化学笔记.md')"
+    ).fetchone()
     assert row is not None and "化学笔记" in row["text"]
 
 
@@ -149,8 +172,9 @@ def test_editing_one_paragraph_changes_only_that_block(workspace, tmp_path):
     run_build(workspace, out)
     before = snapshot(out)["blocks"]
     note = workspace / "Archive/Old Ideas.md"
-    note.write_text(note.read_text("utf-8").replace("Text PDFs do not need OCR", "Text PDFs never need OCR"),
-                    "utf-8")
+    note.write_text(
+        note.read_text("utf-8").replace("Text PDFs do not need OCR", "Text PDFs never need OCR"), "utf-8"
+    )
     report = run_build(workspace, out)
     assert report.changed and report.parsed < 1 + len(report.errors)
     after = snapshot(out)["blocks"]
@@ -158,8 +182,10 @@ def test_editing_one_paragraph_changes_only_that_block(workspace, tmp_path):
     new = {b for b, _ in after} - {b for b, _ in before}
     assert len(gone) == 1 and len(new) == 1
     conn = connect(out)
-    assert "never need OCR" in conn.execute("SELECT text FROM evidence_block WHERE block_id = ?",
-                                            [new.pop()]).fetchone()[0]
+    assert (
+        "never need OCR"
+        in conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [new.pop()]).fetchone()[0]
+    )
 
 
 def test_deleted_source_goes_stale_then_is_removed(workspace, tmp_path):
@@ -171,15 +197,21 @@ def test_deleted_source_goes_stale_then_is_removed(workspace, tmp_path):
     conn = connect(out)
     status, blocks = conn.execute(
         "SELECT status, (SELECT count(*) FROM evidence_block b WHERE b.resource_id = r.resource_id) "
-        "FROM evidence_resource r WHERE source_root_relative_path = ?", [SPEC_PDF]).fetchone()
+        "FROM evidence_resource r WHERE source_root_relative_path = ?",
+        [SPEC_PDF],
+    ).fetchone()
     assert status == "stale" and blocks > 0  # kept, but no longer searchable
     assert not any(h.resource_path == SPEC_PDF for h in search_blocks(conn, "retention period", 10))
     conn.close()
     report = run_build(workspace, out)
     assert report.removed == 1
     conn = connect(out)
-    assert conn.execute("SELECT count(*) FROM evidence_resource WHERE source_root_relative_path = ?",
-                        [SPEC_PDF]).fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM evidence_resource WHERE source_root_relative_path = ?", [SPEC_PDF]
+        ).fetchone()[0]
+        == 0
+    )
     assert not (workspace / "Projects/Evidence Kernel.ocr/evidence-kernel-spec.pdf.source-map.json").exists()
 
 
@@ -198,8 +230,14 @@ def test_more_bad_input_is_recorded_and_loses_nothing(workspace, tmp_path, monke
     assert codes["Inbox/fake.png"] == "image_corrupt"
     assert codes["Inbox/bomb.docx"] == "docx_zip_bomb"
     conn = connect(out)
-    assert conn.execute("SELECT count(*) FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
-                        "WHERE r.source_root_relative_path = ?", [SPEC_PDF]).fetchone()[0] > 20
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path = ?",
+            [SPEC_PDF],
+        ).fetchone()[0]
+        > 20
+    )
     assert "hostname" not in json.dumps([dict(r) for r in conn.execute("SELECT * FROM evidence_block")])
 
 
@@ -223,8 +261,10 @@ def test_moving_a_resource_to_another_owner_moves_its_sidecar(workspace, tmp_pat
     report = run_build(workspace, out)
     assert report.errors == [] or all(e["path"].startswith("Inbox/") for e in report.errors)
     conn = connect(out)
-    owner, status = conn.execute("SELECT owner_document_path, status FROM evidence_resource WHERE "
-                                 "source_root_relative_path = '研究/moved/溶剂与杂环.docx'").fetchone()
+    owner, status = conn.execute(
+        "SELECT owner_document_path, status FROM evidence_resource WHERE "
+        "source_root_relative_path = '研究/moved/溶剂与杂环.docx'"
+    ).fetchone()
     assert (owner, status) == ("研究/化学笔记.md", "ok")
     assert (workspace / "研究/化学笔记.ocr/moved/溶剂与杂环.docx.source-map.json").exists()
 
@@ -232,6 +272,7 @@ def test_moving_a_resource_to_another_owner_moves_its_sidecar(workspace, tmp_pat
 def test_selective_filter_still_finds_matches_beyond_the_first_window(workspace, tmp_path, monkeypatch):
     """With the candidate window forced tiny, a filter that removes the top bm25 hits must widen, not drop."""
     import mnote_evidence.functions.search.fts as fts
+
     monkeypatch.setattr(fts, "MIN_CANDIDATES", 1)
     monkeypatch.setattr(fts, "CANDIDATES_PER_RESULT", 1)
     monkeypatch.setattr(fts, "MAX_WINDOW", 8)
@@ -240,8 +281,12 @@ def test_selective_filter_still_finds_matches_beyond_the_first_window(workspace,
     hits = search_blocks(connect(out), "format", 3, kinds=["pdf"], path_prefix="Projects/")
     assert len(hits) == 3 and all(h.resource_path == SPEC_PDF for h in hits)
     everything = search_blocks(connect(out), "format", 50, path_prefix="Projects/")
-    texts = [t for (t,) in connect(out).execute(
-        "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
-        "WHERE r.source_root_relative_path LIKE 'Projects/%'")]
+    texts = [
+        t
+        for (t,) in connect(out).execute(
+            "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path LIKE 'Projects/%'"
+        )
+    ]
     expected = sum(1 for t in texts if re.search(r"\bformat\b", t, re.IGNORECASE))
     assert expected > 40 and len(everything) == expected  # the no-LIMIT fallback ranked them all

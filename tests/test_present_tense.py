@@ -24,15 +24,23 @@ SKIP = {REPO / "docs/SPEC.md", REPO / "CHANGELOG.md", Path(__file__).resolve()}
 def scanned() -> list[Path]:
     files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
     for folder in SOURCES:
-        files += [p for p in sorted((REPO / folder).rglob("*"))
-                  if p.is_file() and p.suffix in SUFFIXES and "real_documents" not in p.parts
-                  and "results" not in p.relative_to(REPO).parts[:2] and "__pycache__" not in p.parts]
+        files += [
+            p
+            for p in sorted((REPO / folder).rglob("*"))
+            if p.is_file()
+            and p.suffix in SUFFIXES
+            and "real_documents" not in p.parts
+            and "results" not in p.relative_to(REPO).parts[:2]
+            and "__pycache__" not in p.parts
+        ]
     return [p for p in files if p.resolve() not in SKIP and p.exists()]
 
 
 def commit_prefixes() -> set[str]:
     """The 7-character prefixes of every commit id in this clone's history."""
-    out = subprocess.run(["git", "-C", str(REPO), "log", "--all", "--format=%H"], capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", str(REPO), "log", "--all", "--format=%H"], capture_output=True, text=True
+    )
     if out.returncode != 0:
         pytest.skip("not a git clone: no commit ids to look for")
     return {line[:7] for line in out.stdout.split()}
@@ -47,7 +55,10 @@ def narration(text: str, commits: set[str]) -> list[str]:
 def test_the_check_finds_narration():
     commits = {"54804f5"}
     assert narration("measured in session 9 (issue #17) against 54804f5c", commits) == [
-        "session 9", "issue #17", "54804f5c"]
+        "session 9",
+        "issue #17",
+        "54804f5c",
+    ]
     assert narration("page 9 of issue.pdf; sha 0123abc", commits) == []
 
 

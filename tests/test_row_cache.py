@@ -7,9 +7,9 @@ import sqlite3
 import time
 from pathlib import Path
 
+from mnote_evidence.build.core.model import ResourceRow
 from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.previous import load_previous
-from mnote_evidence.build.core.model import ResourceRow
 from mnote_evidence.build.pipeline import DB_NAME
 from tests.conftest import run_build
 
@@ -19,8 +19,10 @@ DAY_AGO = time.time() - 86400
 def _from_index(db: Path) -> dict[str, ResourceRow]:
     conn = sqlite3.connect(db)
     try:
-        return {r[1]: ResourceRow.from_values(r)
-                for r in conn.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource")}
+        return {
+            r[1]: ResourceRow.from_values(r)
+            for r in conn.execute(f"SELECT {ResourceRow.SQL_COLUMNS} FROM evidence_resource")
+        }
     finally:
         conn.close()
 

@@ -24,8 +24,14 @@ def test_symlinks_leaving_the_root_are_refused_and_not_read(tmp_path):
 
 
 def test_hidden_sidecar_and_output_folders_are_skipped(tmp_path):
-    for rel in ["a.md", ".git/x.md", "a.ocr/spec.pdf.parse.md", ".mnote/sidecars/a.md.source-map.json",
-                "_site/index.md", "sub/b.md"]:
+    for rel in [
+        "a.md",
+        ".git/x.md",
+        "a.ocr/spec.pdf.parse.md",
+        ".mnote/sidecars/a.md.source-map.json",
+        "_site/index.md",
+        "sub/b.md",
+    ]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("# x")
     assert [f.path for f in scan(tmp_path, exclude=[tmp_path / "_site"])] == ["a.md", "sub/b.md"]

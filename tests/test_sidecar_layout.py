@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from mnote_evidence.build.pipeline import DB_NAME
 from mnote_evidence.build.core.urls import page_url
+from mnote_evidence.build.pipeline import DB_NAME
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.handlers.evidence import Context, search
 from tests.conftest import SPEC_PDF, connect, run_build
@@ -24,31 +24,44 @@ def user_files(root: Path) -> set[str]:
 
 
 def sidecar_dirs(root: Path) -> list[str]:
-    return [os.path.relpath(os.path.join(d, n), root) for d, dirs, _ in os.walk(root) for n in dirs
-            if n.endswith(".ocr")]
+    return [
+        os.path.relpath(os.path.join(d, n), root)
+        for d, dirs, _ in os.walk(root)
+        for n in dirs
+        if n.endswith(".ocr")
+    ]
 
 
 def anchors(out: Path) -> dict[str, dict]:
     """Every block's locator minus where its source map is stored (the one thing a layout changes)."""
     conn = connect(out)
     try:
-        return {b: {k: v for k, v in json.loads(loc).items() if k != "sourceMapPath"}
-                for b, loc in conn.execute("SELECT block_id, locator_json FROM evidence_block")}
+        return {
+            b: {k: v for k, v in json.loads(loc).items() if k != "sourceMapPath"}
+            for b, loc in conn.execute("SELECT block_id, locator_json FROM evidence_block")
+        }
     finally:
         conn.close()
 
 
 def answers(out: Path) -> dict[str, list[tuple[str, str]]]:
     ctx = Context(EvidenceDB(out / DB_NAME))
-    return {q: [(r["evidenceId"], r["source"]["openAction"]["url"]) for r in search({"query": q}, ctx)["results"]]
-            for q in QUERIES}
+    return {
+        q: [(r["evidenceId"], r["source"]["openAction"]["url"]) for r in search({"query": q}, ctx)["results"]]
+        for q in QUERIES
+    }
 
 
 def resource_sidecars(out: Path) -> list[tuple[str, str | None, str]]:
     conn = connect(out)
     try:
-        return [tuple(r) for r in conn.execute("SELECT source_root_relative_path, artifact_path, source_map_path "
-                                               "FROM evidence_resource WHERE status = 'ok' ORDER BY 1")]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT source_root_relative_path, artifact_path, source_map_path "
+                "FROM evidence_resource WHERE status = 'ok' ORDER BY 1"
+            )
+        ]
     finally:
         conn.close()
 
@@ -69,9 +82,14 @@ def test_mnote_layout_adds_nothing_beside_notes_and_answers_the_same(workspace, 
     # same blocks, ids and locators (but where the source map lives), same answers, same anchors in the site
     assert anchors(out) == anchors(default_out)
     assert answers(out) == answers(default_out)
-    [pdf_hit] = [r for r in search({"query": "retention period audit"}, Context(EvidenceDB(out / DB_NAME)))["results"]
-                 if r["source"]["resourcePath"] == SPEC_PDF]
-    assert f'id="{pdf_hit["evidenceId"]}"' in (out / page_url(SPEC_PDF).replace("%20", " ")).read_text("utf-8")
+    [pdf_hit] = [
+        r
+        for r in search({"query": "retention period audit"}, Context(EvidenceDB(out / DB_NAME)))["results"]
+        if r["source"]["resourcePath"] == SPEC_PDF
+    ]
+    assert f'id="{pdf_hit["evidenceId"]}"' in (out / page_url(SPEC_PDF).replace("%20", " ")).read_text(
+        "utf-8"
+    )
 
     # a rebuild, with or without the option (serve --watch passes none), is a no-op that keeps the layout
     snapshot, db_mtime = files(workspace), (out / DB_NAME).stat().st_mtime_ns

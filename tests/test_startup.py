@@ -27,11 +27,16 @@ POOL = {"multiprocessing", "concurrent.futures.process"}  # worker processes: a 
 def imported(*args: str) -> tuple[set[str], str]:
     """(modules the command imported, its stdout); the command must succeed."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "mnote_evidence", *args], env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "mnote_evidence", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}, \
-        done.stdout
+    return {
+        line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+    }, done.stdout
 
 
 def tops(modules: set[str]) -> set[str]:
@@ -42,7 +47,11 @@ def tops(modules: set[str]) -> set[str]:
 def test_help_imports_no_command():
     modules, out = imported("--help")
     assert all(name in out for name in COMMANDS)
-    assert not {m for m in modules if m.startswith("mnote_evidence.build.cli.") and m != "mnote_evidence.build.cli.main"}
+    assert not {
+        m
+        for m in modules
+        if m.startswith("mnote_evidence.build.cli.") and m != "mnote_evidence.build.cli.main"
+    }
     assert "mnote_evidence.functions.handlers.evidence" not in modules
     assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA | {"sqlite3"}) == set()
 
@@ -77,7 +86,9 @@ def test_markdown_only_no_op_build_loads_no_pdf_image_word_or_http_library(tmp_p
     assert json.loads(stdout)["parsed"] == 0  # a no-op
     # with the site: its render has nothing to do, so it loads neither Jinja nor the page rules
     assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA | POOL) == set()
-    assert "mnote_evidence.build.render.site" in modules and "mnote_evidence.build.render.pages" not in modules
+    assert (
+        "mnote_evidence.build.render.site" in modules and "mnote_evidence.build.render.pages" not in modules
+    )
     imported("build", str(ws), "--out", str(tmp_path / "bare"), "--no-site")
     modules, stdout = imported("build", str(ws), "--out", str(tmp_path / "bare"), "--no-site", "--json")
     assert json.loads(stdout)["parsed"] == 0
@@ -98,8 +109,9 @@ def test_a_build_that_parses_a_pdf_does_load_pymupdf(tmp_path):
     """The other side of the checks above: what is used is loaded (and seen by -X importtime)."""
     (tmp_path / "ws").mkdir()
     shutil.copy2(FIXTURES / SPEC_PDF, tmp_path / "ws" / "spec.pdf")
-    modules, stdout = imported("build", str(tmp_path / "ws"), "--out", str(tmp_path / "out"), "--no-site",
-                               "--no-ocr", "--json")
+    modules, stdout = imported(
+        "build", str(tmp_path / "ws"), "--out", str(tmp_path / "out"), "--no-site", "--no-ocr", "--json"
+    )
     assert json.loads(stdout)["parsed"] == 1
     assert "pymupdf" in modules
     assert tops(modules) & (HTTP | SERVERS | SITE | {"docx"}) == set()
@@ -110,5 +122,7 @@ def test_search_and_verify_load_no_parser_http_renderer_or_server(built):
     for args in (["search", "线程作用域", "--site", str(out)], ["verify", "线程作用域", "--site", str(out)]):
         modules, stdout = imported(*args)
         assert stdout.strip()
-        assert tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA | {"markdown_it"}) == set()
+        assert (
+            tops(modules) & (PDF | IMAGE_AND_WORD | HTTP | SERVERS | SITE | DATA | {"markdown_it"}) == set()
+        )
         assert "mnote_evidence.build.pipeline" not in modules

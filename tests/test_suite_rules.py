@@ -24,15 +24,25 @@ def test_copy_is_exactly_the_tracked_sample(tmp_path):
 def test_without_git_the_generated_folders_are_left_out(tmp_path, monkeypatch):
     """A tree git does not know (an sdist, a copy) with a build's leftovers in it."""
     fake = tmp_path / "fixtures"
-    for rel in ("Note.md", "Note.assets/a.pdf", "Note.ocr/a.pdf.parse.md", ".mnote/sidecars/Note.md.source-map.json",
-                ".mnote/ocr-cache/ab/cd.json", "deep/Other.ocr/x.png.ocr.md", "deep/Other.md"):
+    for rel in (
+        "Note.md",
+        "Note.assets/a.pdf",
+        "Note.ocr/a.pdf.parse.md",
+        ".mnote/sidecars/Note.md.source-map.json",
+        ".mnote/ocr-cache/ab/cd.json",
+        "deep/Other.ocr/x.png.ocr.md",
+        "deep/Other.md",
+    ):
         (fake / rel).parent.mkdir(parents=True, exist_ok=True)
         (fake / rel).write_text(rel, "utf-8")
     monkeypatch.setattr(conftest, "FIXTURES", fake)
     assert sorted(tracked_fixture_files()) == ["Note.assets/a.pdf", "Note.md", "deep/Other.md"]
     dest = copy_workspace(tmp_path / "ws")
     assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*") if p.is_file()) == [
-        "Note.assets/a.pdf", "Note.md", "deep/Other.md"]
+        "Note.assets/a.pdf",
+        "Note.md",
+        "deep/Other.md",
+    ]
 
 
 def test_a_present_tool_is_found():
@@ -42,7 +52,9 @@ def test_a_present_tool_is_found():
 def test_a_missing_tool_skips_with_its_install_hint(monkeypatch):
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="apt-get install no-such-tool"):
-        require_tool("no-such-tool-mnote", "apt-get install no-such-tool", path="/nonexistent/no-such-tool-mnote")
+        require_tool(
+            "no-such-tool-mnote", "apt-get install no-such-tool", path="/nonexistent/no-such-tool-mnote"
+        )
 
 
 def test_a_missing_tool_fails_under_ci(monkeypatch):

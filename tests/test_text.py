@@ -16,10 +16,12 @@ DOCS = ["关于线程作用域的规则", "线程池", "吗啉是一种杂环", 
 def fts():
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='unicode61 remove_diacritics 2')")
-    conn.executemany("INSERT INTO t(rowid, text) VALUES (?, ?)",
-                     [(i, segment_for_index(d)) for i, d in enumerate(DOCS)])
-    return lambda q: [DOCS[r[0]] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid",
-                                                       [fts_query(q)])]
+    conn.executemany(
+        "INSERT INTO t(rowid, text) VALUES (?, ?)", [(i, segment_for_index(d)) for i, d in enumerate(DOCS)]
+    )
+    return lambda q: [
+        DOCS[r[0]] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rowid", [fts_query(q)])
+    ]
 
 
 def test_cjk_substrings_two_char_terms_and_single_chars(fts):
@@ -36,8 +38,22 @@ def test_english_words_and_mixed(fts):
     assert fts("scope 线程") == []
 
 
-@pytest.mark.parametrize("hostile", ['"unbalanced', "AND", "NEAR(", "*", "text:foo", "a OR", "(((", "\x00x",
-                                     "x" * 5000, '"线程" NOT', "^start"])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        '"unbalanced',
+        "AND",
+        "NEAR(",
+        "*",
+        "text:foo",
+        "a OR",
+        "(((",
+        "\x00x",
+        "x" * 5000,
+        '"线程" NOT',
+        "^start",
+    ],
+)
 def test_hostile_queries_never_raise_sql_errors(fts, hostile):
     try:
         fts(hostile)
@@ -59,7 +75,8 @@ def _segmented_v1(text: str) -> str:
     from mnote_evidence.build.core.text import CJK_RUN
 
     def bigrams(run: str) -> str:
-        return run if len(run) == 1 else " ".join([run[i:i + 2] for i in range(len(run) - 1)] + [run[-1]])
+        return run if len(run) == 1 else " ".join([run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]])
+
     return CJK_RUN.sub(lambda m: f" {bigrams(m.group(0))} ", unicodedata.normalize("NFKC", text))
 
 
@@ -72,10 +89,18 @@ def test_segment_for_index_is_segmentation_version_1_exactly():
 
     assert SEGMENTATION_VERSION == "1"  # a new version may change the strings: then change this test
     assert segment_for_index("a线程作用域b 池") == "a 线程 程作 作用 用域 域 b  池 "
-    pool = "ab ,\n-ｆ　½ﬁ，。线程作用域吗カタ한국豈\u0301"  # ASCII, full-width, compatibility, CJK of each range
+    pool = (
+        "ab ,\n-ｆ　½ﬁ，。线程作用域吗カタ한국豈\u0301"  # ASCII, full-width, compatibility, CJK of each range
+    )
     rng = random.Random(17)
-    samples = ["", "a", "线", "线程", "plain ASCII text.", *("".join(rng.choices(pool, k=rng.randint(1, 40)))
-                                                           for _ in range(3000))]
+    samples = [
+        "",
+        "a",
+        "线",
+        "线程",
+        "plain ASCII text.",
+        *("".join(rng.choices(pool, k=rng.randint(1, 40))) for _ in range(3000)),
+    ]
     for text in samples + [t * 40 for t in samples[-50:]]:  # and long ones (not kept by `nfkc`)
         assert segment_for_index(text) == _segmented_v1(text), text
         assert normalise(text) == " ".join(unicodedata.normalize("NFKC", text).split())
@@ -87,7 +112,9 @@ def test_a_block_is_normalised_once_for_its_id_and_its_fts_value(monkeypatch):
 
     calls: list[str] = []
     real = unicodedata.normalize
-    monkeypatch.setattr(text_module.unicodedata, "normalize", lambda form, s: calls.append(s) or real(form, s))
+    monkeypatch.setattr(
+        text_module.unicodedata, "normalize", lambda form, s: calls.append(s) or real(form, s)
+    )
     text_module._nfkc_recent.cache_clear()
     note = "# 线程作用域\n\n关于线程，作用域的规则。\n\nPlain English paragraph.\n"
     artifact = MarkdownProvider().parse_text("n.md", "h", note)

@@ -18,15 +18,14 @@ from pathlib import Path
 
 import httpx
 
-from mnote_evidence.build.core import text
 from mnote_evidence.build.cli.build import _print_report
+from mnote_evidence.build.core import formats, text
+from mnote_evidence.build.core.urls import page_path
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
-from mnote_evidence.build.core import formats
-from mnote_evidence.build.core.urls import page_path
-from mnote_evidence.functions.handlers import evidence
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.handlers import evidence
 from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import SHARED_OCR, SPEC_PDF, connect, run_build
 from tests.servers import free_port, start, start_serve, stop
@@ -37,8 +36,10 @@ MARK = "zzsegmark"  # a token only the test segmentation writes
 def _resources(out: Path) -> dict[str, tuple]:
     conn = connect(out)
     try:
-        return {r["source_root_relative_path"]: (r["kind"], r["updated_at_ms"], r["provider_version"])
-                for r in conn.execute("SELECT * FROM evidence_resource")}
+        return {
+            r["source_root_relative_path"]: (r["kind"], r["updated_at_ms"], r["provider_version"])
+            for r in conn.execute("SELECT * FROM evidence_resource")
+        }
     finally:
         conn.close()
 
@@ -107,28 +108,39 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, 
     assert first and all(p.suffix == ".jpg" and p.parent.name == "z2-jpeg-q80" and p.is_file() for p in first)
     rendered = report.site.page_images
     with sqlite3.connect(out / "evidence.sqlite") as conn:
-        embedding = {r[0] for r in conn.execute(
-            "SELECT DISTINCT n.source_root_relative_path FROM evidence_link l JOIN evidence_resource n "
-            "USING (resource_id) JOIN evidence_resource t ON t.source_root_relative_path = l.target_path "
-            "WHERE l.kind = 'embed' AND t.kind = 'pdf'")}
+        embedding = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT n.source_root_relative_path FROM evidence_link l JOIN evidence_resource n "
+                "USING (resource_id) JOIN evidence_resource t ON t.source_root_relative_path = l.target_path "
+                "WHERE l.kind = 'embed' AND t.kind = 'pdf'"
+            )
+        }
     assert embedding == {"Obsidian/Review.md"}
     note_page = out / "Archive/Old Ideas.html"
     note_mtime = note_page.stat().st_mtime_ns
 
-    steps = [({"page_format": "webp"}, ".webp", "z2-webp-q80"),
-             ({"page_format": "webp", "page_quality": 60}, ".webp", "z2-webp-q60"),
-             ({"page_format": "webp", "page_quality": 60, "page_zoom": 1.5}, ".webp", "z1.5-webp-q60")]
+    steps = [
+        ({"page_format": "webp"}, ".webp", "z2-webp-q80"),
+        ({"page_format": "webp", "page_quality": 60}, ".webp", "z2-webp-q60"),
+        ({"page_format": "webp", "page_quality": 60, "page_zoom": 1.5}, ".webp", "z1.5-webp-q60"),
+    ]
     previous = {"format": "jpeg", "quality": 80, "zoom": 2.0}
     for options, suffix, folder in steps:
         report = run_build(workspace, out, site=True, **options)
-        now = {"format": options["page_format"], "quality": options.get("page_quality", 80),
-               "zoom": options.get("page_zoom", 2.0)}
+        now = {
+            "format": options["page_format"],
+            "quality": options.get("page_quality", 80),
+            "zoom": options.get("page_zoom", 2.0),
+        }
         assert report.parsed == 0
         assert report.redone == {"page_images": {"from": previous, "to": now}}
         capsys.readouterr()
         _print_report(report)
-        assert (f"redone: page images {_settings(previous)} -> {_settings(now)}: {rendered} rendered, "
-                f"{rendered} old files removed") in capsys.readouterr().out
+        assert (
+            f"redone: page images {_settings(previous)} -> {_settings(now)}: {rendered} rendered, "
+            f"{rendered} old files removed"
+        ) in capsys.readouterr().out
         assert report.site.page_images == rendered  # every page image again
         assert report.site.images_removed == rendered  # and the old ones gone
         # the two PDFs' pages, and the notes showing a PDF page image (`![[x.pdf#page=N]]`, issue 16)
@@ -150,7 +162,9 @@ def test_provider_revision_change_reparses_only_that_format(workspace, tmp_path,
     before = _resources(out)
     docx = {p for p, (kind, _, _) in before.items() if kind == "office" and before[p][2]}
     assert len(docx) == 2  # the chemistry notes and the corrupt one (its error is retried)
-    bumped = tuple(dataclasses.replace(f, revision="test-2") if f.name == "docx" else f for f in formats.FORMATS)
+    bumped = tuple(
+        dataclasses.replace(f, revision="test-2") if f.name == "docx" else f for f in formats.FORMATS
+    )
     monkeypatch.setattr(formats, "FORMATS", bumped)  # the registry, and its table by suffix
     monkeypatch.setattr(formats, "BY_SUFFIX", formats._by_suffix(bumped))
 
@@ -206,12 +220,16 @@ def test_incompatible_schema_is_refused_by_readers_and_rebuilt(workspace, tmp_pa
     _set_schema(out, "0", drop_column=True)
     status, body = _search(out, "retention period")
     assert status == 503 and "schema version 0 (older)" in body["error"]["message"]
-    assert "mnote-evidence build" in body["error"]["message"] and str(tmp_path) not in body["error"]["message"]
+    assert (
+        "mnote-evidence build" in body["error"]["message"] and str(tmp_path) not in body["error"]["message"]
+    )
 
     port = free_port()  # the real server: starts, warns, answers the endpoints with the same JSON error
     base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port)],
-                 base + "/-/versions.json")
+    proc = start(
+        [sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port)],
+        base + "/-/versions.json",
+    )
     try:
         r = httpx.get(base + "/-/evidence/search", params={"q": "retention period"}, timeout=30)
         assert r.status_code == 503 and r.json()["error"]["code"] == "index_incompatible"
@@ -224,8 +242,10 @@ def test_incompatible_schema_is_refused_by_readers_and_rebuilt(workspace, tmp_pa
     assert report.redone["schema"] == {"from": "0", "to": SCHEMA_VERSION, "resources": len(_resources(out))}
     assert report.reused_sidecars > 0  # attachments come back from their sidecars
     assert _one(out, "SELECT value FROM build_meta WHERE key = 'schema_version'") == SCHEMA_VERSION
-    assert sorted(r[0] for r in connect(out).execute("SELECT block_id || locator_json FROM evidence_block")) \
+    assert (
+        sorted(r[0] for r in connect(out).execute("SELECT block_id || locator_json FROM evidence_block"))
         == blocks
+    )
     status, body = _search(out, "retention period")
     assert status == 200 and body["results"]
     assert json.loads(_one(out, "SELECT value FROM build_meta WHERE key = 'provider_versions'"))["pdf"]

@@ -14,16 +14,33 @@ from mnote_evidence.build.core.defaults import DEFAULT_OUT
 
 @click.command("ask")
 @click.argument("question")
-@click.option("--site", "site_dir", default=DEFAULT_OUT, type=click.Path(file_okay=False, path_type=Path),
-              show_default=True, help="The built site (its evidence.sqlite maps LightRAG's sources).")
+@click.option(
+    "--site",
+    "site_dir",
+    default=DEFAULT_OUT,
+    type=click.Path(file_okay=False, path_type=Path),
+    show_default=True,
+    help="The built site (its evidence.sqlite maps LightRAG's sources).",
+)
 @click.option("--lightrag-url", envvar="LIGHTRAG_URL", help="LightRAG server (default: LIGHTRAG_URL).")
-@click.option("--mode", type=click.Choice(["naive", "local", "global", "hybrid", "mix"]), default="mix",
-              show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(["naive", "local", "global", "hybrid", "mix"]),
+    default="mix",
+    show_default=True,
+)
 @click.option("--top-k", type=click.IntRange(1, 50), default=10, show_default=True)
 @click.option("--timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole answer (citations included) as JSON.")
-def ask_command(question: str, site_dir: Path, lightrag_url: str | None, mode: str, top_k: int, timeout: float,
-                as_json: bool) -> None:
+def ask_command(
+    question: str,
+    site_dir: Path,
+    lightrag_url: str | None,
+    mode: str,
+    top_k: int,
+    timeout: float,
+    as_json: bool,
+) -> None:
     """Ask LightRAG QUESTION and print the answer with citations you can click:
     each opens the exact page, box or paragraph in the built site."""
     from mnote_evidence.build.knowledge.lightrag import LightRagConfig
@@ -34,7 +51,9 @@ def ask_command(question: str, site_dir: Path, lightrag_url: str | None, mode: s
 
     if not (site_dir / "evidence.sqlite").is_file():
         raise click.ClickException(f"{site_dir}/evidence.sqlite not found: build the workspace first")
-    ctx = Context(EvidenceDB(site_dir / "evidence.sqlite"), "", LightRagConfig.from_env(lightrag_url, timeout))
+    ctx = Context(
+        EvidenceDB(site_dir / "evidence.sqlite"), "", LightRagConfig.from_env(lightrag_url, timeout)
+    )
     status, body = call(lambda r: ask(r, ctx), {"query": question, "mode": mode, "topK": top_k})
     if as_json:
         click.echo(json.dumps(body, ensure_ascii=False, indent=2))
@@ -53,8 +72,11 @@ def ask_text(body: dict, site_dir: Path) -> str:
     answer = "".join(s.get("text") or f"[{s['citationId']}]" for s in body.get("segments", []))
     lines = [answer.strip() or "(no answer text)", ""]
     for c in body["citations"]:
-        where = " · ".join(x for x in (c["sourcePath"], f"p.{c['page']}" if "page" in c else "",
-                                       " > ".join(c["headingPath"])) if x)
+        where = " · ".join(
+            x
+            for x in (c["sourcePath"], f"p.{c['page']}" if "page" in c else "", " > ".join(c["headingPath"]))
+            if x
+        )
         lines.append(f"[{c['citationId']}] {where} ({c['locatorPrecision']})")
         lines.append(f"    {c['displayQuote'][:160]}")
         lines.append(f"    {site_link(site_dir, c['citationUrl'])}")

@@ -12,8 +12,8 @@ import click
 from mnote_evidence.build.cli.common import run_library
 from mnote_evidence.build.cli.options import output_options
 from mnote_evidence.build.core.defaults import DEFAULT_JOBS, DEFAULT_OUT
-from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.core.progress import ProgressEvent, Stage
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
 
 if TYPE_CHECKING:
     from mnote_evidence.build.pipeline import BuildReport
@@ -21,23 +21,58 @@ if TYPE_CHECKING:
 
 @click.command("build")
 @click.argument("workspace", type=click.Path(exists=True, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
-              show_default=True, help="Output folder: receives evidence.sqlite (and the site).")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=DEFAULT_JOBS,
-              show_default="CPU count", help="Parse this many files in parallel.")
-@click.option("--site/--no-site", default=True, show_default=True,
-              help="Render the static site into OUT after indexing.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_OUT,
+    show_default=True,
+    help="Output folder: receives evidence.sqlite (and the site).",
+)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 64),
+    default=DEFAULT_JOBS,
+    show_default="CPU count",
+    help="Parse this many files in parallel.",
+)
+@click.option(
+    "--site/--no-site",
+    default=True,
+    show_default=True,
+    help="Render the static site into OUT after indexing.",
+)
 @output_options
-@click.option("--lightrag-url", envvar="LIGHTRAG_URL",
-              help="Ingest parsed/OCR text into this LightRAG server (API key from LIGHTRAG_API_KEY only).")
+@click.option(
+    "--lightrag-url",
+    envvar="LIGHTRAG_URL",
+    help="Ingest parsed/OCR text into this LightRAG server (API key from LIGHTRAG_API_KEY only).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build summary as JSON on stdout.")
 @click.option("--strict", is_flag=True, help="Exit with status 1 if any file was recorded as an error.")
-@click.option("--rehash", is_flag=True,
-              help="Hash every file, not only those whose size or modification time changed.")
-def build_command(workspace: Path, out: Path, jobs: int, site: bool, max_file_mb: float, max_page_images: int,
-                  page_zoom: float, ocr_engine: str, no_ocr: bool, mineru_url: str | None, allow_upload: bool,
-                  ocr_fallback: str | None, lightrag_url: str | None, sidecars: str | None, as_json: bool,
-                  strict: bool, rehash: bool) -> None:
+@click.option(
+    "--rehash", is_flag=True, help="Hash every file, not only those whose size or modification time changed."
+)
+def build_command(
+    workspace: Path,
+    out: Path,
+    jobs: int,
+    site: bool,
+    max_file_mb: float,
+    max_page_images: int,
+    page_zoom: float,
+    ocr_engine: str,
+    no_ocr: bool,
+    mineru_url: str | None,
+    allow_upload: bool,
+    ocr_fallback: str | None,
+    lightrag_url: str | None,
+    sidecars: str | None,
+    as_json: bool,
+    strict: bool,
+    rehash: bool,
+) -> None:
     """Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and
     a static site in OUT (open OUT/index.html, or serve OUT from any static host).
 
@@ -49,15 +84,31 @@ def build_command(workspace: Path, out: Path, jobs: int, site: bool, max_file_mb
     (`Note.ocr/`) or under `.mnote/sidecars/` (all of them with `--sidecars mnote`).
     """
     from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-    from mnote_evidence.build.pipeline import BuildOptions, build  # the build's imports (PyMuPDF, ...) only here
+    from mnote_evidence.build.pipeline import (
+        BuildOptions,
+        build,
+    )  # the build's imports (PyMuPDF, ...) only here
 
-    ocr = OcrSettings(engine="none" if no_ocr else ocr_engine, mineru_url=mineru_url, allow_upload=allow_upload,
-                      fallback=ocr_fallback)
+    ocr = OcrSettings(
+        engine="none" if no_ocr else ocr_engine,
+        mineru_url=mineru_url,
+        allow_upload=allow_upload,
+        fallback=ocr_fallback,
+    )
     bars = _ProgressBars() if sys.stderr.isatty() and not as_json else None
-    options = BuildOptions(out=out, jobs=jobs, max_file_mb=max_file_mb, site=site, page_zoom=page_zoom,
-                           max_page_images=max_page_images, ocr=ocr,
-                           lightrag=LightRagConfig.from_env(lightrag_url), sidecars=sidecars, on_progress=bars,
-                           rehash=rehash)
+    options = BuildOptions(
+        out=out,
+        jobs=jobs,
+        max_file_mb=max_file_mb,
+        site=site,
+        page_zoom=page_zoom,
+        max_page_images=max_page_images,
+        ocr=ocr,
+        lightrag=LightRagConfig.from_env(lightrag_url),
+        sidecars=sidecars,
+        on_progress=bars,
+        rehash=rehash,
+    )
     try:
         report = run_library(lambda: build(workspace, options))
     finally:
@@ -77,19 +128,25 @@ def _print_report(report: BuildReport) -> None:
     counts = ", ".join(f"{n} {status}" for status, n in report.status_counts.items()) or "no files"
     what = "updated" if report.changed else "up to date"
     click.echo(f"{report.db_path}: {what} in {report.seconds:.2f}s ({counts})")
-    click.echo(f"  parsed {report.parsed}, reused sidecars {report.reused_sidecars}, "
-               f"unchanged {report.unchanged}, newly stale {report.stale}, removed {report.removed}")
+    click.echo(
+        f"  parsed {report.parsed}, reused sidecars {report.reused_sidecars}, "
+        f"unchanged {report.unchanged}, newly stale {report.stale}, removed {report.removed}"
+    )
     if report.site is not None:
         s = report.site
-        click.echo(f"  site: {s.pages_written} pages written, {s.pages_unchanged} unchanged, "
-                   f"{s.page_images} page images, {s.tombstones} tombstones, {s.tag_pages} tag pages -> "
-                   f"{Path(report.db_path).parent / 'index.html'}")
+        click.echo(
+            f"  site: {s.pages_written} pages written, {s.pages_unchanged} unchanged, "
+            f"{s.page_images} page images, {s.tombstones} tombstones, {s.tag_pages} tag pages -> "
+            f"{Path(report.db_path).parent / 'index.html'}"
+        )
         for p in s.problems:
             click.echo(f"  site    {p['path']}: [{p['code']}] {p['message']}", err=True)
     if report.knowledge is not None:
         k = report.knowledge
-        click.echo(f"  lightrag: {k['inserted']} inserted, {k['deleted']} deleted, {k['unchanged']} unchanged, "
-                   f"{k['failed']} failed" + (f"; not reachable: {k['error']}" if k["error"] else ""))
+        click.echo(
+            f"  lightrag: {k['inserted']} inserted, {k['deleted']} deleted, {k['unchanged']} unchanged, "
+            f"{k['failed']} failed" + (f"; not reachable: {k['error']}" if k["error"] else "")
+        )
     for line in describe_redone(report.redone, report.site):
         click.echo(f"  redone: {line}")
     for err in report.errors:
@@ -101,8 +158,12 @@ def _print_report(report: BuildReport) -> None:
 class _ProgressBars:
     """Draws the library's progress (`ProgressEvent`s) as one click bar per stage, on stderr."""
 
-    LABELS = {Stage.NOTES: "Reading notes", Stage.PARSE: "Parsing", Stage.RENDER: "Writing pages",
-              Stage.PAGE_IMAGES: "Rendering pages"}
+    LABELS = {
+        Stage.NOTES: "Reading notes",
+        Stage.PARSE: "Parsing",
+        Stage.RENDER: "Writing pages",
+        Stage.PAGE_IMAGES: "Rendering pages",
+    }
 
     def __init__(self) -> None:
         self.stage: Stage | None = None
@@ -113,7 +174,9 @@ class _ProgressBars:
             self.close()
             self.stage = event.stage
             if event.total and event.stage in self.LABELS:
-                self.bar = click.progressbar(length=event.total, label=self.LABELS[event.stage], file=sys.stderr)
+                self.bar = click.progressbar(
+                    length=event.total, label=self.LABELS[event.stage], file=sys.stderr
+                )
                 self.bar.__enter__()
         if self.bar is not None and event.done > self.bar.pos:
             self.bar.update(event.done - self.bar.pos)

@@ -3,8 +3,9 @@ Light by design (`search`, `ask` and `verify` import it): the build's options li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,17 +18,23 @@ if TYPE_CHECKING:
 def what_to_do(exc: MnoteError) -> str:
     """The library's error as a message for a person: what happened and what to do."""
     if isinstance(exc, BuildLocked):
-        return (f"another build is writing {exc.out}; wait for it to finish, "
-                "or build into another folder with --out")
+        return (
+            f"another build is writing {exc.out}; wait for it to finish, "
+            "or build into another folder with --out"
+        )
     if isinstance(exc, NotAWorkspace):
         if exc.path.exists():
-            return (f"WORKSPACE '{exc.path}' is a file, not a folder: pass the folder that holds your notes "
-                    f"(for this file, its folder '{exc.path.parent}')")
+            return (
+                f"WORKSPACE '{exc.path}' is a file, not a folder: pass the folder that holds your notes "
+                f"(for this file, its folder '{exc.path.parent}')"
+            )
         return f"WORKSPACE '{exc.path}' does not exist: pass the folder that holds your notes"
     if isinstance(exc, UnknownKind):
-        return (f"{exc}: the index in OUT was written by another version, so build into an empty --out "
-                "folder; if it happens there too, the format registered for this file (build/core/formats.py) "
-                "names a page rule that build/render/pages.py lacks")
+        return (
+            f"{exc}: the index in OUT was written by another version, so build into an empty --out "
+            "folder; if it happens there too, the format registered for this file (build/core/formats.py) "
+            "names a page rule that build/render/pages.py lacks"
+        )
     return str(exc)
 
 

@@ -19,6 +19,7 @@ import click
 
 from mnote_evidence import __version__
 
+
 class Entry(NamedTuple):
     target: str  # "module:attribute" of the click command, imported when the command runs
     summary: str  # its help's first sentence (what click would list), so `--help` imports no command
@@ -26,26 +27,38 @@ class Entry(NamedTuple):
 
 # One registry for the commands; add a line to add one.
 COMMANDS = {
-    "build": Entry("mnote_evidence.build.cli.build:build_command",
-                   "Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and a static site in OUT "
-                   "(open OUT/index.html, or serve OUT from any static host)."),
-    "serve": Entry("mnote_evidence.build.cli.serve:serve_command",
-                   "Serve SITE_DIR (the output of `build`): the static site, Datasette over its evidence.sqlite, "
-                   "and the /-/evidence/search|read|open endpoints, on one URL."),
-    "search": Entry("mnote_evidence.build.cli.search:search_command",
-                    "Search the evidence index for QUERY (Chinese substrings and English words) and print each hit "
-                    "with a link that opens its exact place in the site: the same function as the HTTP route "
-                    "/-/evidence/search."),
-    "ask": Entry("mnote_evidence.build.cli.ask:ask_command",
-                 "Ask LightRAG QUESTION and print the answer with citations you can click: each opens the exact "
-                 "page, box or paragraph in the built site."),
-    "verify": Entry("mnote_evidence.build.cli.verify:verify_command",
-                    "Check that QUOTE is at the place a citation opens (--block or --url), or anywhere in the "
-                    "index; when it is not, print the block most like it, with a link."),
-    "mcp": Entry("mnote_evidence.build.cli.mcp:mcp_command",
-                 "Serve SITE_DIR's evidence to an MCP client (an agent): tools evidence_search, evidence_read, "
-                 "evidence_open, verify_quote, knowledge_query, knowledge_status, and resources "
-                 "evidence://block/<id>."),
+    "build": Entry(
+        "mnote_evidence.build.cli.build:build_command",
+        "Parse WORKSPACE (a folder of notes) into sidecars, OUT/evidence.sqlite and a static site in OUT "
+        "(open OUT/index.html, or serve OUT from any static host).",
+    ),
+    "serve": Entry(
+        "mnote_evidence.build.cli.serve:serve_command",
+        "Serve SITE_DIR (the output of `build`): the static site, Datasette over its evidence.sqlite, "
+        "and the /-/evidence/search|read|open endpoints, on one URL.",
+    ),
+    "search": Entry(
+        "mnote_evidence.build.cli.search:search_command",
+        "Search the evidence index for QUERY (Chinese substrings and English words) and print each hit "
+        "with a link that opens its exact place in the site: the same function as the HTTP route "
+        "/-/evidence/search.",
+    ),
+    "ask": Entry(
+        "mnote_evidence.build.cli.ask:ask_command",
+        "Ask LightRAG QUESTION and print the answer with citations you can click: each opens the exact "
+        "page, box or paragraph in the built site.",
+    ),
+    "verify": Entry(
+        "mnote_evidence.build.cli.verify:verify_command",
+        "Check that QUOTE is at the place a citation opens (--block or --url), or anywhere in the "
+        "index; when it is not, print the block most like it, with a link.",
+    ),
+    "mcp": Entry(
+        "mnote_evidence.build.cli.mcp:mcp_command",
+        "Serve SITE_DIR's evidence to an MCP client (an agent): tools evidence_search, evidence_read, "
+        "evidence_open, verify_quote, knowledge_query, knowledge_status, and resources "
+        "evidence://block/<id>.",
+    ),
 }
 
 
@@ -64,7 +77,10 @@ class _Commands(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of `--help`, as click writes it, from the summaries (no command imported)."""
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
-        rows = [(name, click.utils.make_default_short_help(entry.summary, limit)) for name, entry in COMMANDS.items()]
+        rows = [
+            (name, click.utils.make_default_short_help(entry.summary, limit))
+            for name, entry in COMMANDS.items()
+        ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -13,17 +13,32 @@ INSTALL_HINT = "the MCP server needs the `mcp` package: pip install 'mnote-evide
 
 @click.command("mcp")
 @click.argument("site_dir", default=DEFAULT_OUT, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--http", "http", is_flag=True,
-              help="Serve streamable HTTP on 127.0.0.1 (at /mcp) instead of stdio.")
-@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True,
-              help="Port for --http.")
-@click.option("--site-url", help="The site's public URL (https://…/): citation and open links become absolute. "
-                                 "Default: site-relative links.")
-@click.option("--lightrag-url", envvar="LIGHTRAG_URL", help="LightRAG server for knowledge_query / knowledge_status "
-                                                            "(default: LIGHTRAG_URL; key from LIGHTRAG_API_KEY).")
+@click.option(
+    "--http", "http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 (at /mcp) instead of stdio."
+)
+@click.option(
+    "--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True, help="Port for --http."
+)
+@click.option(
+    "--site-url",
+    help="The site's public URL (https://…/): citation and open links become absolute. "
+    "Default: site-relative links.",
+)
+@click.option(
+    "--lightrag-url",
+    envvar="LIGHTRAG_URL",
+    help="LightRAG server for knowledge_query / knowledge_status "
+    "(default: LIGHTRAG_URL; key from LIGHTRAG_API_KEY).",
+)
 @click.option("--lightrag-timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
-def mcp_command(site_dir: Path, http: bool, port: int, site_url: str | None, lightrag_url: str | None,
-                lightrag_timeout: float) -> None:
+def mcp_command(
+    site_dir: Path,
+    http: bool,
+    port: int,
+    site_url: str | None,
+    lightrag_url: str | None,
+    lightrag_timeout: float,
+) -> None:
     """Serve SITE_DIR's evidence to an MCP client (an agent): tools evidence_search,
     evidence_read, evidence_open, verify_quote, knowledge_query, knowledge_status, and
     resources evidence://block/<id>. Every answer links to the exact place in the site.

@@ -31,28 +31,78 @@ from mnote_evidence.functions.search.snippet import marked
 
 @click.command("search")
 @click.argument("query")
-@click.option("--site", "site_dir", default=DEFAULT_OUT, type=click.Path(file_okay=False, path_type=Path),
-              show_default=True, help="The built site whose evidence.sqlite is searched.")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS),
-              help="Only these kinds of files (repeat the option for several).")
+@click.option(
+    "--site",
+    "site_dir",
+    default=DEFAULT_OUT,
+    type=click.Path(file_okay=False, path_type=Path),
+    show_default=True,
+    help="The built site whose evidence.sqlite is searched.",
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(KINDS),
+    help="Only these kinds of files (repeat the option for several).",
+)
 @click.option("--path", "path_prefix", help="Only files whose workspace path starts with this (e.g. 研究/).")
 @click.option("--folder", help="Only files in this folder or below (研究 matches 研究/…, never 研究2/…).")
 @click.option("--file", "resource_path", help="Only this file (workspace path): all its matches.")
-@click.option("--mode", type=click.Choice(MODES), default="fts", show_default=True,
-              help="fts: full-text; graph: follow links from the hits; hybrid: both.")
-@click.option("--top", "top_k", type=click.IntRange(1, MAX_TOP_K), default=DEFAULT_TOP_K, show_default=True,
-              help="Results per page (files per page with --group).")
-@click.option("--offset", type=click.IntRange(0, MAX_DEPTH - 1), default=0, show_default=True,
-              help="Skip this many results (files with --group): the next page's offset is printed.")
-@click.option("--group", is_flag=True, help="Group by file: each file's best blocks, and how many more it has.")
-@click.option("--per-file", "per_document", type=click.IntRange(1, MAX_PER_DOCUMENT), default=DEFAULT_PER_DOCUMENT,
-              show_default=True, help="Blocks shown per file with --group.")
-@click.option("--include-furniture", is_flag=True,
-              help="Also rank PDF page furniture (running headers, footers, page numbers).")
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="fts",
+    show_default=True,
+    help="fts: full-text; graph: follow links from the hits; hybrid: both.",
+)
+@click.option(
+    "--top",
+    "top_k",
+    type=click.IntRange(1, MAX_TOP_K),
+    default=DEFAULT_TOP_K,
+    show_default=True,
+    help="Results per page (files per page with --group).",
+)
+@click.option(
+    "--offset",
+    type=click.IntRange(0, MAX_DEPTH - 1),
+    default=0,
+    show_default=True,
+    help="Skip this many results (files with --group): the next page's offset is printed.",
+)
+@click.option(
+    "--group", is_flag=True, help="Group by file: each file's best blocks, and how many more it has."
+)
+@click.option(
+    "--per-file",
+    "per_document",
+    type=click.IntRange(1, MAX_PER_DOCUMENT),
+    default=DEFAULT_PER_DOCUMENT,
+    show_default=True,
+    help="Blocks shown per file with --group.",
+)
+@click.option(
+    "--include-furniture",
+    is_flag=True,
+    help="Also rank PDF page furniture (running headers, footers, page numbers).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the search function's response as JSON.")
-def search_command(query: str, site_dir: Path, kinds: tuple[str, ...], path_prefix: str | None,
-                   folder: str | None, resource_path: str | None, mode: str, top_k: int, offset: int,
-                   group: bool, per_document: int, include_furniture: bool, as_json: bool) -> None:
+def search_command(
+    query: str,
+    site_dir: Path,
+    kinds: tuple[str, ...],
+    path_prefix: str | None,
+    folder: str | None,
+    resource_path: str | None,
+    mode: str,
+    top_k: int,
+    offset: int,
+    group: bool,
+    per_document: int,
+    include_furniture: bool,
+    as_json: bool,
+) -> None:
     """Search the evidence index for QUERY (Chinese substrings and English words) and print
     each hit with a link that opens its exact place in the site: the same function as the
     HTTP route /-/evidence/search.
@@ -68,13 +118,19 @@ def search_command(query: str, site_dir: Path, kinds: tuple[str, ...], path_pref
     from mnote_evidence.functions.handlers.evidence import Context, search
 
     if not (site_dir / "evidence.sqlite").is_file():
-        raise click.ClickException(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
-                                   f"--out {site_dir}` first, or point --site at a built site")
+        raise click.ClickException(
+            f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
+            f"--out {site_dir}` first, or point --site at a built site"
+        )
     request: dict = {"query": query, "mode": mode, "topK": top_k}
     if kinds:
         request["resourceKinds"] = list(kinds)
-    optional = {"pathPrefix": path_prefix, "folder": folder, "resourcePath": resource_path,
-                "offset": offset or None}
+    optional = {
+        "pathPrefix": path_prefix,
+        "folder": folder,
+        "resourcePath": resource_path,
+        "offset": offset or None,
+    }
     request.update({k: v for k, v in optional.items() if v})
     if group:
         request.update(groupBy="document", perDocument=per_document)
@@ -103,7 +159,9 @@ def search_text(body: dict, site_dir: Path, color: bool = False) -> str:
         if "resourcePath" in g:
             lines += ["", f"== {g['resourcePath']} ({g['resourceKind']})"]
         for n in range(g["first"], g["first"] + g["count"]):
-            lines += [""] + _entry(results[n], site_dir, color, n + 1 + (0 if "groups" in body else body["offset"]))
+            lines += [""] + _entry(
+                results[n], site_dir, color, n + 1 + (0 if "groups" in body else body["offset"])
+            )
         if g.get("more"):
             more = f"{g['more']}{'+' if g['moreIsLowerBound'] else ''}"
             lines += [f"   … {more} more in this file: --file {shlex.quote(g['expand']['resourcePath'])}"]
@@ -128,5 +186,8 @@ def _entry(r: dict, site_dir: Path, color: bool, n: int) -> list[str]:
     loc = r["source"]
     via = f", via {r['via']['edgeType']}" if "via" in r else ""
     text = marked(r["snippet"], "\x1b[1m", "\x1b[22m") if color else marked(r["snippet"], "«", "»")
-    return [f"{n}. {where(loc)} ({loc['precision']}{via})", f"   {text}", f"   {site_link(site_dir, loc['openAction']['url'])}"]
-
+    return [
+        f"{n}. {where(loc)} ({loc['precision']}{via})",
+        f"   {text}",
+        f"   {site_link(site_dir, loc['openAction']['url'])}",
+    ]

@@ -21,11 +21,21 @@ NOT_FOUND_EXIT = 3
 @click.command("verify")
 @click.argument("quote")
 @click.option("--block", "block_id", help="The block id a citation names (its blockId or evidenceId).")
-@click.option("--url", "citation_url", help="A citation URL (…/file.pdf.html#blockId, #page-N or ?page=N&bbox=…).")
-@click.option("--site", "site_dir", default=DEFAULT_OUT, type=click.Path(file_okay=False, path_type=Path),
-              show_default=True, help="The built site whose evidence.sqlite is checked.")
+@click.option(
+    "--url", "citation_url", help="A citation URL (…/file.pdf.html#blockId, #page-N or ?page=N&bbox=…)."
+)
+@click.option(
+    "--site",
+    "site_dir",
+    default=DEFAULT_OUT,
+    type=click.Path(file_okay=False, path_type=Path),
+    show_default=True,
+    help="The built site whose evidence.sqlite is checked.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verify_quote function's response as JSON.")
-def verify_command(quote: str, block_id: str | None, citation_url: str | None, site_dir: Path, as_json: bool) -> None:
+def verify_command(
+    quote: str, block_id: str | None, citation_url: str | None, site_dir: Path, as_json: bool
+) -> None:
     """Check that QUOTE is at the place a citation opens (--block or --url), or anywhere in the index;
     when it is not, print the block most like it, with a link. The same function as the HTTP route
     /-/evidence/verify.
@@ -40,8 +50,10 @@ def verify_command(quote: str, block_id: str | None, citation_url: str | None, s
     from mnote_evidence.functions.handlers.verify import verify_quote
 
     if not (site_dir / "evidence.sqlite").is_file():
-        raise click.ClickException(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
-                                   f"--out {site_dir}` first, or point --site at a built site")
+        raise click.ClickException(
+            f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
+            f"--out {site_dir}` first, or point --site at a built site"
+        )
     request: dict = {"quote": quote}
     if block_id is not None:
         request["blockId"] = block_id
@@ -58,15 +70,23 @@ def verify_command(quote: str, block_id: str | None, citation_url: str | None, s
 def verify_text(body: dict, site_dir: Path) -> str:
     target = body["target"]
     where = " ".join(str(target[k]) for k in ("resourcePath", "blockId") if k in target) or "the index"
-    head = {"found": f"found at {where}", "found_elsewhere": f"not at {where}, but found elsewhere",
-            "not_found": f"not found at {where}"}[body["verdict"]]
+    head = {
+        "found": f"found at {where}",
+        "found_elsewhere": f"not at {where}, but found elsewhere",
+        "not_found": f"not found at {where}",
+    }[body["verdict"]]
     lines = [head]
     match = body.get("match")
     if match:
         loc = match["source"]
         label = "there" if match["similarity"] == 1.0 else f"closest ({match['similarity']:.0%} of its words)"
         page = f" p.{loc['page']}" if "page" in loc else ""
-        verified = "" if match["quoteVerified"] else f" — not verified: {match.get('reason', 'quote_not_in_block')}"
-        lines += [f"{label}: {loc['resourcePath']}{page} ({match['precision']}){verified}", f"   {match['quote']}",
-                  f"   {site_link(site_dir, loc['openAction']['url'])}"]
+        verified = (
+            "" if match["quoteVerified"] else f" — not verified: {match.get('reason', 'quote_not_in_block')}"
+        )
+        lines += [
+            f"{label}: {loc['resourcePath']}{page} ({match['precision']}){verified}",
+            f"   {match['quote']}",
+            f"   {site_link(site_dir, loc['openAction']['url'])}",
+        ]
     return "\n".join(lines)

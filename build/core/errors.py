@@ -57,5 +57,7 @@ class IndexDamaged(BuildError):
 
     def __init__(self, path: Path, moved_to: Path, detail: str):
         self.path, self.moved_to = Path(path), Path(moved_to)
-        super().__init__(f"{self.path} is damaged ({detail}); it was moved to {self.moved_to.name}: run the "
-                         "build again to rebuild the index")
+        super().__init__(
+            f"{self.path} is damaged ({detail}); it was moved to {self.moved_to.name}: run the "
+            "build again to rebuild the index"
+        )

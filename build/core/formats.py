@@ -40,13 +40,30 @@ class Format:
 FORMATS: tuple[Format, ...] = (
     Format("markdown", NOTE_SUFFIXES, Kind.MARKDOWN, "markdown:MarkdownProvider", page="note"),
     # pdf revision 6: page furniture gets role "furniture"; 7: boxHoldsText (build/parse/providers/pdf_boxes.py)
-    Format("pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf", library="pymupdf", revision="7", ocr=True),
+    Format(
+        "pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf", library="pymupdf", revision="7", ocr=True
+    ),
     # docx revision 2: notes, comments, text boxes; repaired packages
-    Format("docx", (".docx",), Kind.OFFICE, "docx:DocxProvider", page="document", library="python-docx",
-           revision="2"),
+    Format(
+        "docx",
+        (".docx",),
+        Kind.OFFICE,
+        "docx:DocxProvider",
+        page="document",
+        library="python-docx",
+        revision="2",
+    ),
     # image revision 3: images past 200 MP are refused from the header (image_too_large)
-    Format("image", (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp"), Kind.IMAGE,
-           "image:ImageProvider", page="image", library="pillow", revision="3", ocr=True),
+    Format(
+        "image",
+        (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp"),
+        Kind.IMAGE,
+        "image:ImageProvider",
+        page="image",
+        library="pillow",
+        revision="3",
+        ocr=True,
+    ),
 )
 
 
@@ -55,7 +72,9 @@ def _by_suffix(formats: tuple[Format, ...]) -> dict[str, Format]:
     for fmt in formats:
         for suffix in fmt.suffixes:
             if suffix != suffix.lower() or not suffix.startswith("."):
-                raise ValueError(f"format {fmt.name}: suffix {suffix!r} must be lower case and start with '.'")
+                raise ValueError(
+                    f"format {fmt.name}: suffix {suffix!r} must be lower case and start with '.'"
+                )
             if suffix in table:
                 raise ValueError(f"suffix {suffix} is registered twice ({table[suffix].name}, {fmt.name})")
             table[suffix] = fmt

@@ -15,20 +15,23 @@ import errno
 import os
 import sqlite3
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache, wraps
 from pathlib import Path
-from typing import Callable, Iterator, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 # errno -> what to tell the user
 _STORAGE_ERRNOS = {
-    errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
     errno.EFBIG: "the file size limit is exceeded",
-    errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
     errno.EROFS: "the file system is read-only",
 }
 
@@ -197,10 +200,12 @@ def commit_pending() -> None:
 
 def in_durable_batch(func: Callable[P, R]) -> Callable[P, R]:
     """Run `func` inside `durable_batch()`."""
+
     @wraps(func)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         with durable_batch():
             return func(*args, **kwargs)
+
     return run
 
 
@@ -259,8 +264,10 @@ def storage_error_message(exc: BaseException) -> str | None:
     any other error (those are bugs and keep their traceback)."""
     if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRNOS:
         where = f" {exc.filename}" if exc.filename else ""
-        return (f"cannot write{where}: {_STORAGE_ERRNOS[exc.errno]} "
-                "(files already in place are intact; fix this and build again)")
+        return (
+            f"cannot write{where}: {_STORAGE_ERRNOS[exc.errno]} "
+            "(files already in place are intact; fix this and build again)"
+        )
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc).lower()
         if "disk is full" in text or "disk i/o error" in text:

@@ -15,8 +15,10 @@ from mnote_evidence.build.core.urls import MOVED_FILES_DIR
 
 # the CSP every page carries in a <meta> (also from file://); a <meta> cannot say frame-ancestors.
 # 'wasm-unsafe-eval' lets the search box compile the vendored SQLite WebAssembly (it allows no JS eval).
-PAGE_CSP = ("default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-            "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'")
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'"
+)
 SITE_CSP = PAGE_CSP + "; frame-ancestors 'self'"  # as a response header
 ATTACHMENT_CSP = "sandbox; default-src 'none'"
 COMMON = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}

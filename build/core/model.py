@@ -14,9 +14,10 @@ Nothing else invents these shapes.
 
 import json
 import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any, ClassVar, Iterable, Iterator, NotRequired, Sequence, TypedDict
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 SOURCE_MAP_SCHEMA = "mnote.resource_source_map.v1"
 LOCATOR_SCHEMA = "mnote.evidence_locator.v1"
@@ -83,7 +84,9 @@ class Block:
     note: str | None = None  # DOCX footnote/endnote/comment/text box: what it is attached to
     links: list[dict[str, str]] = field(default_factory=list)  # Markdown: [{"target", "kind"}]
     role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (SPEC §6)
-    box_holds_text: bool | None = None  # PDF text block: PyMuPDF's words inside bbox hold its words (None: unchecked)
+    box_holds_text: bool | None = (
+        None  # PDF text block: PyMuPDF's words inside bbox hold its words (None: unchecked)
+    )
     anchor: str | None = None  # Markdown: the author's block id (`^id` at the end of the block), without `^`
 
     def to_json(self) -> dict[str, Any]:
@@ -262,7 +265,9 @@ class ResourceRow:
     warnings: list[dict[str, str]] = field(default_factory=list)
     updated_at_ms: int = 0
     title: str | None = None  # the artifact's title (notes: front matter `title`, else first heading)
-    source_size: int | None = None  # the file's size and st_mtime_ns when hashed (build/workspace/scan.py change
+    source_size: int | None = (
+        None  # the file's size and st_mtime_ns when hashed (build/workspace/scan.py change
+    )
     source_mtime_ns: int | None = None  # detection); None: not recorded (refused, or too recent to trust)
     links_hash: str | None = None  # notes: hash of its links and link edges as written (build/pipeline.py)
 
@@ -279,11 +284,13 @@ class ResourceRow:
     SQL_COLUMNS: ClassVar[str] = (
         "resource_id, source_root_relative_path, owner_document_path, kind, status, provider, provider_version, "
         "source_hash, artifact_path, source_map_path, error_code, error_message, page_count, block_count, "
-        "warnings_json, updated_at_ms, title, source_size, source_mtime_ns, links_hash")
+        "warnings_json, updated_at_ms, title, source_size, source_mtime_ns, links_hash"
+    )
 
     @classmethod
-    def select(cls, conn: sqlite3.Connection, ids: Iterable[str] | None = None,
-               by_path: bool = False) -> Iterator[tuple]:
+    def select(
+        cls, conn: sqlite3.Connection, ids: Iterable[str] | None = None, by_path: bool = False
+    ) -> Iterator[tuple]:
         """The `evidence_resource` rows as `SQL_COLUMNS` value tuples (for `from_values`): every row, or
         those with these resource ids; in path order if `by_path` (SQLite's BINARY order of UTF-8)."""
         cursor = conn.cursor()
@@ -303,15 +310,27 @@ class ResourceRow:
     @classmethod
     def from_sql(cls, row: sqlite3.Row) -> "ResourceRow":
         return cls(
-            resource_id=row["resource_id"], path=row["source_root_relative_path"], owner=row["owner_document_path"],
-            kind=row["kind"], status=row["status"], provider=row["provider"],
-            provider_version=row["provider_version"], source_hash=row["source_hash"],
-            artifact_path=row["artifact_path"], source_map_path=row["source_map_path"],
-            error_code=row["error_code"], error_message=row["error_message"], page_count=row["page_count"],
+            resource_id=row["resource_id"],
+            path=row["source_root_relative_path"],
+            owner=row["owner_document_path"],
+            kind=row["kind"],
+            status=row["status"],
+            provider=row["provider"],
+            provider_version=row["provider_version"],
+            source_hash=row["source_hash"],
+            artifact_path=row["artifact_path"],
+            source_map_path=row["source_map_path"],
+            error_code=row["error_code"],
+            error_message=row["error_message"],
+            page_count=row["page_count"],
             block_count=row["block_count"],
             warnings=json.loads(row["warnings_json"]) if row["warnings_json"] != "[]" else [],
-            updated_at_ms=row["updated_at_ms"], title=row["title"], source_size=row["source_size"],
-            source_mtime_ns=row["source_mtime_ns"], links_hash=row["links_hash"])
+            updated_at_ms=row["updated_at_ms"],
+            title=row["title"],
+            source_size=row["source_size"],
+            source_mtime_ns=row["source_mtime_ns"],
+            links_hash=row["links_hash"],
+        )
 
 
 @dataclass(frozen=True)

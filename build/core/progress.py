@@ -15,9 +15,9 @@ decreases within it; a callback that raises stops the build (it is the caller's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable
 
 
 class Stage(StrEnum):

@@ -7,7 +7,7 @@ validator needs all of them: `schema_names()` lists every one.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 from mnote_evidence.build.core.assets import asset_dir
 
@@ -17,7 +17,7 @@ def schema_names() -> list[str]:
     return sorted(p.name for p in asset_dir("schemas").glob("*.schema.json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict:
     """`name` is a file in schemas/, e.g. 'locator.schema.json'."""
     return json.loads((asset_dir("schemas") / name).read_text("utf-8"))

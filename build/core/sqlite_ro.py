@@ -25,7 +25,6 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-
 SQLITE_READONLY_ROLLBACK = 776  # SQLITE_READONLY | (3 << 8): a hot journal a read-only connection cannot undo
 
 
@@ -65,8 +64,11 @@ def unavailable(exc: BaseException) -> bool:
     if not isinstance(exc, sqlite3.OperationalError):
         return False
     code = getattr(exc, "sqlite_errorcode", None)
-    return code == SQLITE_READONLY_ROLLBACK or (code is not None and code & 0xFF in (5, 6)) or \
-        "database is locked" in str(exc)
+    return (
+        code == SQLITE_READONLY_ROLLBACK
+        or (code is not None and code & 0xFF in (5, 6))
+        or "database is locked" in str(exc)
+    )
 
 
 def file_identity(path: Path | str) -> tuple[int, int] | None:

@@ -28,7 +28,6 @@ import unicodedata
 from functools import lru_cache
 from operator import add
 
-
 # Han (incl. ext. A and compatibility), kana, Hangul, CJK symbols are not.
 _CJK_CLASS = (
     "\u3040-\u30ff"  # Hiragana, Katakana

@@ -22,14 +22,22 @@ from urllib.parse import quote
 
 from mnote_evidence.build.core.model import NOTE_SUFFIXES, suffix_of
 
-
 DB_NAME = "evidence.sqlite"
 # Site-root files the build writes (the database and its SQLite companions, the generated
 # pages, the render state, the build lock, static-host header files).
-RESERVED_NAMES = frozenset({
-    DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal",
-    "index.html", "ask.html", "_headers", ".mnote-site.json", ".build.lock",
-})
+RESERVED_NAMES = frozenset(
+    {
+        DB_NAME,
+        f"{DB_NAME}-wal",
+        f"{DB_NAME}-shm",
+        f"{DB_NAME}-journal",
+        "index.html",
+        "ask.html",
+        "_headers",
+        ".mnote-site.json",
+        ".build.lock",
+    }
+)
 # Site-root folders the build owns: static assets, PDF page images, relocated pages and copies,
 # tag pages (one per `#tag`).
 STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
@@ -50,13 +58,33 @@ def page_path(source_path: str) -> str:
     """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`;
     a page that would land on a reserved name goes to `_page/<source path>.html` (`index.md`)."""
     suffix = suffix_of(source_path)
-    page = source_path[:-len(suffix)] + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
+    page = source_path[: -len(suffix)] + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
     return f"{MOVED_PAGES_DIR}/{source_path}.html" if is_reserved(page) else page
 
 
 # Attachments a browser would run as a page or script if served by type from our origin.
-ACTIVE_SUFFIXES = frozenset({".html", ".htm", ".xhtml", ".xht", ".shtml", ".svg", ".svgz", ".xml", ".xsl", ".xslt",
-                             ".js", ".mjs", ".css", ".swf", ".mht", ".mhtml", ".hta", ".wasm"})
+ACTIVE_SUFFIXES = frozenset(
+    {
+        ".html",
+        ".htm",
+        ".xhtml",
+        ".xht",
+        ".shtml",
+        ".svg",
+        ".svgz",
+        ".xml",
+        ".xsl",
+        ".xslt",
+        ".js",
+        ".mjs",
+        ".css",
+        ".swf",
+        ".mht",
+        ".mhtml",
+        ".hta",
+        ".wasm",
+    }
+)
 
 
 def is_active(source_path: str) -> bool:

@@ -51,13 +51,18 @@ def best_successor(old: OldBlock, new: list[OldBlock]) -> tuple[str | None, floa
 
 
 def old_blocks(conn: sqlite3.Connection, resource_id: str) -> list[OldBlock]:
-    return [OldBlock(*r) for r in conn.execute(
-        "SELECT block_id, ordinal, text, anchor FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
-        [resource_id])]
+    return [
+        OldBlock(*r)
+        for r in conn.execute(
+            "SELECT block_id, ordinal, text, anchor FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
+            [resource_id],
+        )
+    ]
 
 
-def retire(conn: sqlite3.Connection, resource_id: str, old: list[OldBlock], new: list[OldBlock],
-           stamp: int) -> None:
+def retire(
+    conn: sqlite3.Connection, resource_id: str, old: list[OldBlock], new: list[OldBlock], stamp: int
+) -> None:
     """Record aliases for `old` ids missing from `new` (both in ordinal order)."""
     new_ids = {b.block_id for b in new}
     by_anchor = {b.anchor: b.block_id for b in new if b.anchor}
@@ -69,7 +74,11 @@ def retire(conn: sqlite3.Connection, resource_id: str, old: list[OldBlock], new:
             successor, score = by_anchor[block.anchor], 1.0
         else:
             successor, score = best_successor(block, new)
-        conn.execute("INSERT OR REPLACE INTO evidence_anchor VALUES (?, ?, ?, ?, ?)",
-                     [block.block_id, resource_id, successor, score, stamp])
-        conn.execute("UPDATE evidence_anchor SET successor_block_id = ?, similarity = ? "
-                     "WHERE successor_block_id = ?", [successor, score, block.block_id])
+        conn.execute(
+            "INSERT OR REPLACE INTO evidence_anchor VALUES (?, ?, ?, ?, ?)",
+            [block.block_id, resource_id, successor, score, stamp],
+        )
+        conn.execute(
+            "UPDATE evidence_anchor SET successor_block_id = ?, similarity = ? WHERE successor_block_id = ?",
+            [successor, score, block.block_id],
+        )

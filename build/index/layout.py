@@ -56,7 +56,10 @@ def lay_out(conn: sqlite3.Connection, compact: bool = False) -> bool:
 
 def wants_vacuum(conn: sqlite3.Connection) -> bool:
     """More than a fifth of the file is free pages, or its page size is not `PAGE_SIZE`."""
-    free, pages = conn.execute("PRAGMA freelist_count").fetchone()[0], conn.execute("PRAGMA page_count").fetchone()[0]
+    free, pages = (
+        conn.execute("PRAGMA freelist_count").fetchone()[0],
+        conn.execute("PRAGMA page_count").fetchone()[0],
+    )
     return free > pages * VACUUM_FREE_SHARE or conn.execute("PRAGMA page_size").fetchone()[0] != PAGE_SIZE
 
 

@@ -29,9 +29,13 @@ _PAGE = re.compile(r"page=(\d+)$")
 def recorded_aliases(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """(note path, alias) of every alias link row the index holds, in written order (read through their
     index, evidence_link_alias, not a scan of every link row)."""
-    return [(path, alias) for path, alias in conn.execute(
-        "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-        f"JOIN evidence_resource r USING (resource_id) WHERE {ALIAS_LINKS.format(l='l.')} ORDER BY l.rowid")]
+    return [
+        (path, alias)
+        for path, alias in conn.execute(
+            "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
+            f"JOIN evidence_resource r USING (resource_id) WHERE {ALIAS_LINKS.format(l='l.')} ORDER BY l.rowid"
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -61,13 +65,15 @@ class LinkTargets:
         """The anchor `fragment` lands on in `path`'s page (None: nothing there)."""
         rid = resource_id(path)
         if fragment.startswith("^"):
-            hit = self.conn.execute("SELECT 1 FROM evidence_block WHERE resource_id = ? AND anchor = ?",
-                                    [rid, fragment[1:]]).fetchone()
+            hit = self.conn.execute(
+                "SELECT 1 FROM evidence_block WHERE resource_id = ? AND anchor = ?", [rid, fragment[1:]]
+            ).fetchone()
             return fragment if hit else None
         page = _PAGE.match(fragment)
         if page:
-            row = self.conn.execute("SELECT page_count FROM evidence_resource WHERE resource_id = ?",
-                                    [rid]).fetchone()
+            row = self.conn.execute(
+                "SELECT page_count FROM evidence_resource WHERE resource_id = ?", [rid]
+            ).fetchone()
             n = int(page.group(1))
             return f"page-{n}" if row and row[0] and 1 <= n <= row[0] else None
         section = self._section(rid, fragment)
@@ -79,12 +85,16 @@ class LinkTargets:
         if not wanted:
             return None
         for sid, path_json, level in self.conn.execute(
-                "SELECT section_id, path_json, level FROM evidence_section WHERE resource_id = ? ORDER BY rowid",
-                [rid]):
+            "SELECT section_id, path_json, level FROM evidence_section WHERE resource_id = ? ORDER BY rowid",
+            [rid],
+        ):
             path = [_norm(p) for p in json.loads(path_json)]
-            if path[-len(wanted):] == wanted:
-                first = self.conn.execute("SELECT block_id FROM evidence_block_row WHERE resource_id = ? "
-                                          "AND section_id = ? ORDER BY ordinal LIMIT 1", [rid, sid]).fetchone()
+            if path[-len(wanted) :] == wanted:
+                first = self.conn.execute(
+                    "SELECT block_id FROM evidence_block_row WHERE resource_id = ? "
+                    "AND section_id = ? ORDER BY ordinal LIMIT 1",
+                    [rid, sid],
+                ).fetchone()
                 if first:
                     return sid, first[0], level
         return None
@@ -101,13 +111,15 @@ class LinkTargets:
             section = self._section(rid, fragment)
             if section is None:
                 return None
-            start = self.conn.execute("SELECT ordinal FROM evidence_block WHERE block_id = ?",
-                                      [section[1]]).fetchone()[0]
+            start = self.conn.execute(
+                "SELECT ordinal FROM evidence_block WHERE block_id = ?", [section[1]]
+            ).fetchone()[0]
             level = section[2]
         out: list[TargetBlock] = []
         for block_id, kind, text, ordinal in self.conn.execute(
-                rows + "AND ordinal >= ? AND kind != 'properties' AND (? OR kind != 'footnote') ORDER BY ordinal",
-                [rid, start, level is None]):
+            rows + "AND ordinal >= ? AND kind != 'properties' AND (? OR kind != 'footnote') ORDER BY ordinal",
+            [rid, start, level is None],
+        ):
             if level is not None and ordinal > start and kind == "heading" and self._level(block_id) <= level:
                 break
             out.append(TargetBlock(block_id, kind, text))
@@ -116,8 +128,11 @@ class LinkTargets:
         return out
 
     def _level(self, block_id: str) -> int:
-        row = self.conn.execute("SELECT s.level FROM evidence_block b JOIN evidence_section s "
-                                "ON s.section_id = b.section_id WHERE b.block_id = ?", [block_id]).fetchone()
+        row = self.conn.execute(
+            "SELECT s.level FROM evidence_block b JOIN evidence_section s "
+            "ON s.section_id = b.section_id WHERE b.block_id = ?",
+            [block_id],
+        ).fetchone()
         return row[0] if row else 1
 
     # the note links `broken` checks, and the `outside_root` ones (the build summary's other link warning):
@@ -126,27 +141,42 @@ class LinkTargets:
     REPORT_LINKS_SQL = (
         "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
         "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-        f"WHERE {REPORT_LINKS.format(l='l.')} ORDER BY 1, 2, l.rowid")
+        f"WHERE {REPORT_LINKS.format(l='l.')} ORDER BY 1, 2, l.rowid"
+    )
 
     def report_links(self) -> list[tuple[str, str, str, str | None, str | None]]:
         """(note path, target, kind, target path, problem) of every link `broken` or `outside_root` may
         report, by note and target."""
         return self.conn.execute(self.REPORT_LINKS_SQL).fetchall()
 
-    def broken(self, rows: list[tuple[str, str, str, str | None, str | None]] | None = None) -> list[dict[str, str]]:
+    def broken(
+        self, rows: list[tuple[str, str, str, str | None, str | None]] | None = None
+    ) -> list[dict[str, str]]:
         """A `broken_link` warning per note link whose target or fragment finds nothing (`rows`: what
         `report_links` returned, if the caller has read them)."""
         out = []
         for path, target, kind, target_path, problem in self.report_links() if rows is None else rows:
             if problem == "missing":
-                out.append({"path": path, "code": "broken_link", "target": target,
-                            "message": f"{kind} '{target}' finds nothing in the workspace"})
+                out.append(
+                    {
+                        "path": path,
+                        "code": "broken_link",
+                        "target": target,
+                        "message": f"{kind} '{target}' finds nothing in the workspace",
+                    }
+                )
                 continue
             if kind not in ("wikilink", "embed") or "#" not in target:  # an outside_root link, reported apart
                 continue
             name, fragment = split_target(target)
             target_path = target_path or (None if name else path)  # `[[#Heading]]`: this note
             if target_path and fragment and self.anchor(target_path, fragment) is None:
-                out.append({"path": path, "code": "broken_link", "target": target,
-                            "message": f"{kind} '{target}': {target_path} has no '#{fragment}'"})
+                out.append(
+                    {
+                        "path": path,
+                        "code": "broken_link",
+                        "target": target,
+                        "message": f"{kind} '{target}': {target_path} has no '#{fragment}'",
+                    }
+                )
         return out

@@ -31,22 +31,33 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.core.ids import resource_id
+from mnote_evidence.build.core.model import STATUS_OK, STATUS_STALE, LinkRow, NoteLink
+from mnote_evidence.build.core.sqlite_ro import connect_ro
+from mnote_evidence.build.index.link_targets import recorded_aliases, split_target
 from mnote_evidence.build.index.previous import PreviousBuild
 from mnote_evidence.build.index.writer import IndexChanges
-from mnote_evidence.build.index.link_targets import recorded_aliases, split_target
 from mnote_evidence.build.workspace.links import LinkResolver, Resolution, alias_map, owners
-from mnote_evidence.build.core.model import STATUS_OK, STATUS_STALE, LinkRow, NoteLink
 from mnote_evidence.build.workspace.scan import SourceFile
-from mnote_evidence.build.core.sqlite_ro import connect_ro
 
 Resolved = tuple[str, NoteLink, Resolution]  # (note path, link, resolution)
 
 
 def _links_hash(rows: list[LinkRow], edges: list[tuple[str, str, str]]) -> str:
     """One note's links, their resolutions and its link edges (target path, type, block), as written."""
-    payload = [[(r["source_block_id"], r["target"], r["kind"], r["target_path"] or "", r["problem"] or "",
-                 r.get("label") or "")
-                for r in rows], sorted(edges)]
+    payload = [
+        [
+            (
+                r["source_block_id"],
+                r["target"],
+                r["kind"],
+                r["target_path"] or "",
+                r["problem"] or "",
+                r.get("label") or "",
+            )
+            for r in rows
+        ],
+        sorted(edges),
+    ]
     return hashlib.sha256(repr(payload).encode()).hexdigest()[:16]
 
 
@@ -70,26 +81,34 @@ class _Previous:
         """note path -> its links and their recorded resolutions, in written order."""
         out: dict[str, list[tuple[NoteLink, Resolution]]] = {n: [] for n in notes}
         for r in self._rows(
-                "SELECT r.source_root_relative_path, l.source_block_id, l.target, l.kind, l.target_path, l.problem, l.label "
-                "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-                "WHERE r.source_root_relative_path IN (SELECT value FROM json_each(?)) ORDER BY l.rowid",
-                [json.dumps(sorted(notes))]):
+            "SELECT r.source_root_relative_path, l.source_block_id, l.target, l.kind, l.target_path, l.problem, l.label "
+            "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path IN (SELECT value FROM json_each(?)) ORDER BY l.rowid",
+            [json.dumps(sorted(notes))],
+        ):
             out[r[0]].append((NoteLink(r[1], r[2], r[3], r[6]), Resolution(r[4], r[5])))
         return out
 
     def blocks(self, ids: set[str]) -> dict[str, tuple[str, int, str, str]]:
         """block id -> (resource id, ordinal, kind, text) of the blocks with those ids, as the index holds them."""
-        return {r[0]: (r[1], r[2], r[3], r[4]) for r in self._rows(
-            "SELECT block_id, resource_id, ordinal, kind, text FROM evidence_block_row "
-            "WHERE block_id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(ids))])}
+        return {
+            r[0]: (r[1], r[2], r[3], r[4])
+            for r in self._rows(
+                "SELECT block_id, resource_id, ordinal, kind, text FROM evidence_block_row "
+                "WHERE block_id IN (SELECT value FROM json_each(?))",
+                [json.dumps(sorted(ids))],
+            )
+        }
 
     def linking(self, targets: set[str]) -> dict[str, set[str]]:
         """target path -> the notes whose links resolved to it."""
         out: dict[str, set[str]] = {}
         for note, target in self._rows(
-                "SELECT DISTINCT r.source_root_relative_path, l.target_path FROM evidence_link l "
-                "JOIN evidence_resource r USING (resource_id) "
-                "WHERE l.target_path IN (SELECT value FROM json_each(?))", [json.dumps(sorted(targets))]):
+            "SELECT DISTINCT r.source_root_relative_path, l.target_path FROM evidence_link l "
+            "JOIN evidence_resource r USING (resource_id) "
+            "WHERE l.target_path IN (SELECT value FROM json_each(?))",
+            [json.dumps(sorted(targets))],
+        ):
             out.setdefault(target, set()).add(note)
         return out
 
@@ -111,8 +130,14 @@ class LinkStage:
     _changed: set[str] = field(default_factory=set)  # the notes resolved now
 
     @classmethod
-    def plan(cls, db_path: Path, prev: PreviousBuild, files: list[SourceFile],
-             links: dict[str, list[NoteLink] | None], others: list[str]) -> "LinkStage":
+    def plan(
+        cls,
+        db_path: Path,
+        prev: PreviousBuild,
+        files: list[SourceFile],
+        links: dict[str, list[NoteLink] | None],
+        others: list[str],
+    ) -> LinkStage:
         stage = cls(prev, links)
         stage._reader = _Previous(db_path, prev)
         try:
@@ -127,8 +152,10 @@ class LinkStage:
         before = {p for p, r in self.prev.resources.items() if r.status != STATUS_STALE and r.source_hash}
         changed = {n for n, found in self.links.items() if found is not None}
         old_aliases = old.aliases()
-        aliases = alias_map([(n, t) for n, t in old_aliases if n in self.links and n not in changed]
-                            + [(n, link.target) for n in changed for link in self.links[n] if link.kind == "alias"])
+        aliases = alias_map(
+            [(n, t) for n, t in old_aliases if n in self.links and n not in changed]
+            + [(n, link.target) for n in changed for link in self.links[n] if link.kind == "alias"]
+        )
         self.aliases = aliases
         self.fast = old.conn is not None and present == before and aliases == alias_map(old_aliases)
         if not self.fast:  # every note resolved again: read the unchanged ones' links
@@ -137,8 +164,11 @@ class LinkStage:
             changed = set(self.links)
         if changed:  # (building a resolver indexes every path: not for a build with no note changed)
             resolver = self.resolver = LinkResolver(present, aliases)
-            self.resolved = [(note, link, resolver.resolve(note, link.target, link.kind))
-                             for note in sorted(changed) for link in self.links[note]]
+            self.resolved = [
+                (note, link, resolver.resolve(note, link.target, link.kind))
+                for note in sorted(changed)
+                for link in self.links[note]
+            ]
         linkers: dict[str, set[str]] = {}
         if self.fast:  # attachments' linkers among unchanged notes, as the index records them
             for target, notes in old.linking(set(others)).items():
@@ -166,30 +196,49 @@ class LinkStage:
         wanted: dict[str, dict[str, tuple[str, int, str, str]]] = {}
         for note, rows in same_links.items():
             update, prev = updates.get(note), self.prev.resources[note]
-            if (update is None or update.artifact is None or update.row.status != STATUS_OK
-                    or prev.status != STATUS_OK or update.row.title != prev.title):
+            if (
+                update is None
+                or update.artifact is None
+                or update.row.status != STATUS_OK
+                or prev.status != STATUS_OK
+                or update.row.title != prev.title
+            ):
                 continue
             ids = {r["source_block_id"] for r in rows}
             rid = update.row.resource_id
-            wanted[note] = {b.id: (rid, i, b.type, b.text) for i, b in enumerate(update.artifact.blocks) if b.id in ids}
+            wanted[note] = {
+                b.id: (rid, i, b.type, b.text) for i, b in enumerate(update.artifact.blocks) if b.id in ids
+            }
         if not wanted:
             return set()
         before = self._reader.blocks({b for blocks in wanted.values() for b in blocks})
-        return {note for note, blocks in wanted.items() if all(before.get(b) == v for b, v in blocks.items())
-                and len(blocks) == len({r["source_block_id"] for r in same_links[note]})}
+        return {
+            note
+            for note, blocks in wanted.items()
+            if all(before.get(b) == v for b, v in blocks.items())
+            and len(blocks) == len({r["source_block_id"] for r in same_links[note]})
+        }
 
     def _edge_type(self, note: str, target: str, notes: set[str]) -> str:
         """A link edge's type, as the `evidence_link_edge` view computes it (schema.py `LINK_TYPE_SQL`)."""
-        return ("markdown_links_to" if target in notes else
-                "document_contains_resource" if self.owner_of.get(target) == note else "resource_refers_to")
+        return (
+            "markdown_links_to"
+            if target in notes
+            else "document_contains_resource"
+            if self.owner_of.get(target) == note
+            else "resource_refers_to"
+        )
 
     def _record(self, changes: IndexChanges) -> None:
         notes = set(self.links)
         rewritten = {u.row.path for u in changes.updates}
         path_of = {r.resource_id: p for p, r in self.prev.resources.items()}
         gone = {path_of[rid] for rid in (*changes.stale, *changes.removed) if rid in path_of}
-        owner_moved = {p for p, owner in self.owner_of.items()
-                       if p in self.prev.resources and self.prev.resources[p].owner != owner}
+        owner_moved = {
+            p
+            for p, owner in self.owner_of.items()
+            if p in self.prev.resources and self.prev.resources[p].owner != owner
+        }
         touched = rewritten | gone | owner_moved
         by_note: dict[str, list[tuple[NoteLink, Resolution]]] = {n: [] for n in self._changed}
         for note, link, hit in self.resolved:
@@ -207,9 +256,17 @@ class LinkStage:
             edges: list[tuple[str, str, str]] = []
             note_id = resource_id(note)
             for link, hit in by_note[note]:
-                rows.append({"resource_id": note_id, "source_block_id": link.source_block_id, "target": link.target,
-                             "kind": link.kind, "target_path": hit.path, "problem": hit.problem,
-                             "label": link.label})
+                rows.append(
+                    {
+                        "resource_id": note_id,
+                        "source_block_id": link.source_block_id,
+                        "target": link.target,
+                        "kind": link.kind,
+                        "target_path": hit.path,
+                        "problem": hit.problem,
+                        "label": link.label,
+                    }
+                )
                 if hit.path and hit.path != note:
                     edges.append((hit.path, self._edge_type(note, hit.path, notes), link.source_block_id))
             digest = _links_hash(rows, edges)
@@ -239,8 +296,18 @@ class LinkStage:
         dirty_pages |= {path_of[rid] for rid in changes.links if rid in path_of}
         # a note linking to a rewritten resource shows something of it only through an embed or a `#fragment`
         # (`render/dirty.shown_of_targets`: a plain link shows its URL); one whose rows changed is above
-        dirty_pages |= {n for n in linking_touched if n not in by_note or any(
-            hit.path in touched and (link.kind == "embed" or split_target(link.target)[1]) for link, hit in by_note[n])}
+        dirty_pages |= {
+            n
+            for n in linking_touched
+            if n not in by_note
+            or any(
+                hit.path in touched and (link.kind == "embed" or split_target(link.target)[1])
+                for link, hit in by_note[n]
+            )
+        }
         dirty_pages |= {note for note, _, hit in self.resolved if hit.path in touched}
-        changes.meta["render_dirty"] = {"since": self.prev.meta.get("built_at_ms"),
-                                        "resources": sorted(dirty_pages), "tags": sorted(dirty_tags)}
+        changes.meta["render_dirty"] = {
+            "since": self.prev.meta.get("built_at_ms"),
+            "resources": sorted(dirty_pages),
+            "tags": sorted(dirty_tags),
+        }

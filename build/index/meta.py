@@ -41,5 +41,7 @@ def _mismatch(what: str, found: str | None, wanted: str) -> str:
     age = ""
     if found.isdigit() and wanted.isdigit():
         age = " (older)" if int(found) < int(wanted) else " (newer)"
-    return (f"evidence.sqlite was written with {what} version {found}{age}; "
-            f"this mnote-evidence reads {what} version {wanted}")
+    return (
+        f"evidence.sqlite was written with {what} version {found}{age}; "
+        f"this mnote-evidence reads {what} version {wanted}"
+    )

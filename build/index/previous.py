@@ -15,11 +15,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mnote_evidence.build.core.model import ResourceRow
+from mnote_evidence.build.core.sqlite_ro import connect_ro
 from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.index.writer import is_valid_db
-from mnote_evidence.build.core.model import ResourceRow
-from mnote_evidence.build.core.sqlite_ro import connect_ro
 
 
 @dataclass
@@ -54,18 +54,32 @@ def load_previous(db_path: Path) -> PreviousBuild:
         if meta.get("schema_version") != SCHEMA_VERSION:
             # the index is rebuilt, but LightRAG still holds what was sent: keep its registry (SPEC §9)
             knowledge, hashes = _knowledge(conn)
-            return PreviousBuild({}, meta, knowledge, meta.get("schema_version") or "unrecorded",
-                                 sent_hashes=hashes, valid=True)
+            return PreviousBuild(
+                {},
+                meta,
+                knowledge,
+                meta.get("schema_version") or "unrecorded",
+                sent_hashes=hashes,
+                valid=True,
+            )
         resources, cached = _resources(conn, db_path, meta.get(row_cache.TOKEN_KEY))
         knowledge, hashes = _knowledge(conn)
-        return PreviousBuild(resources, meta, knowledge, knowledge_texts=set(hashes), sent_hashes=hashes,
-                             valid=True, cached=cached)
+        return PreviousBuild(
+            resources,
+            meta,
+            knowledge,
+            knowledge_texts=set(hashes),
+            sent_hashes=hashes,
+            valid=True,
+            cached=cached,
+        )
     finally:
         conn.close()
 
 
-def _resources(conn: sqlite3.Connection, db_path: Path, token: str | None
-               ) -> tuple[dict[str, ResourceRow], row_cache.Cached | None]:
+def _resources(
+    conn: sqlite3.Connection, db_path: Path, token: str | None
+) -> tuple[dict[str, ResourceRow], row_cache.Cached | None]:
     """Every resource row by path: from the cache beside the index when it is this index's (a third of
     the cost), else from the index; and the cache read."""
     found = row_cache.read(db_path, token)
@@ -80,11 +94,15 @@ def _resources(conn: sqlite3.Connection, db_path: Path, token: str | None
 def _knowledge(conn: sqlite3.Connection) -> tuple[dict[str, dict], dict[str, str]]:
     """The LightRAG registry (path -> knowledge_source row) and the hash of each text sent."""
     try:
-        knowledge = {r["source_root_relative_path"]: dict(r) for r in conn.execute("SELECT * FROM knowledge_source")}
+        knowledge = {
+            r["source_root_relative_path"]: dict(r) for r in conn.execute("SELECT * FROM knowledge_source")
+        }
     except sqlite3.OperationalError:  # not an index of ours after all
         return {}, {}
     try:
-        hashes = dict(conn.execute("SELECT source_root_relative_path, text_hash FROM knowledge_text").fetchall())
+        hashes = dict(
+            conn.execute("SELECT source_root_relative_path, text_hash FROM knowledge_text").fetchall()
+        )
     except sqlite3.OperationalError:  # an index written before the table existed
         hashes = {}
     return knowledge, hashes

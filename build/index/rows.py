@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter, methodcaller
-from typing import Any, Iterable
+from typing import Any
 
 from mnote_evidence.build.core import text
 from mnote_evidence.build.core.ids import edge_id
-from mnote_evidence.build.index.schema import CREATED_BY, STORED_EDGE_TYPES
 from mnote_evidence.build.core.model import EdgeRow, ParsedResourceArtifact, ResourceRow
 from mnote_evidence.build.core.urls import page_url
+from mnote_evidence.build.index.schema import CREATED_BY, STORED_EDGE_TYPES
 
 
 @dataclass
@@ -39,22 +40,57 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
-BLOCK_COLUMNS = ("id", "block_id", "resource_id", "ordinal", "kind", "text", "section_id", "page", "bbox_json",
-                 "char_start", "char_end", "line_start", "line_end", "paragraph_index", "para_id", "role",
-                 "box_holds_text", "anchor")
-_INSERT_BLOCKS = (f"INSERT INTO evidence_block_row ({', '.join(BLOCK_COLUMNS)}) "
-                  f"VALUES ({', '.join('?' * len(BLOCK_COLUMNS))})")
+BLOCK_COLUMNS = (
+    "id",
+    "block_id",
+    "resource_id",
+    "ordinal",
+    "kind",
+    "text",
+    "section_id",
+    "page",
+    "bbox_json",
+    "char_start",
+    "char_end",
+    "line_start",
+    "line_end",
+    "paragraph_index",
+    "para_id",
+    "role",
+    "box_holds_text",
+    "anchor",
+)
+_INSERT_BLOCKS = (
+    f"INSERT INTO evidence_block_row ({', '.join(BLOCK_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(BLOCK_COLUMNS))})"
+)
 
 
 def _block_values(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: int) -> list[tuple]:
     """`evidence_block_row` rows (`BLOCK_COLUMNS`): what the `evidence_block` view and its locator are
     computed from. One tuple per block, no dict: 470,000 blocks at 10,000 notes (issue 17)."""
     rid, none2 = row.resource_id, (None, None)
-    return [(first_id + ordinal, b.id, rid, ordinal, b.type, b.text, b.section_id, b.page,
-             None if b.bbox is None else _json(b.bbox), *(b.char_range or none2), *(b.line_range or none2),
-             b.paragraph_index, b.para_id, b.role, None if b.box_holds_text is None else int(b.box_holds_text),
-             b.anchor)
-            for ordinal, b in enumerate(artifact.blocks)]
+    return [
+        (
+            first_id + ordinal,
+            b.id,
+            rid,
+            ordinal,
+            b.type,
+            b.text,
+            b.section_id,
+            b.page,
+            None if b.bbox is None else _json(b.bbox),
+            *(b.char_range or none2),
+            *(b.line_range or none2),
+            b.paragraph_index,
+            b.para_id,
+            b.role,
+            None if b.box_holds_text is None else int(b.box_holds_text),
+            b.anchor,
+        )
+        for ordinal, b in enumerate(artifact.blocks)
+    ]
 
 
 def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[EdgeRow]:
@@ -64,14 +100,26 @@ def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iter
     for block in artifact.blocks:
         if block.page is not None and block.page not in first_on_page:
             first_on_page.add(block.page)
-            yield edge_row(resource_id, f"{resource_id}:page-{block.page}", "resource_contains_page", block.id,
-                           resource_id)
+            yield edge_row(
+                resource_id,
+                f"{resource_id}:page-{block.page}",
+                "resource_contains_page",
+                block.id,
+                resource_id,
+            )
 
 
 def edge_row(frm: str, to: str, kind: str, source_block_id: str, resource_id: str) -> EdgeRow:
-    return {"edge_id": edge_id(frm, to, kind, source_block_id), "from_id": frm, "to_id": to,
-            "edge_type": kind, "source_block_id": source_block_id, "confidence": 1.0,
-            "created_by": CREATED_BY, "resource_id": resource_id}
+    return {
+        "edge_id": edge_id(frm, to, kind, source_block_id),
+        "from_id": frm,
+        "to_id": to,
+        "edge_type": kind,
+        "source_block_id": source_block_id,
+        "confidence": 1.0,
+        "created_by": CREATED_BY,
+        "resource_id": resource_id,
+    }
 
 
 def _edge_rows(edges: Iterable[EdgeRow]) -> Iterable[dict]:
@@ -79,8 +127,10 @@ def _edge_rows(edges: Iterable[EdgeRow]) -> Iterable[dict]:
     the per-block edge types are the view's, never stored."""
     for e in edges:
         if e["created_by"] != CREATED_BY or e["edge_type"] not in STORED_EDGE_TYPES:
-            raise ValueError(f"evidence_edge_row holds the build's {STORED_EDGE_TYPES}, not {e['edge_type']!r} "
-                             f"by {e['created_by']!r}")
+            raise ValueError(
+                f"evidence_edge_row holds the build's {STORED_EDGE_TYPES}, not {e['edge_type']!r} "
+                f"by {e['created_by']!r}"
+            )
         yield {k: v for k, v in e.items() if k != "created_by"}
 
 
@@ -126,13 +176,28 @@ def insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: int
         return next_id
     blocks = _block_values(artifact, row, next_id)
     conn.executemany(_INSERT_BLOCKS, blocks)
-    conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
-                     zip(map(itemgetter(0), blocks), fts_values(update), map(itemgetter(1), blocks)))
-    insert(conn, "evidence_section", ({
-        "section_id": s.id, "resource_id": row.resource_id, "title": s.title, "level": s.level,
-        "path_json": _json(s.path), "page_start": s.page_start, "page_end": s.page_end,
-        "parent_section_id": s.parent_id, "block_count": len(s.block_ids),
-    } for s in artifact.sections))
+    conn.executemany(
+        "INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
+        zip(map(itemgetter(0), blocks), fts_values(update), map(itemgetter(1), blocks)),
+    )
+    insert(
+        conn,
+        "evidence_section",
+        (
+            {
+                "section_id": s.id,
+                "resource_id": row.resource_id,
+                "title": s.title,
+                "level": s.level,
+                "path_json": _json(s.path),
+                "page_start": s.page_start,
+                "page_end": s.page_end,
+                "parent_section_id": s.parent_id,
+                "block_count": len(s.block_ids),
+            }
+            for s in artifact.sections
+        ),
+    )
     insert(conn, "evidence_edge_row", _edge_rows(structural_edges(artifact, row.resource_id)), ignore=True)
     return next_id + len(blocks)
 
@@ -140,6 +205,10 @@ def insert_update(conn: sqlite3.Connection, update: ResourceUpdate, next_id: int
 def fts_values(update: ResourceUpdate) -> list[str]:
     """The FTS value of each block of `update`: the ones segmented with it, if by this segmentation."""
     blocks = update.artifact.blocks if update.artifact else []
-    if update.segmented and update.segmented[0] == text.SEGMENTATION_VERSION and len(update.segmented[1]) == len(blocks):
+    if (
+        update.segmented
+        and update.segmented[0] == text.SEGMENTATION_VERSION
+        and len(update.segmented[1]) == len(blocks)
+    ):
         return update.segmented[1]
     return [text.segment_for_index(b.text) for b in blocks]

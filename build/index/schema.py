@@ -33,18 +33,21 @@ STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per blo
 CREATED_BY = "mnote-evidence build"
 # the type of a link edge from note l.resource_id to resource t (evidence_link_edge; build/index/linkgraph.py
 # `_edge_type`); the linking note's path is read only for a target that is not a note
-LINK_TYPE_SQL = ("(CASE WHEN t.kind = 'markdown' AND t.status = 'ok' THEN 'markdown_links_to' "
-                 "WHEN t.owner_document_path = (SELECT o.source_root_relative_path FROM evidence_resource o "
-                 "WHERE o.resource_id = l.resource_id) THEN 'document_contains_resource' "
-                 "ELSE 'resource_refers_to' END)")
+LINK_TYPE_SQL = (
+    "(CASE WHEN t.kind = 'markdown' AND t.status = 'ok' THEN 'markdown_links_to' "
+    "WHEN t.owner_document_path = (SELECT o.source_root_relative_path FROM evidence_resource o "
+    "WHERE o.resource_id = l.resource_id) THEN 'document_contains_resource' "
+    "ELSE 'resource_refers_to' END)"
+)
 # The rows an edit reads from tables of O(workspace) rows, each through a partial index whose WHERE is this
 # term: SQLite reads such an index only for a query whose WHERE holds the same term as written here (with
 # or without a table prefix: `{l}` is "" in the index, the reader's alias such as "l." in a query).
 ALIAS_LINKS = "{l}kind = 'alias'"  # link_targets.recorded_aliases
 TAG_LINKS = "{l}kind = 'tag'"  # render/tag_pages.py (its tag: lower(target), the index's first column)
 # links the build summary may report (LinkTargets.report_links): a problem, or a fragment to look up
-REPORT_LINKS = ("{l}problem IN ('missing', 'outside_root') "
-                "OR ({l}kind IN ('wikilink', 'embed') AND {l}target LIKE '%#%')")
+REPORT_LINKS = (
+    "{l}problem IN ('missing', 'outside_root') OR ({l}kind IN ('wikilink', 'embed') AND {l}target LIKE '%#%')"
+)
 NOT_OK = "{l}status != 'ok'"  # resources in error, stale or unsupported (recorded.py)
 WARNED = "{l}warnings_json != '[]'"  # resources with warnings (recorded.py)
 
@@ -230,10 +233,19 @@ CREATE TABLE IF NOT EXISTS build_meta (
     key TEXT PRIMARY KEY,
     value TEXT
 );
-""".format(link_type=LINK_TYPE_SQL, section_path=SECTION_PATH_SQL, char_range=CHAR_RANGE_SQL, line_range=LINE_RANGE_SQL,
-           locator=LOCATOR_SQL, created_by=CREATED_BY, alias_links=ALIAS_LINKS.format(l=""),
-           tag_links=TAG_LINKS.format(l=""), report_links=REPORT_LINKS.format(l=""),
-           not_ok=NOT_OK.format(l=""), warned=WARNED.format(l=""))
+""".format(
+    link_type=LINK_TYPE_SQL,
+    section_path=SECTION_PATH_SQL,
+    char_range=CHAR_RANGE_SQL,
+    line_range=LINE_RANGE_SQL,
+    locator=LOCATOR_SQL,
+    created_by=CREATED_BY,
+    alias_links=ALIAS_LINKS.format(l=""),
+    tag_links=TAG_LINKS.format(l=""),
+    report_links=REPORT_LINKS.format(l=""),
+    not_ok=NOT_OK.format(l=""),
+    warned=WARNED.format(l=""),
+)
 
 
 def create_schema(conn: sqlite3.Connection) -> None:

@@ -25,26 +25,27 @@ A changed resource replaces only its own rows (`rows.insert_update`, shared by e
 note's links are replaced only when they changed (`IndexChanges.links`, keyed by the note); its
 link edges are the `evidence_link_edge` view's.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-
+from mnote_evidence.build.core import text
 from mnote_evidence.build.core.errors import IndexDamaged
 from mnote_evidence.build.core.fsutil import fsync_path
+from mnote_evidence.build.core.model import LinkRow
+from mnote_evidence.build.core.sqlite_ro import connect_ro
 from mnote_evidence.build.index import anchors, fts_fill, layout
+from mnote_evidence.build.index.knowledge_text import pack_text
 from mnote_evidence.build.index.rows import ResourceUpdate, insert, insert_update, sql_value
 from mnote_evidence.build.index.schema import create_schema
-from mnote_evidence.build.index.knowledge_text import pack_text
-from mnote_evidence.build.core.model import LinkRow
-from mnote_evidence.build.core import text
-from mnote_evidence.build.core.sqlite_ro import connect_ro
 
 
 @dataclass
@@ -56,7 +57,9 @@ class IndexChanges:
     # ([], None) drops it. Only notes whose links, their resolutions or edge types changed (or were re-parsed)
     # are here. Link edges are not stored: the evidence_link_edge view derives them (schema.py).
     links: dict[str, tuple[list[LinkRow], str | None]] = field(default_factory=dict)
-    stamps: list[tuple[int | None, int | None, str]] = field(default_factory=list)  # (size, mtime_ns, id): unchanged
+    stamps: list[tuple[int | None, int | None, str]] = field(
+        default_factory=list
+    )  # (size, mtime_ns, id): unchanged
     meta: dict[str, str] = field(default_factory=dict)
     knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
     rebuild: bool = False  # start from an empty database (the previous one is of another schema)
@@ -66,8 +69,13 @@ class IndexChanges:
     def resource_ids_written(self) -> set[str]:
         """Every resource id whose `evidence_resource` row `_apply` inserts, updates or deletes: the
         other rows stay as they were read before the write (`render/data.py` `FromBuild`)."""
-        return ({u.row.resource_id for u in self.updates} | set(self.stale) | set(self.removed)
-                | {rid for _, _, rid in self.stamps} | set(self.links))
+        return (
+            {u.row.resource_id for u in self.updates}
+            | set(self.stale)
+            | set(self.removed)
+            | {rid for _, _, rid in self.stamps}
+            | set(self.links)
+        )
 
 
 def now_ms() -> int:
@@ -112,14 +120,17 @@ def is_valid_db(path: Path, thorough: bool = False, conn: sqlite3.Connection | N
 def _fts_rows(conn: sqlite3.Connection, where: str, params: list) -> Iterable[tuple[str, int, str, str]]:
     """('delete', rowid, indexed text, block_id) of the FTS rows of the blocks `where` selects: the values
     an external-content index removes a row by (what it indexed: the segmented text)."""
-    for rowid, body, block_id in conn.execute(f"SELECT id, text, block_id FROM evidence_block_row WHERE {where}",
-                                              params):
+    for rowid, body, block_id in conn.execute(
+        f"SELECT id, text, block_id FROM evidence_block_row WHERE {where}", params
+    ):
         yield "delete", rowid, text.segment_for_index(body), block_id
 
 
 def _delete_resource_rows(conn: sqlite3.Connection, resource_id: str) -> None:
-    conn.executemany("INSERT INTO evidence_fts (evidence_fts, rowid, text, block_id) VALUES (?, ?, ?, ?)",
-                     list(_fts_rows(conn, "resource_id = ?", [resource_id])))
+    conn.executemany(
+        "INSERT INTO evidence_fts (evidence_fts, rowid, text, block_id) VALUES (?, ?, ?, ?)",
+        list(_fts_rows(conn, "resource_id = ?", [resource_id])),
+    )
     for table in ("evidence_edge_row", "evidence_block_row", "evidence_section", "evidence_resource"):
         conn.execute(f"DELETE FROM {table} WHERE resource_id = ?", [resource_id])
 
@@ -142,8 +153,10 @@ def _resegment(conn: sqlite3.Connection) -> int:
     rows = conn.execute("SELECT id, text, block_id FROM evidence_block_row ORDER BY id").fetchall()
     conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('delete-all')")
     fts_fill.begin(conn)  # filled from empty from here on; `_write_copy` ends it
-    conn.executemany("INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
-                     ((i, text.segment_for_index(t), b) for i, t, b in rows))
+    conn.executemany(
+        "INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
+        ((i, text.segment_for_index(t), b) for i, t, b in rows),
+    )
     return len(rows)
 
 
@@ -156,8 +169,9 @@ def starts_empty(db_path: Path, rebuild: bool, valid: bool | None = None) -> boo
     return rebuild or not valid
 
 
-def write_index(db_path: Path, changes: IndexChanges, fresh: FreshIndex | None = None,
-                valid: bool | None = None) -> int:
+def write_index(
+    db_path: Path, changes: IndexChanges, fresh: FreshIndex | None = None, valid: bool | None = None
+) -> int:
     """Apply `changes` (in place, or on a copy renamed into place; into `fresh` if the build opened one,
     which holds the rows of `changes.updates` it was given already); returns how many FTS rows were
     re-segmented from stored text. `valid`: as `starts_empty`'s (the build holds its lock from the read
@@ -188,7 +202,9 @@ def _write_in_place(db_path: Path, changes: IndexChanges) -> int:
         conn.execute("PRAGMA journal_mode=DELETE")  # the range readers need a rollback journal (layout.py)
         conn.execute("PRAGMA synchronous=FULL")  # the journal is on disk before any page is overwritten
         conn.execute("PRAGMA cache_spill=OFF")  # no page reaches the file before COMMIT: readers read on
-        create_schema(conn)  # IF NOT EXISTS: writes nothing to an index of this schema (executescript commits)
+        create_schema(
+            conn
+        )  # IF NOT EXISTS: writes nothing to an index of this schema (executescript commits)
         conn.execute("BEGIN IMMEDIATE")
         try:
             resegmented = _apply(conn, changes)
@@ -299,8 +315,10 @@ class FreshIndex:
     def finish(self, changes: IndexChanges) -> int:
         """Write the rest of `changes` and rename the index into place; returns 0 (nothing to re-segment)."""
         try:
-            if [u.row.resource_id for u in changes.updates[:len(self.added)]] != self.added:
-                raise ValueError("the updates added are not the first of changes.updates: block ids would differ")
+            if [u.row.resource_id for u in changes.updates[: len(self.added)]] != self.added:
+                raise ValueError(
+                    "the updates added are not the first of changes.updates: block ids would differ"
+                )
             resegmented = _apply(self.conn, changes, self)
             for ddl in self.deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
                 self.conn.execute(ddl)
@@ -321,10 +339,19 @@ class FreshIndex:
         self.tmp.unlink(missing_ok=True)
 
 
-BULK_TABLES = ("evidence_block_row", "evidence_section", "evidence_edge_row")  # written once per block / section
+BULK_TABLES = (
+    "evidence_block_row",
+    "evidence_section",
+    "evidence_edge_row",
+)  # written once per block / section
 # indexes of other tables that only readers after the write use (schema 7: an edit's reads of a few rows)
-BULK_INDEXES = ("evidence_link_alias", "evidence_link_report", "evidence_link_tag",
-                "evidence_resource_not_ok", "evidence_resource_warned")
+BULK_INDEXES = (
+    "evidence_link_alias",
+    "evidence_link_report",
+    "evidence_link_tag",
+    "evidence_resource_not_ok",
+    "evidence_resource_warned",
+)
 BULK_CACHE_KIB = 64 * 1024  # page cache of a write from empty (SQLite's default: 2 MiB)
 
 
@@ -337,9 +364,11 @@ def _defer_indexes(conn: sqlite3.Connection) -> list[str]:
     this halved the block inserts' time; building `BULK_INDEXES` there takes ~50 ms."""
     conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
     tables, names = ", ".join("?" * len(BULK_TABLES)), ", ".join("?" * len(BULK_INDEXES))
-    rows = conn.execute(f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
-                        f"AND (tbl_name IN ({tables}) OR name IN ({names})) ORDER BY name",
-                        BULK_TABLES + BULK_INDEXES).fetchall()
+    rows = conn.execute(
+        f"SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+        f"AND (tbl_name IN ({tables}) OR name IN ({names})) ORDER BY name",
+        BULK_TABLES + BULK_INDEXES,
+    ).fetchall()
     for name, _ in rows:
         conn.execute(f"DROP INDEX {name}")
     return [ddl for _, ddl in rows]
@@ -357,20 +386,29 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | 
     delete or re-segment); returns the FTS rows re-segmented."""
     resegmented = 0
     stamp = now_ms()
-    previous = {} if fresh else {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id)
-                                 for u in changes.updates}
+    previous = (
+        {}
+        if fresh
+        else {u.row.resource_id: anchors.old_blocks(conn, u.row.resource_id) for u in changes.updates}
+    )
     for rid in changes.removed + list(previous):
         _delete_resource_rows(conn, rid)
     for rid in changes.removed:
         changes.links.setdefault(rid, ([], None))
-    conn.executemany("UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? "
-                     "WHERE resource_id = ?", [(stamp, rid) for rid in changes.stale])
-    conn.executemany("UPDATE evidence_resource SET source_size = ?, source_mtime_ns = ? WHERE resource_id = ?",
-                     changes.stamps)
-    if changes.resegment and fresh is None:  # before the updates: their new rows are segmented as they are inserted
+    conn.executemany(
+        "UPDATE evidence_resource SET status = 'stale', updated_at_ms = ? WHERE resource_id = ?",
+        [(stamp, rid) for rid in changes.stale],
+    )
+    conn.executemany(
+        "UPDATE evidence_resource SET source_size = ?, source_mtime_ns = ? WHERE resource_id = ?",
+        changes.stamps,
+    )
+    if (
+        changes.resegment and fresh is None
+    ):  # before the updates: their new rows are segmented as they are inserted
         resegmented = _resegment(conn)
     if fresh is not None:
-        for update in changes.updates[len(fresh.added):]:  # recorded after the last `add` (or none added)
+        for update in changes.updates[len(fresh.added) :]:  # recorded after the last `add` (or none added)
             fresh.add(update)
     else:
         next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block_row").fetchone()[0]
@@ -384,19 +422,25 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | 
         conn.execute("DELETE FROM knowledge_source")
         insert(conn, "knowledge_source", changes.knowledge)
     _write_knowledge_texts(conn, changes)
-    conn.executemany("INSERT INTO build_meta (key, value) VALUES (?, ?) "
-                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                     [(k, sql_value(v)) for k, v in changes.meta.items()])
+    conn.executemany(
+        "INSERT INTO build_meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [(k, sql_value(v)) for k, v in changes.meta.items()],
+    )
     return resegmented
 
 
 def _write_knowledge_texts(conn: sqlite3.Connection, changes: IndexChanges) -> None:
     """The text each LightRAG document was made from; rows of files LightRAG no longer holds go."""
-    conn.executemany("INSERT OR REPLACE INTO knowledge_text VALUES (?, ?, ?)",
-                     [(path, *pack_text(text)) for path, text in sorted(changes.knowledge_texts.items())])
+    conn.executemany(
+        "INSERT OR REPLACE INTO knowledge_text VALUES (?, ?, ?)",
+        [(path, *pack_text(text)) for path, text in sorted(changes.knowledge_texts.items())],
+    )
     if changes.knowledge is not None:
-        conn.execute("DELETE FROM knowledge_text WHERE source_root_relative_path NOT IN "
-                     "(SELECT source_root_relative_path FROM knowledge_source WHERE lightrag_doc_id IS NOT NULL)")
+        conn.execute(
+            "DELETE FROM knowledge_text WHERE source_root_relative_path NOT IN "
+            "(SELECT source_root_relative_path FROM knowledge_source WHERE lightrag_doc_id IS NOT NULL)"
+        )
 
 
 def cleanup_stray_temps(db_path: Path) -> None:

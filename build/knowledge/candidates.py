@@ -8,12 +8,13 @@ the `knowledge_source` table by what the index keeps of each document. Used by `
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from mnote_evidence.build.knowledge.ingest import Candidate
-from mnote_evidence.build.index.knowledge_text import furniture_blocks, ingest_text, text_hash
 from mnote_evidence.build.core.model import STATUS_OK, ResourceRow
+from mnote_evidence.build.index.knowledge_text import furniture_blocks, ingest_text, text_hash
+from mnote_evidence.build.knowledge.ingest import Candidate
 from mnote_evidence.build.markdown.encoding import decode_note
 
 if TYPE_CHECKING:
@@ -28,13 +29,28 @@ def candidates(root: Path, previous: Mapping[str, ResourceRow], changes: IndexCh
     for path, prev in previous.items():
         if path in updated or prev.resource_id in gone or prev.status != STATUS_OK:
             continue
-        out.append(Candidate(path, prev.kind, prev.source_hash or "", bool(prev.artifact_path and
-                             prev.artifact_path.endswith(".ocr.md")), _text_loader(root, path, prev)))
+        out.append(
+            Candidate(
+                path,
+                prev.kind,
+                prev.source_hash or "",
+                bool(prev.artifact_path and prev.artifact_path.endswith(".ocr.md")),
+                _text_loader(root, path, prev),
+            )
+        )
     for path, u in updated.items():
         if u.artifact is not None and u.row.status == STATUS_OK:
             text = ingest_text(u.artifact.text, u.artifact.blocks)
-            out.append(Candidate(path, u.artifact.kind, u.row.source_hash, u.artifact.from_ocr,
-                                 lambda text=text: text, text_hash(text)))
+            out.append(
+                Candidate(
+                    path,
+                    u.artifact.kind,
+                    u.row.source_hash,
+                    u.artifact.from_ocr,
+                    lambda text=text: text,
+                    text_hash(text),
+                )
+            )
     return sorted(out, key=lambda c: c.path)
 
 
@@ -47,9 +63,12 @@ def _text_loader(root: Path, path: str, prev: ResourceRow) -> Callable[[], str]:
             return ""
         text = decode_note(source.read_bytes())[0]
         return ingest_text(text, furniture_blocks(source_map)) if source_map else text
+
     return load
 
 
 def registry_key(rows: Iterable[Mapping]) -> list[tuple]:
     """`knowledge_source` rows as compared between builds (a change rewrites the table)."""
-    return sorted((r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows)
+    return sorted(
+        (r["source_root_relative_path"], r["lightrag_doc_id"], r["source_hash"], r["status"]) for r in rows
+    )

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from mnote_evidence.build.core.ids import resource_id
-from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagConfig, LightRagError
 from mnote_evidence.build.core.model import KIND_IMAGE
+from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagConfig, LightRagError
 
 DONE = ("processed", "duplicate", "skipped_no_text")
 WAIT_SECONDS = 300.0
@@ -68,14 +68,25 @@ def doc_id(name: str) -> str:
 
 
 def _row(c: Candidate, status: str, doc_id: str | None, stamp: int) -> dict:
-    return {"source_root_relative_path": c.path, "lightrag_doc_id": doc_id, "lightrag_file_path": source_name(c.path),
-            "source_hash": c.source_hash, "status": status,
-            "ocr_text_exposed": int(c.kind == KIND_IMAGE and status == "processed"), "updated_at_ms": stamp}
+    return {
+        "source_root_relative_path": c.path,
+        "lightrag_doc_id": doc_id,
+        "lightrag_file_path": source_name(c.path),
+        "source_hash": c.source_hash,
+        "status": status,
+        "ocr_text_exposed": int(c.kind == KIND_IMAGE and status == "processed"),
+        "updated_at_ms": stamp,
+    }
 
 
-def reconcile(config: LightRagConfig, candidates: list[Candidate], registry: dict[str, dict], stamp: int,
-              have_text: set[str] | frozenset[str] = frozenset(),
-              sent: dict[str, str] | None = None) -> IngestReport:
+def reconcile(
+    config: LightRagConfig,
+    candidates: list[Candidate],
+    registry: dict[str, dict],
+    stamp: int,
+    have_text: set[str] | frozenset[str] = frozenset(),
+    sent: dict[str, str] | None = None,
+) -> IngestReport:
     """The new `knowledge_source` rows (report.rows) after bringing LightRAG up to date, and the texts sent
     (report.texts). A kept document whose text an older index did not keep (`have_text`) gets it re-read from
     its unchanged source, so citations can locate its chunks without re-sending it. A re-parsed file whose
@@ -87,7 +98,9 @@ def reconcile(config: LightRagConfig, candidates: list[Candidate], registry: dic
     keep, stale_docs, todo = [], [], []
     for path, row in registry.items():
         c = current.get(path)
-        text_changed = c is not None and c.text_hash is not None and sent.get(path, c.text_hash) != c.text_hash
+        text_changed = (
+            c is not None and c.text_hash is not None and sent.get(path, c.text_hash) != c.text_hash
+        )
         if c and row["source_hash"] == c.source_hash and row["status"] in DONE and not text_changed:
             keep.append(row)
         elif row.get("lightrag_doc_id"):
@@ -107,14 +120,17 @@ def reconcile(config: LightRagConfig, candidates: list[Candidate], registry: dic
             client.delete_documents(stale_docs, WAIT_SECONDS)
             report.deleted = len(stale_docs)
             for start in range(0, len(todo), BATCH):
-                report.rows.extend(_insert(client, todo[start:start + BATCH], stamp, report))
+                report.rows.extend(_insert(client, todo[start : start + BATCH], stamp, report))
     except LightRagError as exc:
         report.error = f"{exc.reason}: {exc.message}"
         done = {r["source_root_relative_path"] for r in report.rows}
         report.rows.extend(_row(c, "error", None, stamp) for c in todo if c.path not in done)
         # entries whose document we could not delete keep their doc id, so the next build retries
-        report.rows.extend(row for path, row in registry.items()
-                           if path not in done and path not in current and row.get("lightrag_doc_id"))
+        report.rows.extend(
+            row
+            for path, row in registry.items()
+            if path not in done and path not in current and row.get("lightrag_doc_id")
+        )
     return report
 
 

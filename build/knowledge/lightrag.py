@@ -46,7 +46,7 @@ class LightRagConfig:
     timeout: float = 30.0
 
     @classmethod
-    def from_env(cls, url: str | None = None, timeout: float = 30.0) -> "LightRagConfig | None":
+    def from_env(cls, url: str | None = None, timeout: float = 30.0) -> LightRagConfig | None:
         url = (url or os.environ.get(URL_ENV, "")).rstrip("/")
         return cls(url, timeout) if url else None
 
@@ -67,7 +67,9 @@ class LightRag:
         self.config = config
         url = urlsplit(config.url)
         if url.scheme not in ("http", "https") or not url.hostname:
-            raise LightRagError("knowledge_rag_unavailable", "LightRAG URL must be http(s)://host[:port][/prefix]")
+            raise LightRagError(
+                "knowledge_rag_unavailable", "LightRAG URL must be http(s)://host[:port][/prefix]"
+            )
         try:
             self.port = url.port
         except ValueError:
@@ -78,7 +80,7 @@ class LightRag:
     def close(self) -> None:
         pass  # no connection outlives its request
 
-    def __enter__(self) -> "LightRag":
+    def __enter__(self) -> LightRag:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -95,8 +97,9 @@ class LightRag:
         if self.tls:
             import ssl  # only for https: loading the CA bundle costs start-up
 
-            conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.config.timeout,
-                                               context=ssl.create_default_context())
+            conn = http.client.HTTPSConnection(
+                self.host, self.port, timeout=self.config.timeout, context=ssl.create_default_context()
+            )
         else:
             conn = http.client.HTTPConnection(self.host, self.port, timeout=self.config.timeout)
         try:
@@ -104,7 +107,9 @@ class LightRag:
             resp = conn.getresponse()
             return _Response(resp.status, resp.read())
         except http.client.HTTPException as exc:  # a malformed reply: as unreachable as a refused connect
-            raise LightRagError("knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})") from None
+            raise LightRagError(
+                "knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})"
+            ) from None
         finally:
             conn.close()
 
@@ -112,20 +117,29 @@ class LightRag:
         try:
             resp = self._send(method, path, payload)
         except TimeoutError:
-            raise LightRagError("knowledge_rag_timeout", f"LightRAG did not answer {path} within "
-                                f"{self.config.timeout:g} s") from None
+            raise LightRagError(
+                "knowledge_rag_timeout", f"LightRAG did not answer {path} within {self.config.timeout:g} s"
+            ) from None
         except OSError as exc:
-            raise LightRagError("knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})") from None
+            raise LightRagError(
+                "knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})"
+            ) from None
         if resp.status_code in (400, 422):
             raise LightRagError("knowledge_rag_rejected", f"LightRAG rejected the request: {_message(resp)}")
         if resp.status_code in (401, 403):
-            raise LightRagError("knowledge_rag_unavailable", "LightRAG refused the API key (set LIGHTRAG_API_KEY)")
+            raise LightRagError(
+                "knowledge_rag_unavailable", "LightRAG refused the API key (set LIGHTRAG_API_KEY)"
+            )
         if resp.status_code >= 400:
-            raise LightRagError("knowledge_rag_bad_response", f"LightRAG answered HTTP {resp.status_code} on {path}")
+            raise LightRagError(
+                "knowledge_rag_bad_response", f"LightRAG answered HTTP {resp.status_code} on {path}"
+            )
         try:
             body = resp.json()
         except ValueError:
-            raise LightRagError("knowledge_rag_bad_response", f"LightRAG answered {path} with invalid JSON") from None
+            raise LightRagError(
+                "knowledge_rag_bad_response", f"LightRAG answered {path} with invalid JSON"
+            ) from None
         if not isinstance(body, dict):
             raise LightRagError("knowledge_rag_bad_response", f"LightRAG answered {path} with a non-object")
         return body
@@ -135,8 +149,17 @@ class LightRag:
         return self._call("GET", "/health")
 
     def query_data(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
-        body = self._call("POST", "/query/data", payload={"query": query, "mode": mode, "top_k": top_k,
-                                                       "chunk_top_k": top_k, "enable_rerank": False})
+        body = self._call(
+            "POST",
+            "/query/data",
+            payload={
+                "query": query,
+                "mode": mode,
+                "top_k": top_k,
+                "chunk_top_k": top_k,
+                "enable_rerank": False,
+            },
+        )
         if body.get("status") == "failure" or not body.get("data"):
             return {"chunks": [], "references": [], "entities": [], "relationships": []}
         data = body["data"]
@@ -145,8 +168,17 @@ class LightRag:
         return data
 
     def answer(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
-        return self._call("POST", "/query", payload={"query": query, "mode": mode, "top_k": top_k,
-                                                  "include_references": True, "enable_rerank": False})
+        return self._call(
+            "POST",
+            "/query",
+            payload={
+                "query": query,
+                "mode": mode,
+                "top_k": top_k,
+                "include_references": True,
+                "enable_rerank": False,
+            },
+        )
 
     # -- documents ---------------------------------------------------------------------
     def insert_texts(self, texts: list[str], sources: list[str]) -> str:
@@ -178,7 +210,9 @@ class LightRag:
         deadline = time.monotonic() + timeout
         while self._call("GET", "/documents/pipeline_status").get("busy"):
             if time.monotonic() > deadline:
-                raise LightRagError("knowledge_rag_timeout", f"LightRAG pipeline still busy after {timeout:g} s")
+                raise LightRagError(
+                    "knowledge_rag_timeout", f"LightRAG pipeline still busy after {timeout:g} s"
+                )
             time.sleep(0.3)
 
 

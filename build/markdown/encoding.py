@@ -19,8 +19,11 @@ import codecs
 from mnote_evidence.build.core.model import Warning_
 
 _BOMS = (  # UTF-32 before UTF-16: the UTF-32 LE mark begins with the UTF-16 LE one
-    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 _PREFERRED = ("gb18030", "gbk", "gb2312", "big5", "shift_jis", "cp932", "cp1252")
 _CHAOS_MARGIN = 0.1
@@ -29,7 +32,7 @@ _CHAOS_MARGIN = 0.1
 def decode_note(data: bytes) -> tuple[str, list[Warning_]]:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            return _strict_or_replaced(data[len(bom):], encoding, f"{encoding} (byte-order mark)")
+            return _strict_or_replaced(data[len(bom) :], encoding, f"{encoding} (byte-order mark)")
     try:
         return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
@@ -37,8 +40,13 @@ def decode_note(data: bytes) -> tuple[str, list[Warning_]]:
     detected = _detect(data)
     if detected:
         text = data.decode(detected)
-        return text, [Warning_("non_utf8_text", f"not valid UTF-8 (byte {first_bad}); decoded as {detected} "
-                               "(detected). Re-save the note as UTF-8 to be sure of it.")]
+        return text, [
+            Warning_(
+                "non_utf8_text",
+                f"not valid UTF-8 (byte {first_bad}); decoded as {detected} "
+                "(detected). Re-save the note as UTF-8 to be sure of it.",
+            )
+        ]
     return _strict_or_replaced(data, "utf-8", "UTF-8")
 
 
@@ -48,8 +56,13 @@ def _strict_or_replaced(data: bytes, encoding: str, label: str) -> tuple[str, li
     except UnicodeDecodeError:
         text = data.decode(encoding, errors="replace")
         count = text.count("\ufffd") - data.decode(encoding, errors="ignore").count("\ufffd")
-        return text, [Warning_("non_utf8_text", f"not valid {label} and no other encoding fits; {count} "
-                               "undecodable character(s) were replaced with U+FFFD. Re-save the note as UTF-8.")]
+        return text, [
+            Warning_(
+                "non_utf8_text",
+                f"not valid {label} and no other encoding fits; {count} "
+                "undecodable character(s) were replaced with U+FFFD. Re-save the note as UTF-8.",
+            )
+        ]
 
 
 def _detect(data: bytes) -> str | None:

@@ -86,24 +86,31 @@ def _callouts(state: StateCore) -> None:
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if (tok.type == "blockquote_open" and i + 2 < len(tokens) and tokens[i + 1].type == "paragraph_open"
-                and tokens[i + 1].map):
+        if (
+            tok.type == "blockquote_open"
+            and i + 2 < len(tokens)
+            and tokens[i + 1].type == "paragraph_open"
+            and tokens[i + 1].map
+        ):
             first, _, rest = tokens[i + 2].content.partition("\n")
             match = CALLOUT.fullmatch(first.strip())
             if match:
                 kind, fold, title = match.group(1).lower(), match.group(2), match.group(3).strip()
                 tok.meta = {**(tok.meta or {}), "callout": kind, "fold": fold}
                 para, inline, line = tokens[i + 1], tokens[i + 2], tokens[i + 1].map[0]
-                title_tokens = [Token("callout_title_open", "p", 1), _inline(title or kind.capitalize(),
-                                [line, line + 1], para.level + 1), Token("callout_title_close", "p", -1)]
+                title_tokens = [
+                    Token("callout_title_open", "p", 1),
+                    _inline(title or kind.capitalize(), [line, line + 1], para.level + 1),
+                    Token("callout_title_close", "p", -1),
+                ]
                 title_tokens[0].map, title_tokens[0].level = [line, line + 1], para.level
                 title_tokens[2].level = para.level
                 if rest.strip():
                     para.map = [line + 1, para.map[1]]
                     inline.content, inline.map = rest, para.map
-                    tokens[i + 1:i + 1] = title_tokens
+                    tokens[i + 1 : i + 1] = title_tokens
                 else:  # the marker line is the whole paragraph: it becomes the title
-                    tokens[i + 1:i + 4] = title_tokens
+                    tokens[i + 1 : i + 4] = title_tokens
         i += 1
 
 
@@ -115,7 +122,7 @@ def _strip_block_ref(children: list[Token]) -> str | None:
     match = BLOCK_REF.search(last.content)
     if not match:
         return None
-    head = last.content[:match.start()]
+    head = last.content[: match.start()]
     before = children[:-1]
     if not head.strip():
         if before and before[-1].type in ("softbreak", "hardbreak"):
@@ -150,7 +157,9 @@ def _orphan_backrefs(state: StateCore) -> None:
     data = state.env.get("footnotes") or {}
     orphans = {i for i, f in data.get("list", {}).items() if f.get("count") == 0}
     if orphans:
-        state.tokens = [t for t in state.tokens if not (t.type == "footnote_anchor" and t.meta["id"] in orphans)]
+        state.tokens = [
+            t for t in state.tokens if not (t.type == "footnote_anchor" and t.meta["id"] in orphans)
+        ]
 
 
 def obsidian_plugin(md: MarkdownIt) -> None:

@@ -36,8 +36,15 @@ def _scalar(text: str, not_in: frozenset[str] = _NOT_IN_BLOCK) -> str | None:
     """`text` (already stripped of surrounding spaces) if it is a plain scalar that loads as itself.
     `str.isprintable` is stricter than PyYAML's reader (it also refuses no-break and other spaces,
     format and private-use characters) and refuses YAML's line breaks (NEL, U+2028/9) and the BOM."""
-    if (not text or text[0] in _NOT_FIRST or text.endswith(":") or ": " in text
-            or text.lower() in _RESOLVED_WORDS or not text.isprintable() or not not_in.isdisjoint(text)):
+    if (
+        not text
+        or text[0] in _NOT_FIRST
+        or text.endswith(":")
+        or ": " in text
+        or text.lower() in _RESOLVED_WORDS
+        or not text.isprintable()
+        or not not_in.isdisjoint(text)
+    ):
         return None
     return text
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnote_evidence.build.markdown.obsidian import tag_name
 from mnote_evidence.build.core.model import Warning_
+from mnote_evidence.build.markdown.obsidian import tag_name
 from mnote_evidence.build.markdown.plain_yaml import plain_mapping
 
 
@@ -50,11 +50,17 @@ def read_properties(raw: str) -> Properties:
         try:
             data = yaml.safe_load(raw) if raw.strip() else {}
         except yaml.YAMLError as exc:
-            return Properties(raw, warning=Warning_("front_matter_invalid", f"front matter is not valid YAML "
-                                                    f"({str(exc).splitlines()[0]}); kept as text"))
+            return Properties(
+                raw,
+                warning=Warning_(
+                    "front_matter_invalid",
+                    f"front matter is not valid YAML ({str(exc).splitlines()[0]}); kept as text",
+                ),
+            )
     if not isinstance(data, dict):
-        return Properties(raw, warning=Warning_("front_matter_invalid",
-                                                "front matter is not a YAML mapping; kept as text"))
+        return Properties(
+            raw, warning=Warning_("front_matter_invalid", "front matter is not a YAML mapping; kept as text")
+        )
     out = Properties("\n".join(f"{k}: {_shown(v)}" for k, v in data.items()))
     title = data.get("title")
     out.title = str(title).strip() or None if title is not None else None

@@ -27,7 +27,6 @@ from mdit_py_plugins.front_matter import front_matter_plugin
 
 from mnote_evidence.build.markdown.obsidian import obsidian_plugin
 
-
 MAX_WIKILINK = 1000  # characters between `[[` and `]]`; longer is text, not a link
 
 
@@ -111,7 +110,13 @@ def parse_note(text: str) -> tuple[list[Token], list[int] | None]:
 @lru_cache(maxsize=1)
 def markdown_parser() -> MarkdownIt:
     # `$` math as Obsidian reads it: no space inside the dollars, no digit after the closing one
-    return (MarkdownIt("commonmark", {"tasklists": True}).enable("table").use(front_matter_plugin)
-            .use(footnote_plugin).use(dollarmath_plugin, allow_space=False, allow_digits=False,
-                                      double_inline=True)
-            .use(wikilink_plugin).use(obsidian_plugin).use(keep_deep_text_plugin))
+    return (
+        MarkdownIt("commonmark", {"tasklists": True})
+        .enable("table")
+        .use(front_matter_plugin)
+        .use(footnote_plugin)
+        .use(dollarmath_plugin, allow_space=False, allow_digits=False, double_inline=True)
+        .use(wikilink_plugin)
+        .use(obsidian_plugin)
+        .use(keep_deep_text_plugin)
+    )

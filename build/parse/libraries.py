@@ -90,7 +90,7 @@ def _metadata_version(path: str) -> str | None:
                 if not line.strip():
                     return None  # the headers ended without one
                 if line.startswith("Version:"):
-                    return line[len("Version:"):].strip()
+                    return line[len("Version:") :].strip()
     except OSError:
         pass
     return None

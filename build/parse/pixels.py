@@ -30,6 +30,8 @@ def capped_scale(width_pt: float, height_pt: float, scale: float) -> float:
 def too_many_pixels(width: int, height: int) -> str | None:
     """Why an image of this size is refused, or None."""
     if width * height > MAX_PIXELS:
-        return (f"{width} x {height} is {width * height / 1e6:.0f} megapixels, over the "
-                f"{MAX_PIXELS / 1e6:.0f} megapixel limit; it was not decoded")
+        return (
+            f"{width} x {height} is {width * height / 1e6:.0f} megapixels, over the "
+            f"{MAX_PIXELS / 1e6:.0f} megapixel limit; it was not decoded"
+        )
     return None

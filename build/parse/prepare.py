@@ -62,15 +62,21 @@ class Prepare:
             return Prepared(result, error=exc)
         return Prepared(result, paths, staged, segmented)
 
-    def many(self, results: list[tuple[str, ParsedResourceArtifact | ProviderError]]) -> list[Prepared | ProviderError]:
+    def many(
+        self, results: list[tuple[str, ParsedResourceArtifact | ProviderError]]
+    ) -> list[Prepared | ProviderError]:
         """Each (path, result) of one parse task through `__call__`; then, with `programs`, its notes
         compiled for their pages by `programs`, while their tokens are
         still here (the provider just parsed them: `markdown_syntax.keep_parsed`)."""
         out = [self(path, result) for path, result in results]
         if self.programs is not None:
-            self.programs([(p.artifact.text, p.artifact.blocks) for p in out
-                                                 if isinstance(p, Prepared) and p.error is None
-                                                 and p.artifact.kind == KIND_MARKDOWN])
+            self.programs(
+                [
+                    (p.artifact.text, p.artifact.blocks)
+                    for p in out
+                    if isinstance(p, Prepared) and p.error is None and p.artifact.kind == KIND_MARKDOWN
+                ]
+            )
         return out
 
 

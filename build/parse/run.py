@@ -15,17 +15,17 @@ order), so the build can record and drop each one while the workers parse the re
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Iterator
 from concurrent.futures import as_completed
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from mnote_evidence.build.parse.providers import provider_for
 from mnote_evidence.build.core.model import NOTE_SUFFIXES, ParsedResourceArtifact, ProviderError, suffix_of
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
-from mnote_evidence.build.parse.providers import ParseInput
-from mnote_evidence.build.workspace.scan import SourceFile
+from mnote_evidence.build.parse.providers import ParseInput, provider_for
 from mnote_evidence.build.parse.workers import BudgetExceeded, time_budget, worker_pool
+from mnote_evidence.build.workspace.scan import SourceFile
 
 if TYPE_CHECKING:
     from mnote_evidence.build.parse.prepare import Prepare
@@ -52,7 +52,9 @@ class InOrder:
             self.emit(ready, self.early.pop(ready))
 
 
-def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> ParsedResourceArtifact | ProviderError:
+def parse_one(
+    root: str, path: str, source_hash: str, ocr: OcrSettings
+) -> ParsedResourceArtifact | ProviderError:
     """Worker entry point: never raises, so one bad file cannot stop the build."""
     provider = provider_for(path, ocr)
     try:
@@ -63,13 +65,17 @@ def parse_one(root: str, path: str, source_hash: str, ocr: OcrSettings) -> Parse
     except BudgetExceeded as exc:
         return ProviderError("parse_timeout", f"{exc}; the file was not indexed (MNOTE_PARSE_SECONDS)")
     except MemoryError:
-        return ProviderError("parse_out_of_memory", "ran out of its memory budget while parsing this file "
-                             "(MNOTE_PARSE_MEMORY_MB)")
+        return ProviderError(
+            "parse_out_of_memory",
+            "ran out of its memory budget while parsing this file (MNOTE_PARSE_MEMORY_MB)",
+        )
     except Exception as exc:  # a provider bug or a library crash on odd input
         return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
 
 
-def parse_many(root: str, files: list[tuple[str, str]], ocr: OcrSettings, prepare: Prepare | None = None) -> list:
+def parse_many(
+    root: str, files: list[tuple[str, str]], ocr: OcrSettings, prepare: Prepare | None = None
+) -> list:
     """Worker entry point for a batch of small files ((path, source hash) each): `parse_one` on each,
     so one task carries many notes (a task per 2 KB note costs more in the pool than its parse),
     then `prepare.many` on the results (their notes compiled into one file: `build/parse/prepare.py`)."""
@@ -112,9 +118,16 @@ def batches(files: list[SourceFile], max_files: int, max_bytes: int = BATCH_BYTE
     return out
 
 
-def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings,
-                  advance: Callable[[int], None], batch: int = 1, on_result: OnResult | None = None,
-                  prepare: Prepare | None = None) -> dict:
+def parse_in_pool(
+    files: list[SourceFile],
+    root: Path,
+    jobs: int,
+    ocr: OcrSettings,
+    advance: Callable[[int], None],
+    batch: int = 1,
+    on_result: OnResult | None = None,
+    prepare: Prepare | None = None,
+) -> dict:
     """Parse in worker processes, up to `batch` files per task (see `batches`). A worker that
     dies (a crash inside a native library) breaks the pool; the files it took down are retried
     one per fresh process, so only the file that really crashes is recorded as `parse_crashed`.
@@ -128,10 +141,14 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
             results[path] = result
         else:  # outside the pool's `try` below: its error (disk full) is the build's
             on_result(path, result)
+
     with worker_pool(jobs) as pool:
-        futures = {pool.submit(parse_many, str(root), [(f.path, f.source_hash) for f in group], ocr,
-                               _only(prepare, group)): group
-                   for group in batches(files, batch)}
+        futures = {
+            pool.submit(
+                parse_many, str(root), [(f.path, f.source_hash) for f in group], ocr, _only(prepare, group)
+            ): group
+            for group in batches(files, batch)
+        }
         try:
             for fut in as_completed(futures):
                 group = futures.pop(fut)  # a done future holds its results: let them go once delivered
@@ -153,8 +170,9 @@ def parse_in_pool(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettin
             continue
         with worker_pool(1) as solo:
             try:
-                result = solo.submit(parse_many, str(root), [(f.path, f.source_hash)], ocr,
-                                     _only(prepare, [f])).result()[0]
+                result = solo.submit(
+                    parse_many, str(root), [(f.path, f.source_hash)], ocr, _only(prepare, [f])
+                ).result()[0]
             except Exception:
                 result = ProviderError("parse_crashed", "the parser process crashed on this file")
         deliver(f.path, result)
@@ -166,9 +184,17 @@ def _only(prepare: Prepare | None, group: list[SourceFile]) -> Prepare | None:
     return None if prepare is None else prepare.only([f.path for f in group])
 
 
-def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, advance: Callable[[int], None],
-              batch: int = 1, min_pool: int = 2, on_result: OnResult | None = None,
-              prepare: Prepare | None = None) -> dict:
+def parse_all(
+    files: list[SourceFile],
+    root: Path,
+    jobs: int,
+    ocr: OcrSettings,
+    advance: Callable[[int], None],
+    batch: int = 1,
+    min_pool: int = 2,
+    on_result: OnResult | None = None,
+    prepare: Prepare | None = None,
+) -> dict:
     """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
     (fewer would not repay the start of the workers), else here, in the same batches; each result then
     goes through `prepare` where it was parsed. `on_result(path, result)` is called as each result
@@ -179,8 +205,10 @@ def parse_all(files: list[SourceFile], root: Path, jobs: int, ocr: OcrSettings, 
     if jobs <= 1 or len(files) < max(2, min_pool):
         results: dict[str, Any] = {}
         for group in batches(files, batch):  # as a worker's tasks: one file of compiled notes per batch
-            for f, result in zip(group, parse_many(str(root), [(f.path, f.source_hash) for f in group], ocr,
-                                                   _only(prepare, group))):
+            for f, result in zip(
+                group,
+                parse_many(str(root), [(f.path, f.source_hash) for f in group], ocr, _only(prepare, group)),
+            ):
                 if on_result is None:
                     results[f.path] = result
                 else:

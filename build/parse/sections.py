@@ -21,8 +21,15 @@ class SectionTree:
             self._stack.pop()
         parent = self.current
         path = (parent.path if parent else []) + [title]
-        section = Section(self._new_id(path), title, path, parent.id if parent else None,
-                          level, page_start=page, page_end=page)
+        section = Section(
+            self._new_id(path),
+            title,
+            path,
+            parent.id if parent else None,
+            level,
+            page_start=page,
+            page_end=page,
+        )
         self.sections.append(section)
         self._stack.append(section)
         return section

@@ -75,8 +75,9 @@ def source_map_path(resource_path: str, owner_path: str | None, layout: str = LA
     return sidecar_base(resource_path, owner_path, layout) + SOURCE_MAP_SUFFIX
 
 
-def sidecar_paths(artifact: ParsedResourceArtifact, owner_path: str | None,
-                  layout: str = LAYOUT_BESIDE) -> SidecarPaths:
+def sidecar_paths(
+    artifact: ParsedResourceArtifact, owner_path: str | None, layout: str = LAYOUT_BESIDE
+) -> SidecarPaths:
     return paths_at(source_map_path(artifact.source_path, owner_path, layout), artifact)
 
 
@@ -92,7 +93,9 @@ def _sha(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def source_map(artifact: ParsedResourceArtifact, owner_path: str | None, paths: SidecarPaths) -> dict[str, Any]:
+def source_map(
+    artifact: ParsedResourceArtifact, owner_path: str | None, paths: SidecarPaths
+) -> dict[str, Any]:
     """The `mnote.resource_source_map.v1` document for an artifact."""
     out: dict[str, Any] = {
         "schema": SOURCE_MAP_SCHEMA,
@@ -127,8 +130,13 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made o
 # ... and so does `JSONEncoder.encode` (its C encoder, per call: half the time of a block's line). That
 # C encoder, made once here with `_COMPACT`'s options (no cycle check: a source map is a tree), when the
 # running Python has it; else `_COMPACT.encode`. The same bytes either way (tests/test_sidecars.py).
-_C_COMPACT = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
-    None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+_C_COMPACT = (
+    None
+    if json.encoder.c_make_encoder is None
+    else json.encoder.c_make_encoder(
+        None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+)
 
 
 def _compact(value: Any) -> str:
@@ -140,6 +148,7 @@ def _compact(value: Any) -> str:
 def dumps(doc: dict[str, Any]) -> str:
     """Deterministic JSON, one block / section per line: diffable, and written by the C encoder
     (`indent=` would switch `json` to its pure-Python encoder, 10x slower on a long PDF)."""
+
     def items(values: list, render) -> str:
         return "[]" if not values else "[\n" + ",\n".join(render(v) for v in values) + "\n ]"
 
@@ -159,8 +168,9 @@ def dumps(doc: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None,
-                   layout: str = LAYOUT_BESIDE) -> SidecarPaths:
+def write_sidecars(
+    root: Path, artifact: ParsedResourceArtifact, owner_path: str | None, layout: str = LAYOUT_BESIDE
+) -> SidecarPaths:
     paths = sidecar_paths(artifact, owner_path, layout)
     if paths.text is not None:
         atomic_write_text(root / paths.text, artifact.text)
@@ -168,8 +178,9 @@ def write_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str
     return paths
 
 
-def stage_sidecars(root: Path, artifact: ParsedResourceArtifact, owner_path: str | None,
-                   layout: str = LAYOUT_BESIDE) -> tuple[SidecarPaths, list[tuple[Path, Path]]]:
+def stage_sidecars(
+    root: Path, artifact: ParsedResourceArtifact, owner_path: str | None, layout: str = LAYOUT_BESIDE
+) -> tuple[SidecarPaths, list[tuple[Path, Path]]]:
     """`write_sidecars` in a worker process: the same bytes in temp files beside their places, as
     (temp, sidecar) pairs in writing order, for the build process to `fsutil.adopt` (one sync per
     batch, then the renames); a sidecar that already holds its bytes has no pair."""
@@ -222,16 +233,24 @@ def artifact_from_source_map(doc: dict[str, Any], text: str) -> ParsedResourceAr
         blocks.extend(Block.from_json(b, page=p["page"]) for b in p["blocks"])
     blocks.extend(Block.from_json(b) for b in doc.get("blocks", []))
     return ParsedResourceArtifact(
-        kind=doc["resourceKind"], provider=doc["provider"], provider_version=doc["providerVersion"],
-        source_path=doc["sourceRootRelativePath"], source_hash=doc["sourceHash"], text=text,
-        blocks=blocks, sections=[Section.from_json(s) for s in doc["sections"]], pages=pages,
-        warnings=[Warning_(**w) for w in doc.get("warnings", [])], from_ocr=doc.get("fromOcr", False),
+        kind=doc["resourceKind"],
+        provider=doc["provider"],
+        provider_version=doc["providerVersion"],
+        source_path=doc["sourceRootRelativePath"],
+        source_hash=doc["sourceHash"],
+        text=text,
+        blocks=blocks,
+        sections=[Section.from_json(s) for s in doc["sections"]],
+        pages=pages,
+        warnings=[Warning_(**w) for w in doc.get("warnings", [])],
+        from_ocr=doc.get("fromOcr", False),
         title=doc.get("title"),
     )
 
 
-def load_cached(root: Path, map_rel: str, path: str, source_hash: str,
-                provider_version: str) -> ParsedResourceArtifact | None:
+def load_cached(
+    root: Path, map_rel: str, path: str, source_hash: str, provider_version: str
+) -> ParsedResourceArtifact | None:
     """A previous parse of exactly these bytes by this provider version, if its sidecars (source
     map at root-relative `map_rel`, see `source_map_path`) are intact."""
     map_path = root / map_rel
@@ -239,9 +258,12 @@ def load_cached(root: Path, map_rel: str, path: str, source_hash: str,
         doc = json.loads(map_path.read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    if (doc.get("schema") != SOURCE_MAP_SCHEMA or doc.get("sourceHash") != source_hash
-            or doc.get("providerVersion") != provider_version
-            or doc.get("sourceRootRelativePath") != path):
+    if (
+        doc.get("schema") != SOURCE_MAP_SCHEMA
+        or doc.get("sourceHash") != source_hash
+        or doc.get("providerVersion") != provider_version
+        or doc.get("sourceRootRelativePath") != path
+    ):
         return None
     text = ""
     if "textFile" in doc:
@@ -257,14 +279,24 @@ def load_cached(root: Path, map_rel: str, path: str, source_hash: str,
         return None
 
 
-def reusable(root: Path, path: str, source_hash: str, provider_version: str, owner_path: str | None,
-             layout: str, previous_map: str | None = None) -> tuple[ParsedResourceArtifact, str] | None:
+def reusable(
+    root: Path,
+    path: str,
+    source_hash: str,
+    provider_version: str,
+    owner_path: str | None,
+    layout: str,
+    previous_map: str | None = None,
+) -> tuple[ParsedResourceArtifact, str] | None:
     """Intact sidecars of exactly these bytes, and their source map's root-relative path: where
     `layout` puts them, else where the previous build put them (`previous_map`: another owner
     note or layout), else where the other layout would (an index deleted and rebuilt without
     the layout option)."""
-    places = [source_map_path(path, owner_path, layout), *([previous_map] if previous_map else []),
-              *(source_map_path(path, owner_path, other) for other in LAYOUTS)]
+    places = [
+        source_map_path(path, owner_path, layout),
+        *([previous_map] if previous_map else []),
+        *(source_map_path(path, owner_path, other) for other in LAYOUTS),
+    ]
     for place in dict.fromkeys(places):
         cached = load_cached(root, place, path, source_hash, provider_version)
         if cached is not None:

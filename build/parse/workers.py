@@ -20,9 +20,10 @@ import resource
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -90,15 +91,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def worker_pool(max_workers: int, memory_mb: float | None = None, initializer: Callable[..., None] | None = None,
-                initargs: tuple = ()) -> ProcessPoolExecutor:
+def worker_pool(
+    max_workers: int,
+    memory_mb: float | None = None,
+    initializer: Callable[..., None] | None = None,
+    initargs: tuple = (),
+) -> ProcessPoolExecutor:
     """A process pool whose workers die with this process and have a memory budget; `initializer`
     (a module-level function) then runs once in each worker with `initargs`."""
     from concurrent.futures import ProcessPoolExecutor  # with the first pool (`_context`)
 
     budget = PARSE_MEMORY_MB if memory_mb is None else memory_mb
-    return ProcessPoolExecutor(max_workers=max_workers, mp_context=_context(), initializer=_init,
-                               initargs=(os.getpid(), budget, initializer, initargs))
+    return ProcessPoolExecutor(
+        max_workers=max_workers,
+        mp_context=_context(),
+        initializer=_init,
+        initargs=(os.getpid(), budget, initializer, initargs),
+    )
 
 
 def _init(build_pid: int, memory_mb: float, initializer: Callable[..., None] | None, initargs: tuple) -> None:
@@ -113,8 +122,11 @@ def time_budget(seconds: float | None = None) -> Iterator[None]:
     read). Only in a process's main thread with no timer of its own; elsewhere (a build run from a
     thread, a test runner's timeout) it does nothing."""
     seconds = PARSE_SECONDS if seconds is None else seconds
-    if (seconds <= 0 or threading.current_thread() is not threading.main_thread()
-            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):  # someone else's timer: leave it alone
+    if (
+        seconds <= 0
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getitimer(signal.ITIMER_REAL)[0] > 0
+    ):  # someone else's timer: leave it alone
         yield
         return
 

@@ -66,8 +66,9 @@ def _inflate_entry(f, info: zipfile.ZipInfo, total: int, budget: int) -> int:
                 if total > budget:
                     raise OverBudget(total, budget, info.filename)
                 if total - start > info.file_size:
-                    raise zipfile.BadZipFile(f"{info.filename} inflates past its declared size "
-                                             f"({info.file_size} bytes)")
+                    raise zipfile.BadZipFile(
+                        f"{info.filename} inflates past its declared size ({info.file_size} bytes)"
+                    )
                 if not inflater.unconsumed_tail:
                     break
                 data = inflater.decompress(inflater.unconsumed_tail, _STEP)

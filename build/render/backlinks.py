@@ -49,10 +49,10 @@ def sentence_around(text: str, label: str) -> Snippet:
         elif m.start() >= at + len(label):
             end = m.start()
             break
-    before, after = text[start:at], text[at + len(label):end]
+    before, after = text[start:at], text[at + len(label) : end]
     room = max(MAX_CHARS - len(label), 40) // 2
     if len(before) > room:
-        before = "…" + before[len(before) - room:].lstrip()
+        before = "…" + before[len(before) - room :].lstrip()
     if len(after) > room:
         after = after[:room].rstrip() + "…"
     return Snippet(before.lstrip(), label, after.rstrip())
@@ -66,7 +66,7 @@ def _find(text: str, label: str) -> int:
     # distinct labels overflow `re`'s cache: every backlink compiled one); `\w` is `isalnum()` or `_`
     at = first = text.find(label)
     while at >= 0:
-        if not _word(text[at - 1:at]) and not _word(text[at + len(label):at + len(label) + 1]):
+        if not _word(text[at - 1 : at]) and not _word(text[at + len(label) : at + len(label) + 1]):
             return at
         at = text.find(label, at + 1)
     return first
@@ -77,7 +77,7 @@ def _word(char: str) -> bool:
 
 
 def _cut(text: str, start: int, limit: int) -> str:
-    return text[start:start + limit].rstrip() + ("…" if len(text) - start > limit else "")
+    return text[start : start + limit].rstrip() + ("…" if len(text) - start > limit else "")
 
 
 class Sentences:
@@ -92,8 +92,10 @@ class Sentences:
         """(linking resource id, block id) -> the labels of its links to `target_path`, in the note's order."""
         found: dict[tuple[str, str], list[str]] = {}
         for from_id, block_id, label in self.conn.execute(
-                "SELECT resource_id, source_block_id, label FROM evidence_link WHERE target_path = ? "
-                "AND label IS NOT NULL ORDER BY rowid", [target_path]):
+            "SELECT resource_id, source_block_id, label FROM evidence_link WHERE target_path = ? "
+            "AND label IS NOT NULL ORDER BY rowid",
+            [target_path],
+        ):
             found.setdefault((from_id, block_id), []).append(label)
         return found
 
@@ -102,7 +104,9 @@ class Sentences:
         if not links:
             return []
         labels = self._labels_to(target_path)
-        return [_snippet(link, labels.get((resource_id(link.from_path), link.block_id), [])) for link in links]
+        return [
+            _snippet(link, labels.get((resource_id(link.from_path), link.block_id), [])) for link in links
+        ]
 
 
 def _snippet(link: data.Backlink, found: list[str]) -> Snippet:
@@ -118,6 +122,8 @@ def items_html(items: list[dict]) -> Markup:
         s: Snippet = b["sentence"]
         folder = f' <small class="muted">{escape(b["folder"])}</small>' if b["folder"] else ""
         mark = f"<mark>{escape(s.mark)}</mark>" if s.mark else ""
-        out.append(f'<li><a href="{escape(b["url"])}">{escape(b["name"])}</a>{folder}    '
-                   f"<q>{escape(s.before)}{mark}{escape(s.after)}</q></li>")
+        out.append(
+            f'<li><a href="{escape(b["url"])}">{escape(b["name"])}</a>{folder}    '
+            f"<q>{escape(s.before)}{mark}{escape(s.after)}</q></li>"
+        )
     return Markup("".join(out))

@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from mnote_evidence.build.core.fsutil import atomic_write_bytes
-from mnote_evidence.build.workspace.scan import is_inside
 from mnote_evidence.build.core.urls import STATIC_DIR, copy_path, is_reserved
+from mnote_evidence.build.workspace.scan import is_inside
 
 
 def drop_active_copy(out: Path, rel: str, is_page: Callable[[str], bool]) -> None:

@@ -10,16 +10,29 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Mapping
+from typing import Any
 
 from mnote_evidence.build.core.model import ResourceRow as Resource
 from mnote_evidence.build.core.sqlite_ro import connect_ro  # noqa: F401  (the renderer opens the index as data.connect_ro)
 
 # The resource fields a page shows: its key hashes these (not build times), as it always has.
-PAGE_FIELDS = ("resource_id", "path", "kind", "status", "owner", "source_hash", "provider_version", "error_code",
-               "error_message", "warnings", "page_count", "source_map_path")
+PAGE_FIELDS = (
+    "resource_id",
+    "path",
+    "kind",
+    "status",
+    "owner",
+    "source_hash",
+    "provider_version",
+    "error_code",
+    "error_message",
+    "warnings",
+    "page_count",
+    "source_map_path",
+)
 
 
 @dataclass
@@ -28,7 +41,7 @@ class SectionNode:
     title: str
     level: int
     target: str | None  # block id the outline links to
-    children: list["SectionNode"] = field(default_factory=list)
+    children: list[SectionNode] = field(default_factory=list)
 
 
 @dataclass
@@ -64,8 +77,9 @@ def resources(conn: sqlite3.Connection, known: FromBuild | None = None) -> list[
     return read_resources(conn, known)[0]
 
 
-def read_resources(conn: sqlite3.Connection, known: FromBuild | None = None
-                   ) -> tuple[list[Resource], dict[str, Resource | None] | None]:
+def read_resources(
+    conn: sqlite3.Connection, known: FromBuild | None = None
+) -> tuple[list[Resource], dict[str, Resource | None] | None]:
     """`resources`, and the rows read again (path -> the row `known` held for that path, None: a new
     row; None: no `known`, every row read): what changed since the build's read, without comparing
     10,000 rows (a resource's id is its path's, so a path names the same row before and after)."""
@@ -90,7 +104,9 @@ def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode
         "SELECT s.section_id, s.title, s.level, s.parent_section_id, "
         "(SELECT block_id FROM evidence_block_row b WHERE b.resource_id = s.resource_id "
         "AND b.section_id = s.section_id ORDER BY ordinal LIMIT 1) "
-        "AS target FROM evidence_section s WHERE s.resource_id = ? ORDER BY rowid", [resource_id]).fetchall()
+        "AS target FROM evidence_section s WHERE s.resource_id = ? ORDER BY rowid",
+        [resource_id],
+    ).fetchall()
     nodes = {r["section_id"]: SectionNode(r["section_id"], r["title"], r["level"], r["target"]) for r in rows}
     roots = []
     for r in rows:
@@ -100,17 +116,26 @@ def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode
 
 
 def backlinks(conn: sqlite3.Connection, resource_id: str) -> list[Backlink]:
-    return [Backlink(r[0], r[1], r[2]) for r in conn.execute(  # link edges: a view (index/schema.py)
-        "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_link_edge e "
-        "JOIN evidence_block_row b ON b.block_id = e.source_block_id "
-        "JOIN evidence_resource src ON src.resource_id = b.resource_id "
-        "WHERE e.to_id = ? ORDER BY 1, b.ordinal", [resource_id])]
+    return [
+        Backlink(r[0], r[1], r[2])
+        for r in conn.execute(  # link edges: a view (index/schema.py)
+            "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_link_edge e "
+            "JOIN evidence_block_row b ON b.block_id = e.source_block_id "
+            "JOIN evidence_resource src ON src.resource_id = b.resource_id "
+            "WHERE e.to_id = ? ORDER BY 1, b.ordinal",
+            [resource_id],
+        )
+    ]
 
 
 def aliases(conn: sqlite3.Connection, resource_id: str) -> list[Alias]:
-    return [Alias(r[0], r[1]) for r in conn.execute(
-        "SELECT old_block_id, successor_block_id FROM evidence_anchor WHERE resource_id = ? ORDER BY 1",
-        [resource_id])]
+    return [
+        Alias(r[0], r[1])
+        for r in conn.execute(
+            "SELECT old_block_id, successor_block_id FROM evidence_anchor WHERE resource_id = ? ORDER BY 1",
+            [resource_id],
+        )
+    ]
 
 
 def page_key(res: Resource, extra: list[Any]) -> str:

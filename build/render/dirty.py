@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.core.formats import kind_for
-from mnote_evidence.build.index.link_targets import split_target
-from mnote_evidence.build.workspace.links import NAME_KINDS
 from mnote_evidence.build.core.model import KIND_MARKDOWN, KIND_PDF
 from mnote_evidence.build.core.model import ResourceRow as Resource
 from mnote_evidence.build.core.sqlite_ro import connect_ro
+from mnote_evidence.build.index.link_targets import split_target
+from mnote_evidence.build.workspace.links import NAME_KINDS
 
 
 def built_at(db_path: Path) -> str | None:
@@ -55,8 +55,9 @@ def shown_of_targets(site, res: Resource) -> list[Any]:
     targets = site.note_links.targets
     shown: list[Any] = []
     for target, kind, path, problem in site.conn.execute(
-            "SELECT target, kind, target_path, problem FROM evidence_link WHERE resource_id = ? ORDER BY rowid",
-            [res.resource_id]):
+        "SELECT target, kind, target_path, problem FROM evidence_link WHERE resource_id = ? ORDER BY rowid",
+        [res.resource_id],
+    ):
         item: list[Any] = [target, kind, path, problem]
         fragment = split_target(target)[1]
         if path and targets is not None and kind not in NAME_KINDS:  # anchors as `wikilink_html` finds them
@@ -65,6 +66,8 @@ def shown_of_targets(site, res: Resource) -> list[Any]:
             if kind == "embed" and kind_for(path) == KIND_MARKDOWN:
                 item.append([(b.block_id, b.kind, b.text) for b in targets.embed(path, fragment) or []])
             elif kind == "embed" and kind_for(path) == KIND_PDF:
-                item.append(site._page_image(path, int(anchor[5:]) if anchor and anchor.startswith("page-") else 1))
+                item.append(
+                    site._page_image(path, int(anchor[5:]) if anchor and anchor.startswith("page-") else 1)
+                )
         shown.append(item)
     return shown

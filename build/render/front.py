@@ -23,14 +23,20 @@ import heapq
 import json
 import posixpath
 import time
-from operator import attrgetter
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 from typing import Any
 
-from mnote_evidence.build.core.model import KIND_MARKDOWN, NOTE_SUFFIXES, STATUS_ERROR, STATUS_OK, STATUS_STALE
-from mnote_evidence.build.render import data
+from mnote_evidence.build.core.model import (
+    KIND_MARKDOWN,
+    NOTE_SUFFIXES,
+    STATUS_ERROR,
+    STATUS_OK,
+    STATUS_STALE,
+)
 from mnote_evidence.build.core.urls import page_path, relative_url
+from mnote_evidence.build.render import data
 
 INDEX = "index.html"
 HOME_NOTE_STEMS = ("index", "readme")  # in order of preference
@@ -64,14 +70,17 @@ def recent(resources: list[data.Resource], n: int = RECENT) -> list[data.Resourc
 TREE_FIELDS = ("path", "kind", "status", "error_code")  # what the file tree shows of a row (`_tree_key`)
 
 
-def same_tree(before: int, again: dict[str, data.Resource | None] | None,
-              by_path: dict[str, data.Resource]) -> bool:
+def same_tree(
+    before: int, again: dict[str, data.Resource | None] | None, by_path: dict[str, data.Resource]
+) -> bool:
     """Whether the tree's rows are those of the `before` rows the build read, given the rows read again
     since (`data.read_resources`): none added or removed, none with other `TREE_FIELDS`."""
     if again is None or len(by_path) != before:
         return False
     fields = attrgetter(*TREE_FIELDS)
-    return all(old is not None and p in by_path and fields(old) == fields(by_path[p]) for p, old in again.items())
+    return all(
+        old is not None and p in by_path and fields(old) == fields(by_path[p]) for p, old in again.items()
+    )
 
 
 def tree(resources: list[data.Resource]) -> dict[str, Any]:
@@ -81,8 +90,9 @@ def tree(resources: list[data.Resource]) -> dict[str, Any]:
         node = root
         for part in res.path.split("/")[:-1]:
             node = node["dirs"].setdefault(part, {"dirs": {}, "files": []})
-        node["files"].append({"res": res, "name": res.path.rsplit("/", 1)[-1],
-                              "url": relative_url(INDEX, page_path(res.path))})
+        node["files"].append(
+            {"res": res, "name": res.path.rsplit("/", 1)[-1], "url": relative_url(INDEX, page_path(res.path))}
+        )
     return root
 
 
@@ -101,8 +111,9 @@ class FrontPage:
     known_tree_key: str | None = None  # `tree_key` as recorded for the same rows (None: computed)
 
     @classmethod
-    def of(cls, resources: list[data.Resource], note_key: Any, ask: bool,
-           tree_key: str | None = None) -> "FrontPage":
+    def of(
+        cls, resources: list[data.Resource], note_key: Any, ask: bool, tree_key: str | None = None
+    ) -> FrontPage:
         note = home_note(resources)
         return cls(resources, note, note_key(note) if note else None, ask, tree_key)
 
@@ -113,9 +124,18 @@ class FrontPage:
     def key(self, salt: list[Any]) -> str:
         """Changes whenever the page would: the tree's rows (`tree_key`), the error messages and warnings
         of the rows that have them, recent changes, the home note's page, the Ask link, the templates."""
-        said = [(r.path, r.error_message, r.warnings) for r in self.resources if r.error_message or r.warnings]
-        payload = [self.tree_key(), said, [(r.path, r.updated_at_ms) for r in self.recent_changes],
-                   self.note.path if self.note else None, self.note_key, self.ask, salt]
+        said = [
+            (r.path, r.error_message, r.warnings) for r in self.resources if r.error_message or r.warnings
+        ]
+        payload = [
+            self.tree_key(),
+            said,
+            [(r.path, r.updated_at_ms) for r in self.recent_changes],
+            self.note.path if self.note else None,
+            self.note_key,
+            self.ask,
+            salt,
+        ]
         return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()[:20]
 
     def tree_key(self) -> str:
@@ -147,14 +167,22 @@ class FrontPage:
             if r.warnings:
                 warnings += [(r, w) for w in r.warnings]
         return {
-            "recent": [{"res": r, "name": posixpath.basename(r.path), "folder": posixpath.dirname(r.path),
-                        "when": _day(r.updated_at_ms), "url": relative_url(INDEX, page_path(r.path))}
-                       for r in changed],
+            "recent": [
+                {
+                    "res": r,
+                    "name": posixpath.basename(r.path),
+                    "folder": posixpath.dirname(r.path),
+                    "when": _day(r.updated_at_ms),
+                    "url": relative_url(INDEX, page_path(r.path)),
+                }
+                for r in changed
+            ],
             "last_change": _day(changed[0].updated_at_ms) if changed else "",
             "errors": errors,
             "warnings": warnings,
             "stale": stale,
             "counts": counts,
             "home_note": {"path": self.note.path, "url": relative_url(INDEX, page_path(self.note.path))}
-            if self.note else None,
+            if self.note
+            else None,
         }

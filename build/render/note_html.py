@@ -29,19 +29,19 @@ HTML one pass over the tokens would give, byte for byte.
 from __future__ import annotations
 
 import html
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 
-from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
 from mnote_evidence.build.core.model import Block
-from mnote_evidence.build.parse.providers.markdown import block_tokens
+from mnote_evidence.build.core.urls import copy_path, page_path, relative_url
 from mnote_evidence.build.markdown.properties import Properties
+from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
+from mnote_evidence.build.parse.providers.markdown import block_tokens
 from mnote_evidence.build.render.math_html import mathml
 from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink_html
-from mnote_evidence.build.core.urls import copy_path, page_path, relative_url
-
 
 _MARK = "\x00"  # where an operation goes: markdown-it turns every NUL of a note into U+FFFD, so never text
 Program = tuple[list[str], list[list[Any]]]  # (static parts, operations): `compile_note`
@@ -55,14 +55,18 @@ class BlockMismatch(RuntimeError):
 def _attach_ids(tokens: list[Token], blocks: list[Block], starts: list[int] | None) -> None:
     """`starts`: where each block starts in `tokens`, if the provider found them (else found here)."""
     if starts is None:
-        shown = next((b.text for b in blocks if b.type == "properties"), "")  # "": front matter without a block
+        shown = next(
+            (b.text for b in blocks if b.type == "properties"), ""
+        )  # "": front matter without a block
         starts = [bt.index for bt in block_tokens(tokens, lambda raw: Properties(shown))]
     if len(starts) != len(blocks):
         raise BlockMismatch(f"{len(starts)} blocks in the note, {len(blocks)} in the index")
     for start, block in zip(starts, blocks):
         block_id = block.id
         tok = tokens[start]
-        if tok.hidden and tok.type == "paragraph_open":  # a tight list item's paragraph renders no tag: the <li>
+        if (
+            tok.hidden and tok.type == "paragraph_open"
+        ):  # a tight list item's paragraph renders no tag: the <li>
             i = start
             while tokens[i].type != "list_item_open":
                 i -= 1
@@ -109,8 +113,9 @@ def compile_note(text: str, blocks: list[Block]) -> Program:
     return parts, env["ops"]
 
 
-def run_program(program: Program, note_path: str, aliases: dict[str, list[str]], links: NoteLinks,
-                page: str) -> str:
+def run_program(
+    program: Program, note_path: str, aliases: dict[str, list[str]], links: NoteLinks, page: str
+) -> str:
     """A compiled note's HTML for `page`: each operation done in order (links open and close in order)."""
     parts, ops = program
     env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page, "link_stack": []}
@@ -190,8 +195,9 @@ class _Renderer:
         rules["math_inline_double"] = lambda tokens, idx, options, env: mathml(tokens[idx].content, True)
         rules["math_block"] = self._math_block
         rules["front_matter"] = self._properties
-        rules["tag"] = lambda tokens, idx, options, env: _op(env, "tag", tokens[idx].meta["tag"],
-                                                              tokens[idx].content)
+        rules["tag"] = lambda tokens, idx, options, env: _op(
+            env, "tag", tokens[idx].meta["tag"], tokens[idx].content
+        )
         rules["fence"] = self._with_alias(rules["fence"])
         rules["code_block"] = self._with_alias(rules["code_block"])
         rules["html_block"] = self._html_block
@@ -207,7 +213,8 @@ class _Renderer:
 
     def _wrap_alias(self, name: str) -> None:
         inner = self.base.rules.get(name) or (
-            lambda tokens, idx, options, env: self.base.renderToken(tokens, idx, options, env))
+            lambda tokens, idx, options, env: self.base.renderToken(tokens, idx, options, env)
+        )
         if name != "list_item_open":
             self.base.rules[name] = self._with_alias(inner)
             return
@@ -216,6 +223,7 @@ class _Renderer:
             out = inner(tokens, idx, options, env)
             cut = out.index(">") + 1
             return out[:cut] + _alias_html(tokens[idx], env) + out[cut:]
+
         self.base.rules[name] = inside
 
     def _quote_open(self, tokens, idx, options, env) -> str:
@@ -255,12 +263,16 @@ class _Renderer:
         rows = "".join(f"<li>{html.escape(line)}</li>" for line in tok.meta["properties"].split("\n"))
         if _MARK in rows:  # the indexed text of a YAML "\0": kept as it is, out of the static parts
             rows = _op(env, "text", rows)
-        return (f'{_alias_html(tok, env)}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">'
-                f"{rows}</ul>\n")
+        return (
+            f'{_alias_html(tok, env)}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">'
+            f"{rows}</ul>\n"
+        )
 
     @staticmethod
     def _with_alias(rule: Callable) -> Callable:
-        return lambda tokens, idx, options, env: _alias_html(tokens[idx], env) + rule(tokens, idx, options, env)
+        return lambda tokens, idx, options, env: (
+            _alias_html(tokens[idx], env) + rule(tokens, idx, options, env)
+        )
 
     @staticmethod
     def _html_block(tokens, idx, options, env) -> str:

@@ -20,15 +20,14 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from mnote_evidence.build.core.formats import kind_for
-from mnote_evidence.build.index.link_targets import LinkTargets, split_target
-from mnote_evidence.build.workspace.links import LinkResolver
 from mnote_evidence.build.core.model import Kind
 from mnote_evidence.build.core.urls import TAGS_DIR, copy_path, page_path, relative_url
-
+from mnote_evidence.build.index.link_targets import LinkTargets, split_target
+from mnote_evidence.build.workspace.links import LinkResolver
 
 _UNSAFE_IN_NAME = re.compile(r"[^\w-]+")  # \w is Unicode: 中文 and café stay as they are
 
@@ -59,8 +58,10 @@ class NoteLinks:
 
 
 def _missing(label: str, why: str) -> str:
-    return (f'<span class="broken-link" title="{html.escape(why)}">{label}'
-            f'<span class="missing-marker"> (missing)</span></span>')
+    return (
+        f'<span class="broken-link" title="{html.escape(why)}">{label}'
+        f'<span class="missing-marker"> (missing)</span></span>'
+    )
 
 
 def tag_html(env: dict, tag: str, shown: str) -> str:
@@ -87,15 +88,19 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
     kind = kind_for(path)
     if kind == Kind.IMAGE:
         src = relative_url(env["page"], copy_path(path))
-        return (f'<a class="embed embed-image" href="{html.escape(href)}">'
-                f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>')
+        return (
+            f'<a class="embed embed-image" href="{html.escape(href)}">'
+            f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>'
+        )
     if kind == Kind.PDF:
         number = int(anchor[5:]) if anchor and anchor.startswith("page-") else 1
         image = links.page_image(path, number)
         if image:
             src = relative_url(env["page"], image)
-            return (f'<a class="embed embed-pdf" href="{html.escape(href)}">'
-                    f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>')
+            return (
+                f'<a class="embed embed-pdf" href="{html.escape(href)}">'
+                f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>'
+            )
         return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
     if kind == Kind.MARKDOWN and links.targets is not None:
         return _embed_note(env, path, fragment, href, label)
@@ -110,7 +115,9 @@ def _embed_note(env: dict, path: str, fragment: str, href: str, label: str) -> s
     parts = [f'<span class="embed embed-note"><a class="embed-title" href="{html.escape(href)}">{label}</a>']
     for b in blocks:
         url = relative_url(env["page"], page, b.block_id)
-        parts.append(f'<span class="embed-block embed-{html.escape(b.kind)}">{html.escape(b.text)} '
-                     f'<a class="embed-source" href="{html.escape(url)}" title="open this block">↗</a></span>')
+        parts.append(
+            f'<span class="embed-block embed-{html.escape(b.kind)}">{html.escape(b.text)} '
+            f'<a class="embed-source" href="{html.escape(url)}" title="open this block">↗</a></span>'
+        )
     parts.append("</span>")
     return "".join(parts)

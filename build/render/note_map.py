@@ -17,8 +17,8 @@ from functools import cached_property
 from typing import Any
 
 from mnote_evidence.build.core.model import Block
-from mnote_evidence.build.render.note_programs import Shape
 from mnote_evidence.build.parse.sidecars import artifact_from_source_map
+from mnote_evidence.build.render.note_programs import Shape
 
 
 class NoteMap:
@@ -34,5 +34,7 @@ class NoteMap:
 
     @cached_property
     def shape(self) -> Shape:
-        return [[b["id"], b.get("anchor"), b["text"] if b["type"] == "properties" else None]
-                for b in self.doc.get("blocks", [])]
+        return [
+            [b["id"], b.get("anchor"), b["text"] if b["type"] == "properties" else None]
+            for b in self.doc.get("blocks", [])
+        ]

@@ -52,12 +52,15 @@ def store_programs(folder: Path, notes: list[tuple[str, list[Block]]]) -> None:
     """Compile each (text, blocks) note (its kept tokens, when it was just parsed here) into one file
     of `folder`; best effort: a note that does not compile or encode is left to the render."""
     from mnote_evidence.build.render.note_html import BlockMismatch, compile_note
+
     entries: dict[str, list[int]] = {}
     chunks: list[bytes] = []
     offset = 0
     for text, blocks in notes:
         try:
-            data = json.dumps(compile_note(text, blocks), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            data = json.dumps(compile_note(text, blocks), ensure_ascii=False, separators=(",", ":")).encode(
+                "utf-8"
+            )
         except (BlockMismatch, ValueError):  # ValueError: a surrogate in the text (not UTF-8)
             continue
         entries[_name(text, shape_of(blocks))] = [offset, len(data)]

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnote_evidence.build.core.fsutil import atomic_write_bytes, in_durable_batch
+from mnote_evidence.build.core.urls import PAGES_DIR
 from mnote_evidence.build.parse.libraries import mupdf, pillow
 from mnote_evidence.build.parse.pixels import capped_scale
-from mnote_evidence.build.core.urls import PAGES_DIR
 from mnote_evidence.build.parse.workers import worker_pool
 
 if TYPE_CHECKING:  # both load when there is a page to render (build/parse/libraries.py), not with this module
@@ -108,7 +108,7 @@ def remove_stale(out: Path, settings: PageImageSettings) -> int:
     """Delete page images made with any other settings; returns how many files went."""
     removed = 0
     base = out / PAGES_DIR
-    for folder in (base.glob("*/*") if base.is_dir() else ()):
+    for folder in base.glob("*/*") if base.is_dir() else ():
         if folder.is_dir() and folder.name != settings.tag:
             removed += sum(1 for f in folder.rglob("*") if f.is_file())
             shutil.rmtree(folder, ignore_errors=True)
@@ -117,8 +117,10 @@ def remove_stale(out: Path, settings: PageImageSettings) -> int:
 
 def split(job: PageImageJob, parts: int) -> list[PageImageJob]:
     size = max(1, -(-len(job.pages) // parts))
-    return [PageImageJob(job.pdf, job.folder, job.pages[i : i + size], job.settings)
-            for i in range(0, len(job.pages), size)]
+    return [
+        PageImageJob(job.pdf, job.folder, job.pages[i : i + size], job.settings)
+        for i in range(0, len(job.pages), size)
+    ]
 
 
 def render_all(jobs: list[PageImageJob], workers: int, on_done=lambda n: None) -> int:

@@ -26,10 +26,11 @@ instead, and the temp files the workers wrote for those pages are removed.
 from __future__ import annotations
 
 import glob
+from collections.abc import Callable, Container, Iterable, Iterator
 from concurrent.futures import BrokenExecutor, Future, as_completed
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any, Callable, Container, Iterable, Iterator
+from typing import Any
 
 from mnote_evidence.build.core.errors import UnknownKind
 from mnote_evidence.build.core.fsutil import adopt, atomic_write_text, stage_bytes
@@ -46,9 +47,15 @@ _worker_site: Any = None  # the worker's own site, built once by `_start`
 _worker_salt: list[Any] | None = None  # what the worker keys its pages with (None: it does not)
 
 
-def write_pages(site: _Site, paths: Iterable[str], jobs: int, advance: Callable[[int], None],
-                distinct: bool = True, salt: list[Any] | None = None,
-                unkeyed: Container[str] = ()) -> dict[str, str]:
+def write_pages(
+    site: _Site,
+    paths: Iterable[str],
+    jobs: int,
+    advance: Callable[[int], None],
+    distinct: bool = True,
+    salt: list[Any] | None = None,
+    unkeyed: Container[str] = (),
+) -> dict[str, str]:
     """Render and write the pages of the resources at `paths` (drawn as they come: the pool starts
     on the first `PAGES_FOR_POOL` while the caller finds the rest); problems go to `site.report`.
     `distinct`: no two of them can share a page (else they are written in order, the last one winning,
@@ -99,15 +106,24 @@ def _write(site: _Site, path: str, salt: list[Any] | None, keys: dict[str, str])
     atomic_write_text(site.out / page_path(path), html)
 
 
-def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, problems: dict[str, Problems],
-             advance: Callable[[int], None], salt: list[Any] | None, keys: dict[str, str],
-             unkeyed: Container[str]) -> None:
+def _in_pool(
+    site: _Site,
+    paths: Iterator[str],
+    order: list[str],
+    jobs: int,
+    problems: dict[str, Problems],
+    advance: Callable[[int], None],
+    salt: list[Any] | None,
+    keys: dict[str, str],
+    unkeyed: Container[str],
+) -> None:
     """Render `paths` in `PAGE_BATCH` tasks; a worker keys the pages of `unkeyed` (the caller keyed the
     others before it drew them: not keyed twice)."""
     args = (type(site), str(site.root), str(site.out), str(site.db_path), site.options, salt)
 
     def task(batch: list[str]) -> Future:
         return pool.submit(_render_batch, batch, [p for p in batch if p in unkeyed])
+
     with worker_pool(jobs, initializer=_start, initargs=args) as pool:
         futures: set[Future] = set()
         batch: list[str] = []
@@ -126,8 +142,13 @@ def _in_pool(site: _Site, paths: Iterator[str], order: list[str], jobs: int, pro
             _done(site, fut.result(), problems, advance, keys)
 
 
-def _done(site: _Site, done: list[tuple[str, Any, tuple[str, int] | None, str | None]],
-          problems: dict[str, Problems], advance: Callable[[int], None], keys: dict[str, str]) -> None:
+def _done(
+    site: _Site,
+    done: list[tuple[str, Any, tuple[str, int] | None, str | None]],
+    problems: dict[str, Problems],
+    advance: Callable[[int], None],
+    keys: dict[str, str],
+) -> None:
     """A task's pages: each temp file in place with this process's batch, its problems and key kept
     (the key in `keys`)."""
     for path, outcome, written, key in done:
@@ -141,7 +162,9 @@ def _done(site: _Site, done: list[tuple[str, Any, tuple[str, int] | None, str | 
     advance(len(done))
 
 
-def _start(site_class: type, root: str, out: str, db_path: str, options: Any, salt: list[Any] | None = None) -> None:
+def _start(
+    site_class: type, root: str, out: str, db_path: str, options: Any, salt: list[Any] | None = None
+) -> None:
     """Worker initializer: this worker's own view of the site (the index opened read-only); `salt`: key
     each page it renders with it (`_Site.render_keyed`)."""
     global _worker_site, _worker_salt
@@ -149,8 +172,9 @@ def _start(site_class: type, root: str, out: str, db_path: str, options: Any, sa
     _worker_salt = salt
 
 
-def _render_batch(paths: list[str], to_key: Container[str] = ()) -> list[tuple[str, Any, tuple[str, int] | None,
-                                                                             str | None]]:
+def _render_batch(
+    paths: list[str], to_key: Container[str] = ()
+) -> list[tuple[str, Any, tuple[str, int] | None, str | None]]:
     """Worker task: render these pages into temp files; for each, its problems (or an UnknownKind's kind
     and rule), its temp file with its size (None: the page on disk already has these bytes) and its
     key (None: not in `to_key`, or the worker keys nothing)."""

@@ -13,18 +13,20 @@ Invariants: block ids come from the artifact, never recomputed here; every URL i
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from mnote_evidence.build.workspace.links import LinkResolver
-from mnote_evidence.build.core.model import ParsedResourceArtifact, ResourceRow as Resource
+from mnote_evidence.build.core.model import ParsedResourceArtifact
+from mnote_evidence.build.core.model import ResourceRow as Resource
+from mnote_evidence.build.core.urls import relative_url
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.render import page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, compile_note, run_program
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import load_program
-from mnote_evidence.build.core.urls import relative_url
+from mnote_evidence.build.workspace.links import LinkResolver
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -42,11 +44,14 @@ class _Site(Protocol):
     report: Any  # RenderReport: `.problems`
 
 
-PageRule = Callable[[_Site, Resource, dict[str, Any], ParsedResourceArtifact | NoteMap, str], str]  # NoteMap: a note
+PageRule = Callable[
+    [_Site, Resource, dict[str, Any], ParsedResourceArtifact | NoteMap, str], str
+]  # NoteMap: a note
 
 
-def note_body(site: _Site, res: Resource, artifact: NoteMap, page: str,
-              aliases: dict[str, list[str]]) -> str | None:
+def note_body(
+    site: _Site, res: Resource, artifact: NoteMap, page: str, aliases: dict[str, list[str]]
+) -> str | None:
     """A note's HTML with its links relative to `page` (its own page, or the front page);
     None when the note no longer matches its indexed blocks (recorded as `note_changed`). The blocks
     themselves are read only when the note is compiled here (`render/note_map.py`)."""
@@ -73,12 +78,16 @@ def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: NoteMap, pag
     return site.env.get_template("note.html").render(ctx)
 
 
-def _paged(site: _Site, ctx: dict[str, Any], artifact: ParsedResourceArtifact, image: Callable[[int], str]) -> str:
+def _paged(
+    site: _Site, ctx: dict[str, Any], artifact: ParsedResourceArtifact, image: Callable[[int], str]
+) -> str:
     by_page: dict[int, list] = {p.page: [] for p in artifact.pages}
     for block in artifact.blocks:
         by_page[block.page].append(block)
-    ctx["pages"] = [{"n": p.page, "width": p.width, "height": p.height, "image": image(p.page),
-                     "blocks": by_page[p.page]} for p in artifact.pages]
+    ctx["pages"] = [
+        {"n": p.page, "width": p.width, "height": p.height, "image": image(p.page), "blocks": by_page[p.page]}
+        for p in artifact.pages
+    ]
     return site.env.get_template("paged.html").render(ctx)
 
 
@@ -88,16 +97,24 @@ def pdf(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourc
     settings, cap = site.options.images, site.options.max_page_images
     folder = page_images.image_folder(res.source_hash, settings)
     ctx["max_page_images"] = cap
-    return _paged(site, ctx, artifact, lambda n: (
-        relative_url(page, f"{folder}/{page_images.image_name(n, settings)}") if n <= cap else ""))
+    return _paged(
+        site,
+        ctx,
+        artifact,
+        lambda n: relative_url(page, f"{folder}/{page_images.image_name(n, settings)}") if n <= cap else "",
+    )
 
 
-def image(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
+def image(
+    site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str
+) -> str:
     """An image: the original file as the one page, OCR line boxes over it."""
     return _paged(site, ctx, artifact, lambda n: ctx["source_url"])
 
 
-def document(site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str) -> str:
+def document(
+    site: _Site, res: Resource, ctx: dict[str, Any], artifact: ParsedResourceArtifact, page: str
+) -> str:
     """A flowing document (DOCX): headings, paragraphs and tables, each block anchored."""
     levels = {s.id: s.level for s in artifact.sections}
     items: list[dict[str, Any]] = []

@@ -37,22 +37,39 @@ from typing import TYPE_CHECKING, Any
 from mnote_evidence import __version__
 from mnote_evidence.build.core.assets import asset_dir
 from mnote_evidence.build.core.defaults import DEFAULT_MAX_PAGE_IMAGES
-from mnote_evidence.build.core.fsutil import atomic_write_text, commit_pending, in_durable_batch
 from mnote_evidence.build.core.errors import UnknownKind
 from mnote_evidence.build.core.formats import format_for
-from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
-from mnote_evidence.build.workspace.links import LinkResolver, alias_map
+from mnote_evidence.build.core.fsutil import atomic_write_text, commit_pending, in_durable_batch
+from mnote_evidence.build.core.headers import HEADERS_FILE, PAGE_CSP, headers_file
 from mnote_evidence.build.core.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
-from mnote_evidence.build.render import copies, data, dirty, page_images, page_pool, state as site_state, tag_pages
+from mnote_evidence.build.core.urls import (
+    MOVED_PAGES_DIR,
+    STATIC_DIR,
+    copy_path,
+    is_reserved,
+    page_path,
+    relative_url,
+)
+from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
+from mnote_evidence.build.parse.sidecars import artifact_from_source_map
+from mnote_evidence.build.render import (
+    copies,
+    data,
+    dirty,
+    page_images,
+    page_pool,
+    tag_pages,
+)
+from mnote_evidence.build.render import (
+    state as site_state,
+)
 from mnote_evidence.build.render.backlinks import Sentences, items_html
 from mnote_evidence.build.render.front import INDEX, FrontPage, same_tree, tree
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
-from mnote_evidence.build.core.headers import HEADERS_FILE, PAGE_CSP, headers_file
-from mnote_evidence.build.parse.sidecars import artifact_from_source_map
-from mnote_evidence.build.core.urls import MOVED_PAGES_DIR, STATIC_DIR, copy_path, is_reserved, page_path, relative_url
+from mnote_evidence.build.workspace.links import LinkResolver, alias_map
 
 if TYPE_CHECKING:  # Jinja and the page rules (the Markdown renderer) load where pages are drawn: a render
     from jinja2 import Environment  # with nothing to do (a no-op build) spends 50 ms on neither
@@ -67,7 +84,9 @@ HOME_CACHE = ".mnote-front-note.json"  # the home note as the front page shows i
 class RenderOptions:
     jobs: int = 1
     images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
-    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: no image, warning page_images_capped
+    max_page_images: int = (
+        DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: no image, warning page_images_capped
+    )
     ask: bool = False  # a knowledge server is configured (the build's LightRAG URL): link the Ask page
 
 
@@ -91,12 +110,20 @@ def _templates_dir() -> Path:
 
 def _environment() -> Environment:
     from mnote_evidence.build.render.templates import environment  # only where pages are drawn
+
     return environment(_templates_dir())
 
 
 class _Site:
-    def __init__(self, root: Path, out: Path, db_path: Path, options: RenderOptions,
-                 from_build: data.FromBuild | None = None, state: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        out: Path,
+        db_path: Path,
+        options: RenderOptions,
+        from_build: data.FromBuild | None = None,
+        state: dict[str, Any] | None = None,
+    ):
         self.root, self.out, self.db_path, self.options = root, out, db_path, options
         self.programs: Path | None = out / PROGRAMS_DIR  # notes compiled where they were parsed
         self.conn = data.connect_ro(db_path)
@@ -107,12 +134,22 @@ class _Site:
         self.same_tree = from_build is not None and same_tree(len(from_build.rows), again, self.by_path)
         # rows written since the build's read whose page fields changed: their pages' keys change too (a key
         # hashes those fields), so they are keyed where they are drawn, their backlinks read once for both
-        self.rows_changed = {p for p, old in (again or {}).items() if p in self.by_path and (
-            old is None or data.page_fields(old) != data.page_fields(self.by_path[p]))}
-        aliases = (from_build.aliases if from_build and from_build.aliases is not None
-                   else alias_map(recorded_aliases(self.conn)))
-        self.resolver = _resolver({r.path for r in self.resources if r.status != STATUS_STALE}, aliases,
-                                  from_build.resolver if from_build else None)
+        self.rows_changed = {
+            p
+            for p, old in (again or {}).items()
+            if p in self.by_path
+            and (old is None or data.page_fields(old) != data.page_fields(self.by_path[p]))
+        }
+        aliases = (
+            from_build.aliases
+            if from_build and from_build.aliases is not None
+            else alias_map(recorded_aliases(self.conn))
+        )
+        self.resolver = _resolver(
+            {r.path for r in self.resources if r.status != STATUS_STALE},
+            aliases,
+            from_build.resolver if from_build else None,
+        )
         self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
         # the collisions depend on the paths alone: those the state recorded for the same paths stand
         self.paths_key = _paths_key(self.resources)
@@ -122,6 +159,7 @@ class _Site:
             self._collisions()
         self.meta = dict(self.conn.execute("SELECT key, value FROM build_meta").fetchall())
         from mnote_evidence.build.render.pages import RULES
+
         self.rules = dict(RULES)  # replaceable per site, like markdown-it-py's renderer rules
         self.sentences = Sentences(self.conn)
 
@@ -132,56 +170,108 @@ class _Site:
         for r in self.resources:
             page = page_path(r.path)
             if page in pages:
-                self.report.problems.append({"path": r.path, "code": "page_collision", "message": (
-                    f"its page {page} is also the page of {pages[page]}; rename one of them")})
+                self.report.problems.append(
+                    {
+                        "path": r.path,
+                        "code": "page_collision",
+                        "message": (f"its page {page} is also the page of {pages[page]}; rename one of them"),
+                    }
+                )
             pages.setdefault(page, r.path)
             if page.startswith(f"{MOVED_PAGES_DIR}/"):
-                self.report.problems.append({"path": r.path, "code": "reserved_name", "message": (
-                    f"its usual page would be a file the build generates; its page is {page}")})
+                self.report.problems.append(
+                    {
+                        "path": r.path,
+                        "code": "reserved_name",
+                        "message": (
+                            f"its usual page would be a file the build generates; its page is {page}"
+                        ),
+                    }
+                )
             if is_reserved(r.path):
-                self.report.problems.append({"path": r.path, "code": "reserved_name", "message": (
-                    f"its name is one the build generates; its copy in the site is {copy_path(r.path)}")})
+                self.report.problems.append(
+                    {
+                        "path": r.path,
+                        "code": "reserved_name",
+                        "message": (
+                            f"its name is one the build generates; its copy in the site is {copy_path(r.path)}"
+                        ),
+                    }
+                )
             elif copy_path(r.path) in pages and pages[copy_path(r.path)] != r.path:
-                self.report.problems.append({"path": r.path, "code": "page_collision", "message": (
-                    f"the copy of this file would overwrite the page of {pages[copy_path(r.path)]}; "
-                    "it is not copied into the site")})
+                self.report.problems.append(
+                    {
+                        "path": r.path,
+                        "code": "page_collision",
+                        "message": (
+                            f"the copy of this file would overwrite the page of {pages[copy_path(r.path)]}; "
+                            "it is not copied into the site"
+                        ),
+                    }
+                )
 
     # -- common context ----------------------------------------------------------
     def _base(self, page: str, title: str, source_path: str | None) -> dict[str, Any]:
         """Header and head of every page: the workspace's name links home, then the folders, then the file."""
         parts = (source_path or page).split("/")
-        return {"title": title, "page": page, "crumbs": [{"name": p, "url": None} for p in parts[:-1]],
-                "file_name": parts[-1], "static": relative_url(page, STATIC_DIR), "home": relative_url(page, INDEX),
-                "ask_url": relative_url(page, "ask.html") if self.options.ask else None,
-                "workspace": self.meta.get("workspace_name", "workspace"), "csp": PAGE_CSP}
+        return {
+            "title": title,
+            "page": page,
+            "crumbs": [{"name": p, "url": None} for p in parts[:-1]],
+            "file_name": parts[-1],
+            "static": relative_url(page, STATIC_DIR),
+            "home": relative_url(page, INDEX),
+            "ask_url": relative_url(page, "ask.html") if self.options.ask else None,
+            "workspace": self.meta.get("workspace_name", "workspace"),
+            "csp": PAGE_CSP,
+        }
 
-    def _resource_context(self, res: data.Resource, page: str, backlinks: list[data.Backlink],
-                          aliases: list[data.Alias]) -> dict[str, Any]:
+    def _resource_context(
+        self, res: data.Resource, page: str, backlinks: list[data.Backlink], aliases: list[data.Alias]
+    ) -> dict[str, Any]:
         ctx = self._base(page, posixpath.basename(res.path), res.path)
         owner = self.by_path.get(res.owner) if res.owner and res.owner != res.path else None
-        ctx.update({
-            "res": res,
-            "source_url": relative_url(page, copy_path(res.path)) if self._copyable(res) else None,
-            "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))} if owner else None,
-            "outline": data.section_tree(self.conn, res.resource_id),
-            "backlinks": [{"path": b.from_path, "name": self._title_of(b.from_path),
-                           "folder": posixpath.dirname(b.from_path), "text": b.text, "sentence": sentence,
-                           "url": relative_url(page, page_path(b.from_path), b.block_id)}
-                          for b, sentence in zip(backlinks, self.sentences.snippets(backlinks, res.path))],
-            "removed_aliases": [a.old_id for a in aliases if a.successor is None],
-            "aliases": _aliases_by_successor(aliases),
-        })
+        ctx.update(
+            {
+                "res": res,
+                "source_url": relative_url(page, copy_path(res.path)) if self._copyable(res) else None,
+                "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))}
+                if owner
+                else None,
+                "outline": data.section_tree(self.conn, res.resource_id),
+                "backlinks": [
+                    {
+                        "path": b.from_path,
+                        "name": self._title_of(b.from_path),
+                        "folder": posixpath.dirname(b.from_path),
+                        "text": b.text,
+                        "sentence": sentence,
+                        "url": relative_url(page, page_path(b.from_path), b.block_id),
+                    }
+                    for b, sentence in zip(backlinks, self.sentences.snippets(backlinks, res.path))
+                ],
+                "removed_aliases": [a.old_id for a in aliases if a.successor is None],
+                "aliases": _aliases_by_successor(aliases),
+            }
+        )
         ctx["backlinks_html"] = items_html(ctx["backlinks"])
         return ctx
 
     def _page_image(self, path: str, page: int) -> str | None:
         """Site path of a PDF page's image (None: no such page, or past the page-image cap)."""
         res = self.by_path.get(path)
-        if (res is None or res.kind != KIND_PDF or res.status != STATUS_OK or not res.source_hash
-                or not 1 <= page <= min(res.page_count or 0, self.options.max_page_images)):
+        if (
+            res is None
+            or res.kind != KIND_PDF
+            or res.status != STATUS_OK
+            or not res.source_hash
+            or not 1 <= page <= min(res.page_count or 0, self.options.max_page_images)
+        ):
             return None
         settings = self.options.images
-        return f"{page_images.image_folder(res.source_hash, settings)}/{page_images.image_name(page, settings)}"
+        return (
+            f"{page_images.image_folder(res.source_hash, settings)}/{page_images.image_name(page, settings)}"
+        )
 
     def _title_of(self, path: str) -> str:
         """A resource's title as the provider chose it (front matter, first heading), else its file name."""
@@ -202,12 +292,17 @@ class _Site:
 
     # -- one page per resource ----------------------------------------------------
     def render_resource(self, res: data.Resource) -> str:
-        return self._render(res, data.backlinks(self.conn, res.resource_id), data.aliases(self.conn, res.resource_id))
+        return self._render(
+            res, data.backlinks(self.conn, res.resource_id), data.aliases(self.conn, res.resource_id)
+        )
 
     def render_keyed(self, res: data.Resource, salt: list[Any]) -> tuple[str, str]:
         """The page and its key (`_page_key` with `salt`), reading the backlinks and aliases once for both:
         a page with no key to compare (a full build's) is keyed where it is rendered."""
-        backlinks, aliases = data.backlinks(self.conn, res.resource_id), data.aliases(self.conn, res.resource_id)
+        backlinks, aliases = (
+            data.backlinks(self.conn, res.resource_id),
+            data.aliases(self.conn, res.resource_id),
+        )
         key = _page_key(self, res, salt, data.fingerprint_of(backlinks, aliases))
         return self._render(res, backlinks, aliases), key
 
@@ -229,8 +324,13 @@ class _Site:
         try:
             doc = json.loads((self.root / res.source_map_path).read_text("utf-8"))
         except (OSError, ValueError):
-            self.report.problems.append({"path": res.path, "code": "sidecar_missing",
-                                         "message": "source map not readable; rebuild to recreate it"})
+            self.report.problems.append(
+                {
+                    "path": res.path,
+                    "code": "sidecar_missing",
+                    "message": "source map not readable; rebuild to recreate it",
+                }
+            )
             return None
         if res.kind == KIND_MARKDOWN:  # (a note has no pages) its blocks built only if needed
             return NoteMap(doc)
@@ -270,7 +370,10 @@ class _Site:
         default). Every edit changes the front page (its recent changes), and compiling the home note
         again (no program: only the edited note was parsed) was most of its cost: both are kept in
         `HOME_CACHE` with the note's page key, which changes whenever its body or title could."""
-        key, cache = f"{front.note_key}|{self.templates_salt}" if front.note_key else None, self.out / HOME_CACHE
+        key, cache = (
+            f"{front.note_key}|{self.templates_salt}" if front.note_key else None,
+            self.out / HOME_CACHE,
+        )
         try:
             cached = json.loads(cache.read_text("utf-8")) if key else None
             if cached and cached["key"] == key:
@@ -278,17 +381,25 @@ class _Site:
         except (OSError, ValueError, KeyError, TypeError):
             pass
         from mnote_evidence.build.render.pages import note_body, note_title
+
         artifact = self._artifact(front.note)
         if artifact is None:
             return None, None
         known = len(self.report.problems)
-        body = note_body(self, front.note, artifact, INDEX, _aliases_by_successor(
-            data.aliases(self.conn, front.note.resource_id)))
+        body = note_body(
+            self,
+            front.note,
+            artifact,
+            INDEX,
+            _aliases_by_successor(data.aliases(self.conn, front.note.resource_id)),
+        )
         if any(p in self.report.problems[:known] for p in self.report.problems[known:]):
             del self.report.problems[known:]  # already reported by the note's own page
         title = note_title(front.note, artifact)
         if key and body is not None:
-            atomic_write_text(cache, json.dumps({"key": key, "body": body, "title": title}))  # ASCII: any text
+            atomic_write_text(
+                cache, json.dumps({"key": key, "body": body, "title": title})
+            )  # ASCII: any text
         return body, title
 
 
@@ -313,8 +424,11 @@ def _paths_key(resources: list[data.Resource]) -> str:
 def _resolver(paths: set[str], aliases: dict[str, str], built: LinkResolver | None) -> LinkResolver:
     """The build's resolver when it resolves exactly as one over `paths` and `aliases` would
     (same paths, same aliases among them), else a new one (indexing 10,000 paths costs 0.05 s)."""
-    if built is not None and built.paths == paths and built.aliases == {a: p for a, p in aliases.items()
-                                                                         if p in paths}:
+    if (
+        built is not None
+        and built.paths == paths
+        and built.aliases == {a: p for a, p in aliases.items() if p in paths}
+    ):
         return built
     return LinkResolver(paths, aliases)
 
@@ -329,13 +443,17 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
 
 def _page_key(site: _Site, res: data.Resource, salt: list[Any], fingerprint: list[Any] | None = None) -> str:
     """`fingerprint`: `data.dependency_fingerprint` of `res`, when read already."""
-    extra = fingerprint if fingerprint is not None else data.dependency_fingerprint(site.conn, res.resource_id)
+    extra = (
+        fingerprint if fingerprint is not None else data.dependency_fingerprint(site.conn, res.resource_id)
+    )
     extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
     if res.kind == KIND_MARKDOWN:  # its links' resolutions, and what it shows of their targets
         extra.append(dirty.shown_of_targets(site, res))
-        if site.conn.execute("SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
-                             "= l.target_path WHERE l.resource_id = ? AND l.kind = 'embed' AND t.kind = ?",
-                             [res.resource_id, KIND_PDF]).fetchone():
+        if site.conn.execute(
+            "SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
+            "= l.target_path WHERE l.resource_id = ? AND l.kind = 'embed' AND t.kind = ?",
+            [res.resource_id, KIND_PDF],
+        ).fetchone():
             extra += [site.options.images.tag, site.options.max_page_images]  # it shows PDF page images
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
         extra += [site.options.images.tag, site.options.max_page_images]
@@ -348,26 +466,45 @@ def _load_state(out: Path) -> dict[str, Any]:
 
 def capped_warnings(resources: list[data.Resource], cap: int) -> list[dict[str, str]]:
     """A `page_images_capped` warning for each PDF with more pages than get an image."""
-    return [{"path": res.path, "code": "page_images_capped",
-             "message": f"rendered page images for pages 1-{cap} of {res.page_count} only; later pages are "
-                        f"listed with their text and anchors, without an image (raise the cap with "
-                        f"--max-page-images, BuildOptions.max_page_images)"}
-            for res in resources if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count > cap]
+    return [
+        {
+            "path": res.path,
+            "code": "page_images_capped",
+            "message": f"rendered page images for pages 1-{cap} of {res.page_count} only; later pages are "
+            f"listed with their text and anchors, without an image (raise the cap with "
+            f"--max-page-images, BuildOptions.max_page_images)",
+        }
+        for res in resources
+        if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count > cap
+    ]
 
 
-def _unchanged_site(db_path: Path, options: RenderOptions, on_progress: OnProgress | None,
-                    started: float, collisions: list[dict[str, str]]) -> RenderReport:
+def _unchanged_site(
+    db_path: Path,
+    options: RenderOptions,
+    on_progress: OnProgress | None,
+    started: float,
+    collisions: list[dict[str, str]],
+) -> RenderReport:
     """The report of a render with nothing to do (what `render_site` would report, without its work)."""
     conn = data.connect_ro(db_path)
     try:
-        resources = [data.Resource.from_sql(r) for r in conn.execute(
-            "SELECT * FROM evidence_resource WHERE kind = ? AND status = ? AND page_count > ? "
-            "ORDER BY source_root_relative_path", [KIND_PDF, STATUS_OK, options.max_page_images])]
+        resources = [
+            data.Resource.from_sql(r)
+            for r in conn.execute(
+                "SELECT * FROM evidence_resource WHERE kind = ? AND status = ? AND page_count > ? "
+                "ORDER BY source_root_relative_path",
+                [KIND_PDF, STATUS_OK, options.max_page_images],
+            )
+        ]
         total = conn.execute("SELECT count(*) FROM evidence_resource").fetchone()[0]
     finally:
         conn.close()
-    report = RenderReport(pages_unchanged=total, warnings=capped_warnings(resources, options.max_page_images),
-                          problems=list(collisions))
+    report = RenderReport(
+        pages_unchanged=total,
+        warnings=capped_warnings(resources, options.max_page_images),
+        problems=list(collisions),
+    )
     StageProgress(on_progress, Stage.RENDER, total).finish()
     StageProgress(on_progress, Stage.PAGE_IMAGES, 0)
     report.seconds = round(time.perf_counter() - started, 3)
@@ -375,8 +512,14 @@ def _unchanged_site(db_path: Path, options: RenderOptions, on_progress: OnProgre
 
 
 @in_durable_batch  # pages are synced together, and before the state file that records them
-def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | None = None,
-                on_progress: OnProgress | None = None, from_build: data.FromBuild | None = None) -> RenderReport:
+def render_site(
+    root: Path,
+    out: Path,
+    db_path: Path,
+    options: RenderOptions | None = None,
+    on_progress: OnProgress | None = None,
+    from_build: data.FromBuild | None = None,
+) -> RenderReport:
     """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images.
 
     Incremental twice over: only the pages the build named (`dirty.dirty_since`: rewritten resources, and the
@@ -402,7 +545,11 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         salt.append(options.ask)  # the header's Ask link is on every page
         pages: dict[str, Any] = state.get("pages", {})  # page -> entry (`render/state.py`)
         since = dirty.dirty_since(site.meta, state, stamp) if (out / INDEX).exists() else None
-        todo = site.resources if since is None else [site.by_path[p] for p in since["resources"] if p in site.by_path]
+        todo = (
+            site.resources
+            if since is None
+            else [site.by_path[p] for p in since["resources"] if p in site.by_path]
+        )
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
         # the pages that stay (the rest get tombstones): with the paths the last render had, its pages stand
@@ -423,11 +570,15 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                     copies.copy_source(root, out, res.path, folders)
                 if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
                     folder = out / page_images.image_folder(res.source_hash, options.images)
-                    missing = page_images.missing_pages(folder, min(res.page_count, options.max_page_images),
-                                                        options.images)
+                    missing = page_images.missing_pages(
+                        folder, min(res.page_count, options.max_page_images), options.images
+                    )
                     if missing:
-                        image_jobs.append(page_images.PageImageJob(str(root / res.path), str(folder), missing,
-                                                                   options.images))
+                        image_jobs.append(
+                            page_images.PageImageJob(
+                                str(root / res.path), str(folder), missing, options.images
+                            )
+                        )
                 if compared and site_state.entry_key(pages[page]) == key:
                     site.report.pages_unchanged += 1
                     rendering.advance()
@@ -437,9 +588,16 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
                     pages[page] = site_state.page_entry(key or "", res.path)  # in this order; unkeyed: below
                     site.report.pages_written += 1
                     yield res.path  # written in the worker pool when there are many
-        keyed = page_pool.write_pages(site, changed(), options.jobs, rendering.advance,
-                                      distinct=len({page_path(r.path) for r in todo}) == len(todo),
-                                      salt=salt, unkeyed=unkeyed)
+
+        keyed = page_pool.write_pages(
+            site,
+            changed(),
+            options.jobs,
+            rendering.advance,
+            distinct=len({page_path(r.path) for r in todo}) == len(todo),
+            salt=salt,
+            unkeyed=unkeyed,
+        )
         for res in todo:  # in order: of two sources sharing a page, the last one written holds it
             if res.path in unkeyed:
                 keys[res.path] = keyed[res.path]
@@ -449,10 +607,11 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
             site.report.pages_unchanged += len(site.resources) - len(todo)
         tags = site_state.tag_entries(pages)  # tag_pages reads and updates the tag pages' entries alone
         had_tags = set(tags)
-        site.report.tag_pages = tag_pages.write(site, out, tags, current,
-                                                only=None if since is None else since.get("tags", []))
+        site.report.tag_pages = tag_pages.write(
+            site, out, tags, current, only=None if since is None else since.get("tags", [])
+        )
         site_state.merge_tags(pages, had_tags, tags)
-        for page, entry in ([] if same_paths else list(pages.items())):
+        for page, entry in [] if same_paths else list(pages.items()):
             if page not in current and site_state.entry_key(entry) != site_state.TOMBSTONE:
                 source = site_state.entry_source(entry)
                 atomic_write_text(out / page, site.render_tombstone(page, source))
@@ -467,21 +626,40 @@ def render_site(root: Path, out: Path, db_path: Path, options: RenderOptions | N
         # the state's tree key holds for the rows it was computed from: the build's, when the site was
         # rendered from the build before (`since`) and no row of the tree changed (`same_tree`)
         recorded_tree = state.get("tree") if since is not None and site.same_tree else None
-        front = FrontPage.of(site.resources, lambda note: keys.get(note.path) or site_state.entry_key(pages.get(
-            page_path(note.path))), options.ask, recorded_tree if isinstance(recorded_tree, str) else None)
+        front = FrontPage.of(
+            site.resources,
+            lambda note: keys.get(note.path) or site_state.entry_key(pages.get(page_path(note.path))),
+            options.ask,
+            recorded_tree if isinstance(recorded_tree, str) else None,
+        )
         front_key = front.key(salt)
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
             site.report.front_page_written = True
         if since is None or not (out / "ask.html").exists():  # same templates and settings: as they were
-            atomic_write_text(out / "ask.html", site.env.get_template("ask.html").render(
-                site._base("ask.html", "Ask", None) | {"file_name": "Ask"}))
+            atomic_write_text(
+                out / "ask.html",
+                site.env.get_template("ask.html").render(
+                    site._base("ask.html", "Ask", None) | {"file_name": "Ask"}
+                ),
+            )
             copies.copy_static(_templates_dir(), out)
             atomic_write_text(out / HEADERS_FILE, headers_file())
         commit_pending()  # the pages are on disk before the state file says they are done
-        site_state.save(out, {"stamp": stamp, "front": front_key, "tree": front.tree_key(), "ask": options.ask,
-                              "collisions": collisions,
-                              "paths_key": site.paths_key, "templates": templates_signed}, pages, state)
+        site_state.save(
+            out,
+            {
+                "stamp": stamp,
+                "front": front_key,
+                "tree": front.tree_key(),
+                "ask": options.ask,
+                "collisions": collisions,
+                "paths_key": site.paths_key,
+                "templates": templates_signed,
+            },
+            pages,
+            state,
+        )
     finally:
         site.conn.close()
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)  # what the render did not use

@@ -67,8 +67,12 @@ def with_pages(out: Path, state: dict[str, Any]) -> dict[str, Any]:
         return state
     base = _read(out / PAGES_FILE)
     removed = state.get("removed")
-    if (base is None or base.get("id") != state.get("base") or not isinstance(base.get("pages"), dict)
-            or not isinstance(removed, list)):
+    if (
+        base is None
+        or base.get("id") != state.get("base")
+        or not isinstance(base.get("pages"), dict)
+        or not isinstance(removed, list)
+    ):
         return {}  # a base of another state (or none): nothing is trusted
     pages = dict(base["pages"])
     pages.update(state["pages"])
@@ -97,8 +101,9 @@ def save(out: Path, head: dict[str, Any], pages: dict[str, Any], loaded: dict[st
         changed = {p: e for p, e in pages.items() if p not in before or before[p] != e}
         removed = [p for p in before if p not in pages]
         if len(changed) + len(removed) <= max(COMPACT_MIN, len(before) // 10):
-            atomic_write_text(out / STATE_FILE, dumps({**head, "base": base["id"], "pages": changed,
-                                                       "removed": removed}))
+            atomic_write_text(
+                out / STATE_FILE, dumps({**head, "base": base["id"], "pages": changed, "removed": removed})
+            )
             return
     text = json.dumps(pages, ensure_ascii=False)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
@@ -107,14 +112,21 @@ def save(out: Path, head: dict[str, Any], pages: dict[str, Any], loaded: dict[st
 
 
 def _compact(entry: Any) -> Any:
-    if isinstance(entry, dict) and entry.keys() == {"key", "source"} and entry["key"] != TOMBSTONE \
-            and isinstance(entry["key"], str) and isinstance(entry["source"], str):
+    if (
+        isinstance(entry, dict)
+        and entry.keys() == {"key", "source"}
+        and entry["key"] != TOMBSTONE
+        and isinstance(entry["key"], str)
+        and isinstance(entry["source"], str)
+    ):
         return page_entry(entry["key"], entry["source"])
     return entry
 
 
 def dumps(state: dict[str, Any]) -> str:
-    return json.dumps({**state, "format": FORMAT}, ensure_ascii=False)  # no indent=: the C encoder, 10x faster
+    return json.dumps(
+        {**state, "format": FORMAT}, ensure_ascii=False
+    )  # no indent=: the C encoder, 10x faster
 
 
 def page_entry(key: str, source: str) -> str:
@@ -161,7 +173,9 @@ def _signature(folder: Path) -> str:
         for name in files:
             path = os.path.join(base, name)
             st = os.stat(path)
-            rows.append(f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}")
+            rows.append(
+                f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
+            )
     rows.sort()
     return hashlib.sha256("\0".join([str(folder), *rows]).encode()).hexdigest()
 
@@ -180,7 +194,12 @@ def templates_hash(folder: Path, state: dict[str, Any]) -> tuple[str, list[str]]
     records; and the [signature, hash] pair to record for the next render."""
     signature = _signature(folder)
     recorded = state.get("templates")
-    if isinstance(recorded, list) and len(recorded) == 2 and recorded[0] == signature and isinstance(recorded[1], str):
+    if (
+        isinstance(recorded, list)
+        and len(recorded) == 2
+        and recorded[0] == signature
+        and isinstance(recorded[1], str)
+    ):
         return recorded[1], recorded
     digest = content_hash(folder)
     return digest, [signature, digest]

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.core.fsutil import atomic_write_text
+from mnote_evidence.build.core.urls import TAGS_DIR, page_path, relative_url
 from mnote_evidence.build.index.schema import TAG_LINKS
 from mnote_evidence.build.render.note_links import tag_page
-from mnote_evidence.build.core.urls import TAGS_DIR, page_path, relative_url
 
 INDEX = f"{TAGS_DIR}/index.html"
 
@@ -28,8 +28,10 @@ INDEX = f"{TAGS_DIR}/index.html"
 # tag rows are read through their index (evidence_link_tag: lower(target) WHERE TAG_LINKS), so an edit's
 # `only` tags cost their own rows, not a scan of every link row
 _TAG = TAG_LINKS.format(l="l.")
-_FROM = ("FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-         f"JOIN evidence_block b ON b.block_id = l.source_block_id WHERE {_TAG} AND r.status = 'ok'")
+_FROM = (
+    "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+    f"JOIN evidence_block b ON b.block_id = l.source_block_id WHERE {_TAG} AND r.status = 'ok'"
+)
 
 
 def tag_entries(conn, only: list[str] | None = None) -> dict[str, list[dict[str, str]]]:
@@ -37,15 +39,21 @@ def tag_entries(conn, only: list[str] | None = None) -> dict[str, list[dict[str,
     the tags (as written, any case) in that list."""
     out: dict[str, list[dict[str, str]]] = {}
     seen: set[tuple[str, str]] = set()
-    where, args = ("", []) if only is None else (
-        " AND lower(l.target) IN (SELECT lower(value) FROM json_each(?))", [json.dumps(only)])
+    where, args = (
+        ("", [])
+        if only is None
+        else (" AND lower(l.target) IN (SELECT lower(value) FROM json_each(?))", [json.dumps(only)])
+    )
     for tag, path, block_id, text, kind, title in conn.execute(
-            "SELECT lower(l.target), r.source_root_relative_path, b.block_id, b.text, b.kind, r.title "
-            f"{_FROM}{where} ORDER BY 2, b.ordinal", args):
+        "SELECT lower(l.target), r.source_root_relative_path, b.block_id, b.text, b.kind, r.title "
+        f"{_FROM}{where} ORDER BY 2, b.ordinal",
+        args,
+    ):
         if (tag, block_id) not in seen:
             seen.add((tag, block_id))
-            out.setdefault(tag, []).append({"path": path, "block_id": block_id, "text": text,
-                                            "kind": kind, "title": title or path})
+            out.setdefault(tag, []).append(
+                {"path": path, "block_id": block_id, "text": text, "kind": kind, "title": title or path}
+            )
     return dict(sorted(out.items()))
 
 
@@ -56,13 +64,17 @@ def _key(payload: Any, salt: str) -> str:
 def tag_counts(conn) -> dict[str, int]:
     """tag (lower case) -> how many blocks carry it (what the tag index shows), in tag order. The links of
     an `ok` note all sit in its blocks, so the links alone count them."""
-    return dict(conn.execute(
-        "SELECT lower(l.target), count(DISTINCT l.source_block_id) FROM evidence_link l JOIN evidence_resource r "
-        f"USING (resource_id) WHERE {_TAG} AND r.status = 'ok' GROUP BY 1 ORDER BY 1"))
+    return dict(
+        conn.execute(
+            "SELECT lower(l.target), count(DISTINCT l.source_block_id) FROM evidence_link l JOIN evidence_resource r "
+            f"USING (resource_id) WHERE {_TAG} AND r.status = 'ok' GROUP BY 1 ORDER BY 1"
+        )
+    )
 
 
-def _counts(conn, pages: dict[str, Any], only: list[str] | None,
-            entries: dict[str, list[dict[str, str]]]) -> tuple[dict[str, int], list[str] | None]:
+def _counts(
+    conn, pages: dict[str, Any], only: list[str] | None, entries: dict[str, list[dict[str, str]]]
+) -> tuple[dict[str, int], list[str] | None]:
     """Every tag's count, and the tags counted again (lower case; None: all were). The counts are those the
     state recorded with the tag index (`pages[INDEX]["counts"]`), with the tags in `only` counted again
     from their `entries` (one per block: what `tag_counts` counts, see there); a tag whose blocks are all
@@ -73,8 +85,13 @@ def _counts(conn, pages: dict[str, Any], only: list[str] | None,
     if only is None or not isinstance(recorded, dict):
         return tag_counts(conn), None
     counts = dict(recorded)
-    changed = [t for (t,) in conn.execute("SELECT lower(value) FROM json_each(?)",  # SQL's lower(), as
-                                          [json.dumps(only)])]  # tag_entries compares
+    changed = [
+        t
+        for (t,) in conn.execute(
+            "SELECT lower(value) FROM json_each(?)",  # SQL's lower(), as
+            [json.dumps(only)],
+        )
+    ]  # tag_entries compares
     for tag in changed:
         counts.pop(tag, None)
     counts.update({tag: len(blocks) for tag, blocks in entries.items()})
@@ -98,21 +115,33 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[
     todo[INDEX] = None
     for page, tag in todo.items():
         if tag is None:
-            payload: Any = [{"tag": t, "count": n, "url": relative_url(page, tag_page(t))}
-                            for t, n in counts.items()]
+            payload: Any = [
+                {"tag": t, "count": n, "url": relative_url(page, tag_page(t))} for t, n in counts.items()
+            ]
         else:
             notes: dict[str, dict[str, Any]] = {}
             for e in tags[tag]:
-                note = notes.setdefault(e["path"], {"path": e["path"], "title": e["title"], "blocks": [],
-                                                    "url": relative_url(page, page_path(e["path"]))})
+                note = notes.setdefault(
+                    e["path"],
+                    {
+                        "path": e["path"],
+                        "title": e["title"],
+                        "blocks": [],
+                        "url": relative_url(page, page_path(e["path"])),
+                    },
+                )
                 note["blocks"].append({**e, "url": relative_url(page, page_path(e["path"]), e["block_id"])})
             payload = list(notes.values())
         key = _key([tag, payload], salt)
         if pages.get(page, {}).get("key") == key and (out / page).exists():
             continue
-        ctx = site._base(page, f"#{tag}" if tag else "Tags", None) | {"crumbs": [], "file_name": (
-            f"#{tag}" if tag else "Tags"), "tag": tag, "entries": payload,
-            "index_url": relative_url(page, INDEX)}
+        ctx = site._base(page, f"#{tag}" if tag else "Tags", None) | {
+            "crumbs": [],
+            "file_name": (f"#{tag}" if tag else "Tags"),
+            "tag": tag,
+            "entries": payload,
+            "index_url": relative_url(page, INDEX),
+        }
         atomic_write_text(out / page, template.render(ctx))
         pages[page] = {"key": key, "source": None, "tag": True}
         written += 1

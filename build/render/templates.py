@@ -32,8 +32,15 @@ def environment(folder: Path) -> Environment:
     # compiled templates are cached per user in the temp folder (Jinja's own, keyed by source checksum):
     # compiling them took a fifth of a one-note rebuild's time. `auto_reload` off: the templates are hashed
     # once per render (`state.templates_hash`), not stat'ed again at every page's `get_template` and include
-    env = SiteEnvironment(loader=FileSystemLoader(folder), autoescape=True, undefined=StrictUndefined,
-                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, auto_reload=False,
-                          bytecode_cache=FileSystemBytecodeCache())
+    env = SiteEnvironment(
+        loader=FileSystemLoader(folder),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        auto_reload=False,
+        bytecode_cache=FileSystemBytecodeCache(),
+    )
     env.filters["pct"] = lambda v: f"{v:.4f}".rstrip("0").rstrip(".")
     return env

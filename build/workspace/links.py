@@ -14,8 +14,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 from urllib.parse import unquote
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
@@ -59,7 +59,7 @@ class LinkResolver:
         if self._by_name is None and len(self._searched) >= NAMES_BY_SEARCH and key not in self._searched:
             self._by_name = defaultdict(list)  # unsorted: the tie-break (`_wikilink`) is a `min`
             for p in self.paths:
-                name = p[p.rfind("/") + 1:].lower()  # the file name (paths are normalised, '/'-separated)
+                name = p[p.rfind("/") + 1 :].lower()  # the file name (paths are normalised, '/'-separated)
                 self._by_name[name].append(p)
                 if name.endswith(".md"):
                     self._by_name[name[:-3]].append(p)

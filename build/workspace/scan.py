@@ -32,10 +32,11 @@ import hashlib
 import os
 import stat
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Mapping, Protocol
+from typing import Protocol
 
 from mnote_evidence.build.core.formats import kind_for
 from mnote_evidence.build.core.model import suffix_of
@@ -106,8 +107,9 @@ def skip_dir(name: str) -> bool:
     return name.startswith(".") or name.endswith(SIDECAR_DIR_SUFFIX) or name == "__pycache__"
 
 
-def scan(root: Path, exclude: list[Path] | None = None,
-         known: Mapping[str, Recorded] | None = None) -> list[SourceFile]:
+def scan(
+    root: Path, exclude: list[Path] | None = None, known: Mapping[str, Recorded] | None = None
+) -> list[SourceFile]:
     """All files under `root`, sorted by path (deterministic order). `known`: path -> what the previous
     build recorded (its rows, as read: no second mapping of 10,000 tuples made for the scan); a file with
     the recorded stamp (and a recorded hash) keeps that hash without being read.
@@ -150,17 +152,31 @@ def scan(root: Path, exclude: list[Path] | None = None,
                     found.append(_unreadable(rel, exc))
                     continue
                 recorded = known.get(rel)
-                if (recorded is not None and recorded.source_mtime_ns == st.st_mtime_ns
-                        and recorded.source_size == st.st_size and recorded.source_hash
-                        and stat.S_ISREG(st.st_mode) and st.st_mtime_ns < trust_before):
+                if (
+                    recorded is not None
+                    and recorded.source_mtime_ns == st.st_mtime_ns
+                    and recorded.source_size == st.st_size
+                    and recorded.source_hash
+                    and stat.S_ISREG(st.st_mode)
+                    and st.st_mtime_ns < trust_before
+                ):
                     # the common case of an edit (a regular file as recorded, stamp trusted): what `_entry`
                     # returns, without its calls (each costs an edit at 10,000 files ~1 ms)
                     suffix = suffix_of(name)
                     kind = kinds.get(suffix)
                     if kind is None:
                         kind = kinds[suffix] = kind_for(rel)
-                    found.append(SourceFile(rel, kind, st.st_size, recorded.source_hash, None,
-                                            (st.st_size, st.st_mtime_ns), False))
+                    found.append(
+                        SourceFile(
+                            rel,
+                            kind,
+                            st.st_size,
+                            recorded.source_hash,
+                            None,
+                            (st.st_size, st.st_mtime_ns),
+                            False,
+                        )
+                    )
                 else:
                     found.append(_entry(root, entry.path, rel, known, trust_before, st))
     found.sort(key=_by_path)
@@ -179,23 +195,46 @@ def _refused_link(root: Path, full: Path, is_dir: bool) -> SourceFile:
     try:
         target = full.resolve(strict=True)
     except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
-        return SourceFile(rel, kind_for(rel), 0, None,
-                          ("symlink_broken", "symlink is broken or loops back on itself; it was not read"))
+        return SourceFile(
+            rel,
+            kind_for(rel),
+            0,
+            None,
+            ("symlink_broken", "symlink is broken or loops back on itself; it was not read"),
+        )
     if not is_inside(target, root):
-        return SourceFile(rel, kind_for(rel), 0, None,
-                          ("outside_root", "symlink points outside the workspace root; it was not read"))
+        return SourceFile(
+            rel,
+            kind_for(rel),
+            0,
+            None,
+            ("outside_root", "symlink points outside the workspace root; it was not read"),
+        )
     what = "directory" if is_dir else "file"
-    return SourceFile(rel, kind_for(rel), 0, None,
-                      ("symlink_not_followed", f"symlinked {what} inside the root is not followed; "
-                       "link to the real path instead"))
+    return SourceFile(
+        rel,
+        kind_for(rel),
+        0,
+        None,
+        (
+            "symlink_not_followed",
+            f"symlinked {what} inside the root is not followed; link to the real path instead",
+        ),
+    )
 
 
 def _unreadable(rel: str, exc: OSError) -> SourceFile:
     return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
 
 
-def _entry(root: Path, full: str, rel: str, known: Mapping[str, Recorded] = {},
-           trust_before: int = 0, st: os.stat_result | None = None) -> SourceFile:
+def _entry(
+    root: Path,
+    full: str,
+    rel: str,
+    known: Mapping[str, Recorded] = {},
+    trust_before: int = 0,
+    st: os.stat_result | None = None,
+) -> SourceFile:
     """One file's entry; `st`: its `lstat`, when the caller has it (one system call for most files:
     a link is followed below)."""
     if st is None:
@@ -214,12 +253,20 @@ def _entry(root: Path, full: str, rel: str, known: Mapping[str, Recorded] = {},
             raise NotRegularFile(full)
         stamp = (st.st_size, st.st_mtime_ns)
         recorded = known.get(rel)
-        hashed = (recorded is None or not recorded.source_hash
-                  or (recorded.source_size, recorded.source_mtime_ns) != stamp)
+        hashed = (
+            recorded is None
+            or not recorded.source_hash
+            or (recorded.source_size, recorded.source_mtime_ns) != stamp
+        )
         digest = file_sha256(full) if hashed else recorded.source_hash
     except NotRegularFile:
-        return SourceFile(rel, kind_for(rel), 0, None, (
-            "not_regular_file", "a FIFO, socket or device, not a regular file; it was not opened"))
+        return SourceFile(
+            rel,
+            kind_for(rel),
+            0,
+            None,
+            ("not_regular_file", "a FIFO, socket or device, not a regular file; it was not opened"),
+        )
     except OSError as exc:
         return SourceFile(rel, kind_for(rel), 0, None, ("unreadable", f"cannot read file: {exc.strerror}"))
     trusted = stamp if stamp[1] < trust_before else None

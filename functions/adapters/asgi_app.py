@@ -31,12 +31,17 @@ from urllib.parse import parse_qsl
 
 from mnote_evidence import __version__
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.functions.adapters.guard import Guard
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
-from mnote_evidence.functions.adapters.guard import Guard
 from mnote_evidence.functions.handlers.routes import BY_PATH, ROUTES, answer, site_base
 
-DB_ENV, SITE_URL_ENV, HOSTS_ENV, TIMEOUT_ENV = "MNOTE_EVIDENCE_DB", "MNOTE_SITE_URL", "MNOTE_ALLOWED_HOSTS", "LIGHTRAG_TIMEOUT"
+DB_ENV, SITE_URL_ENV, HOSTS_ENV, TIMEOUT_ENV = (
+    "MNOTE_EVIDENCE_DB",
+    "MNOTE_SITE_URL",
+    "MNOTE_ALLOWED_HOSTS",
+    "LIGHTRAG_TIMEOUT",
+)
 METHODS = ("GET", "POST")
 log = logging.getLogger("mnote_evidence.functions")
 
@@ -67,24 +72,42 @@ class FunctionsApp:
             return None
         path, method = scope["path"], scope["method"]
         if path in ("/", "/-/functions"):
-            return await _json(send, 200, {"ok": True, "version": __version__, "routes": [r.path for r in ROUTES],
-                                           "ready": self.ctx is not None})
+            return await _json(
+                send,
+                200,
+                {
+                    "ok": True,
+                    "version": __version__,
+                    "routes": [r.path for r in ROUTES],
+                    "ready": self.ctx is not None,
+                },
+            )
         route = BY_PATH.get(path)
         if route is None:
             return await _json(send, 404, _error("not_found", "no such route; GET / lists them"))
         if method not in METHODS:
-            return await _json(send, 405, _error("method_not_allowed", "use GET or POST"), [(b"allow", b"GET, POST")])
+            return await _json(
+                send, 405, _error("method_not_allowed", "use GET or POST"), [(b"allow", b"GET, POST")]
+            )
         if self.ctx is None:
-            return await _json(send, 503, _error("index_missing", f"no evidence database: set {DB_ENV} to the "
-                                                                  "built evidence.sqlite"))
+            return await _json(
+                send,
+                503,
+                _error("index_missing", f"no evidence database: set {DB_ENV} to the built evidence.sqlite"),
+            )
         body = await _body(receive) if method == "POST" else None
-        status, payload = await asyncio.to_thread(answer, route, self.ctx, method,
-                                                  QueryArgs(scope.get("query_string", b"")), body)
+        status, payload = await asyncio.to_thread(
+            answer, route, self.ctx, method, QueryArgs(scope.get("query_string", b"")), body
+        )
         await _json(send, status, payload)
 
 
-def create_app(db: Path | str | None, site_url: str = "", lightrag: LightRagConfig | None = None,
-               allowed_hosts: frozenset[str] | None = None):
+def create_app(
+    db: Path | str | None,
+    site_url: str = "",
+    lightrag: LightRagConfig | None = None,
+    allowed_hosts: frozenset[str] | None = None,
+):
     """The guarded app over `db` (None or missing: every query route answers 503).
     ValueError for a `site_url` that is not an http(s) URL: a deployment fails at start, not per request."""
     ctx = None
@@ -99,8 +122,12 @@ def app_from_env(environ: dict[str, str] | None = None):
     env = os.environ if environ is None else environ
     hosts = frozenset(h.strip().lower() for h in env.get(HOSTS_ENV, "").split(",") if h.strip()) or None
     timeout = float(env.get(TIMEOUT_ENV) or 30)
-    return create_app(env.get(DB_ENV) or "evidence.sqlite", env.get(SITE_URL_ENV, ""),
-                      LightRagConfig.from_env(env.get("LIGHTRAG_URL"), timeout), hosts)
+    return create_app(
+        env.get(DB_ENV) or "evidence.sqlite",
+        env.get(SITE_URL_ENV, ""),
+        LightRagConfig.from_env(env.get("LIGHTRAG_URL"), timeout),
+        hosts,
+    )
 
 
 class _LazyApp:
@@ -136,8 +163,12 @@ async def _body(receive) -> bytes:
 
 async def _json(send, status: int, payload: dict, extra: list | None = None) -> None:
     body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    headers = [(b"content-type", b"application/json; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-               (b"cache-control", b"no-store"), *(extra or [])]
+    headers = [
+        (b"content-type", b"application/json; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        *(extra or []),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

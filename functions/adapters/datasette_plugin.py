@@ -46,11 +46,11 @@ from mnote_evidence.build.core.text import QueryError, fts_query
 from mnote_evidence.build.core.urls import page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.functions.adapters import search_page
-from mnote_evidence.functions.core.contracts import Context
-from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.adapters.guard import Guard, datasette_columns
 from mnote_evidence.functions.adapters.live_database import make_live
 from mnote_evidence.functions.adapters.metadata import CANNED_QUERIES, TABLES
+from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.handlers.routes import ROUTES, Route, answer
 
 PLUGIN = "mnote-evidence"
@@ -66,7 +66,10 @@ def _is_evidence_db(path: str | None) -> bool:
     try:
         conn = connect_ro(path)
         try:
-            return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'evidence_block'").fetchone() is not None
+            return (
+                conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'evidence_block'").fetchone()
+                is not None
+            )
         finally:
             conn.close()
     except sqlite3.DatabaseError:
@@ -91,8 +94,12 @@ class _State:
         if self._site is None:
             config = self.datasette.plugin_config(PLUGIN) or {}
             site_dir = config.get("site_dir") or (str(self.db.path.parent) if self.db else None)
-            found = Path(site_dir).resolve() if site_dir and (Path(site_dir) / "index.html").exists() else None
-            lightrag = LightRagConfig.from_env(config.get("lightrag_url"), float(config.get("lightrag_timeout", 30)))
+            found = (
+                Path(site_dir).resolve() if site_dir and (Path(site_dir) / "index.html").exists() else None
+            )
+            lightrag = LightRagConfig.from_env(
+                config.get("lightrag_url"), float(config.get("lightrag_timeout", 30))
+            )
             base = "/" + config.get("site_base", SITE_BASE).strip("/") + "/"
             self._site = (base, found, lightrag)
         return self._site
@@ -139,7 +146,9 @@ def _endpoint(route: Route):
     async def view(request, datasette):
         state = _state(datasette)
         body = (await request.post_body()) if request.method == "POST" else None
-        status, payload = await asyncio.to_thread(answer, route, state.context(), request.method, request.args, body)
+        status, payload = await asyncio.to_thread(
+            answer, route, state.context(), request.method, request.args, body
+        )
         return Response.json(payload, status=status, headers={"Cache-Control": "no-store"})
 
     return view
@@ -177,8 +186,9 @@ class _FileResponse:
 
 async def _search_page(request, datasette):
     state = _state(datasette)
-    return await search_page.respond(request, datasette, state.name, state.context(), state.db.session,
-                                     state.site_dir is not None)
+    return await search_page.respond(
+        request, datasette, state.name, state.context(), state.db.session, state.site_dir is not None
+    )
 
 
 async def _home(request, datasette):
@@ -220,7 +230,9 @@ def database_actions(datasette, actor, database, request):
 
 @hookimpl
 def skip_csrf(datasette, scope):
-    return _state(datasette).db is not None and scope.get("path", "").startswith(("/-/evidence/", "/-/knowledge/"))
+    return _state(datasette).db is not None and scope.get("path", "").startswith(
+        ("/-/evidence/", "/-/knowledge/")
+    )
 
 
 def _legacy_site_redirect(datasette, scope) -> str | None:
@@ -234,7 +246,7 @@ def _legacy_site_redirect(datasette, scope) -> str | None:
     if any(db.route == LEGACY_SITE.strip("/") for db in datasette.databases.values()):
         return None  # a database named `site` owns these URLs
     query = scope.get("query_string", b"").decode("latin-1")
-    return state.site_base + raw[len(LEGACY_SITE):] + (f"?{query}" if query else "")
+    return state.site_base + raw[len(LEGACY_SITE) :] + (f"?{query}" if query else "")
 
 
 @hookimpl
@@ -251,8 +263,13 @@ def asgi_wrapper(datasette):
             target = _legacy_site_redirect(datasette, scope) if scope.get("type") == "http" else None
             if target is None:
                 return await app(scope, receive, send)
-            await send({"type": "http.response.start", "status": 302,
-                        "headers": [(b"location", target.encode("latin-1")), (b"content-type", b"text/plain")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 302,
+                    "headers": [(b"location", target.encode("latin-1")), (b"content-type", b"text/plain")],
+                }
+            )
             await send({"type": "http.response.body", "body": b"Moved to " + target.encode("latin-1")})
 
         state = _state(datasette)
@@ -261,8 +278,12 @@ def asgi_wrapper(datasette):
         # every request passes functions/adapters/guard.py first: 4xx for hostile requests, Host/Origin
         # checks, security headers, inert attachments, generic 500s
         hosts = (datasette.plugin_config(PLUGIN) or {}).get("allowed_hosts")
-        return Guard(redirect_legacy, site_bases=(state.site_base, LEGACY_SITE), columns=datasette_columns(datasette),
-                     allowed_hosts=frozenset(h.lower() for h in hosts) if hosts else None)
+        return Guard(
+            redirect_legacy,
+            site_bases=(state.site_base, LEGACY_SITE),
+            columns=datasette_columns(datasette),
+            allowed_hosts=frozenset(h.lower() for h in hosts) if hosts else None,
+        )
 
     return wrap
 
@@ -292,9 +313,14 @@ def get_metadata(datasette, key, database, table):
     state = _state(datasette)
     if state.name is None:
         return {}
-    return {"databases": {state.name: {
-        "description": "mnote-evidence index: every block of every note and attachment, with its locator.",
-        "tables": TABLES}}}
+    return {
+        "databases": {
+            state.name: {
+                "description": "mnote-evidence index: every block of every note and attachment, with its locator.",
+                "tables": TABLES,
+            }
+        }
+    }
 
 
 @hookimpl
@@ -325,7 +351,9 @@ def render_cell(row, value, column, table, database, datasette):
         loc = json.loads(value)
         where = f"p.{loc['page']}" if "page" in loc else loc.get("precision", "")
         url = base + loc["openAction"]["url"]
-        return Markup(f'<a href="{escape(url)}">open {escape(where)} ▸</a> <code>{escape(value[:120])}…</code>')
+        return Markup(
+            f'<a href="{escape(url)}">open {escape(where)} ▸</a> <code>{escape(value[:120])}…</code>'
+        )
     if column == "source_root_relative_path":
         return Markup(f'<a href="{escape(base + page_url(value))}">{escape(value)}</a>')
     return None

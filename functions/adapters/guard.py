@@ -23,7 +23,8 @@ One ASGI middleware, so every route gets the same answers to hostile requests:
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit
 
 from mnote_evidence.build.core.headers import ATTACHMENT, COMMON, SITE_CSP
@@ -35,13 +36,17 @@ MAX_BODY = 1 << 20
 MAX_DEPTH = 64
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Datasette's own pages use inline scripts; ours (the site) do not
-DATASETTE_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-                 "img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'self'")
+DATASETTE_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'self'"
+)
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 POST_PREFIXES = ("/-/evidence/", "/-/knowledge/")  # the only routes that take a body; the rest is read-only
 HIDDEN = frozenset({"/-/databases"})
 # Datasette table parameters naming a column: an unknown one is a 500 inside Datasette
-COLUMN_PARAMS = frozenset({"_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date", "_col", "_nocol"})  # Datasette introspection that shows server file paths
+COLUMN_PARAMS = frozenset(
+    {"_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date", "_col", "_nocol"}
+)  # Datasette introspection that shows server file paths
 
 Scope = dict[str, Any]
 Columns = Callable[[str], Awaitable[set[str] | None]]  # request path -> its table's columns, or None
@@ -67,8 +72,14 @@ def allowed_hosts_for(host: str, extra: str = "") -> frozenset[str] | None:
 
 
 class Guard:
-    def __init__(self, app, *, site_bases: tuple[str, ...] = ("/site/",), allowed_hosts: frozenset[str] | None = None,
-                 columns: Columns | None = None):
+    def __init__(
+        self,
+        app,
+        *,
+        site_bases: tuple[str, ...] = ("/site/",),
+        allowed_hosts: frozenset[str] | None = None,
+        columns: Columns | None = None,
+    ):
         self.app, self.site_bases, self.allowed_hosts, self.columns = app, site_bases, allowed_hosts, columns
 
     async def __call__(self, scope: Scope, receive, send) -> None:
@@ -81,7 +92,9 @@ class Guard:
             receive = await self._checked_body(scope, receive)
             await self._check_columns(scope)
         except Refused as exc:
-            return await _answer(send, exc.status, {"ok": False, "error": {"code": exc.code, "message": exc.message}})
+            return await _answer(
+                send, exc.status, {"ok": False, "error": {"code": exc.code, "message": exc.message}}
+            )
         await self._forward(scope, receive, send)
 
     # -- requests -------------------------------------------------------------------------
@@ -89,7 +102,9 @@ class Guard:
         raw = scope.get("raw_path") or scope["path"].encode("utf-8", "surrogateescape")
         query = scope.get("query_string", b"")
         if len(raw) > MAX_PATH or len(query) > MAX_QUERY:
-            raise Refused(414, "uri_too_long", f"path or query too long (limits {MAX_PATH} / {MAX_QUERY} bytes)")
+            raise Refused(
+                414, "uri_too_long", f"path or query too long (limits {MAX_PATH} / {MAX_QUERY} bytes)"
+            )
         for part, what in ((raw, "path"), (query.replace(b"+", b" "), "query")):
             decoded = unquote_to_bytes(part)
             if b"\x00" in decoded:
@@ -100,7 +115,7 @@ class Guard:
                 raise Refused(400, "bad_request", f"the {what} is not valid UTF-8") from None
         site = next((b for b in self.site_bases if scope["path"].startswith(b)), None)
         if site is not None:
-            parts = [p for p in scope["path"][len(site):].split("/") if p]
+            parts = [p for p in scope["path"][len(site) :].split("/") if p]
             if any(p.startswith(".") for p in parts) or (parts and parts[-1].lower().startswith(DB_NAME)):
                 raise Refused(404, "not_found", "not found")  # the index and hidden files are not site files
         headers = _headers(scope)
@@ -109,9 +124,13 @@ class Guard:
             raise Refused(421, "host_not_allowed", "this server does not answer to that Host name")
         if scope["method"] not in SAFE_METHODS:
             if not scope["path"].startswith(POST_PREFIXES):
-                raise Refused(405, "method_not_allowed", "this server is read-only: only the query API takes POST")
+                raise Refused(
+                    405, "method_not_allowed", "this server is read-only: only the query API takes POST"
+                )
             origin = headers.get("origin")
-            if origin is not None and (origin == "null" or urlsplit(origin).netloc.lower() != headers.get("host", "").lower()):
+            if origin is not None and (
+                origin == "null" or urlsplit(origin).netloc.lower() != headers.get("host", "").lower()
+            ):
                 raise Refused(403, "cross_origin", "requests from another origin are refused")
             if origin is None and headers.get("sec-fetch-site") in ("cross-site", "same-site"):
                 raise Refused(403, "cross_origin", "requests from another origin are refused")
@@ -156,14 +175,16 @@ class Guard:
         unknown = [n for n in names if n not in columns]
         if unknown:
             raise Refused(400, "bad_request", f"no column {unknown[0]!r} in this table")
-        if isinstance(columns, ViewColumns) and not all(v.isascii() and v.isdigit() and len(v) < 16 for v in offsets):
+        if isinstance(columns, ViewColumns) and not all(
+            v.isascii() and v.isdigit() and len(v) < 16 for v in offsets
+        ):
             raise Refused(400, "bad_request", "'_next' on this page is a row offset: a whole number")
 
     # -- responses ------------------------------------------------------------------------
     async def _forward(self, scope: Scope, receive, send) -> None:
         path = scope["path"]
         site = next((b for b in self.site_bases if path.startswith(b)), None)
-        attachment = site is not None and path[len(site):].startswith(f"{MOVED_FILES_DIR}/")
+        attachment = site is not None and path[len(site) :].startswith(f"{MOVED_FILES_DIR}/")
         failed = False
 
         async def guarded_send(message):
@@ -171,9 +192,21 @@ class Guard:
             if message["type"] == "http.response.start":
                 if message["status"] == 500:
                     failed = True
-                    return await _answer(send, 500, {"ok": False, "error": {
-                        "code": "internal_error", "message": "internal error; see the server log"}})
-                message = {**message, "headers": _secure(message.get("headers", []), site is not None, attachment)}
+                    return await _answer(
+                        send,
+                        500,
+                        {
+                            "ok": False,
+                            "error": {
+                                "code": "internal_error",
+                                "message": "internal error; see the server log",
+                            },
+                        },
+                    )
+                message = {
+                    **message,
+                    "headers": _secure(message.get("headers", []), site is not None, attachment),
+                }
             elif failed:
                 return None
             return await send(message)
@@ -183,8 +216,14 @@ class Guard:
         except Exception:
             if not failed:
                 failed = True
-                await _answer(send, 500, {"ok": False, "error": {
-                    "code": "internal_error", "message": "internal error; see the server log"}})
+                await _answer(
+                    send,
+                    500,
+                    {
+                        "ok": False,
+                        "error": {"code": "internal_error", "message": "internal error; see the server log"},
+                    },
+                )
 
 
 def _secure(headers: list, site: bool, attachment: bool) -> list:
@@ -199,8 +238,15 @@ def _secure(headers: list, site: bool, attachment: bool) -> list:
 
 async def _answer(send, status: int, payload: dict) -> None:
     body = json.dumps(payload).encode()
-    headers = _secure([(b"content-type", b"application/json; charset=utf-8"),
-                       (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store")], False, False)
+    headers = _secure(
+        [
+            (b"content-type", b"application/json; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-store"),
+        ],
+        False,
+        False,
+    )
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -246,7 +292,9 @@ def _check_json(body: bytes) -> None:
             try:
                 item.encode("utf-8")
             except UnicodeEncodeError:
-                raise Refused(400, "bad_request", "JSON string with a lone surrogate (not valid Unicode)") from None
+                raise Refused(
+                    400, "bad_request", "JSON string with a lone surrogate (not valid Unicode)"
+                ) from None
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())

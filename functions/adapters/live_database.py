@@ -86,6 +86,7 @@ def make_live(datasette, name: str) -> LiveDatabase:
     live = LiveDatabase(datasette, old.path, is_mutable=old.is_mutable)
     live.name, live.route = old.name, old.route
     datasette.databases = collections.OrderedDict(
-        (key, live if key == name else db) for key, db in datasette.databases.items())
+        (key, live if key == name else db) for key, db in datasette.databases.items()
+    )
     old.close()
     return live

@@ -33,11 +33,11 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from mnote_evidence import __version__
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
-from mnote_evidence.functions.handlers import evidence
+from mnote_evidence.functions.adapters.mcp_text import BLOCK_URI, error_text, render
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.core.errors import call
-from mnote_evidence.functions.adapters.mcp_text import BLOCK_URI, error_text, render
+from mnote_evidence.functions.handlers import evidence
 from mnote_evidence.functions.handlers.routes import BY_TOOL, Route, run, site_base
 
 NAME = "mnote-evidence"
@@ -47,19 +47,26 @@ INSTRUCTIONS = (
     "Evidence from the user's notes and their attachments. Search with evidence_search (or knowledge_query for "
     "cited LightRAG retrieval), read around a hit with evidence_read, check a sentence with verify_quote before "
     "quoting it, and give the user the Markdown links from the answers: each opens the exact page box, "
-    "paragraph or lines. Read evidence://block/<id> for a block's full text.")
+    "paragraph or lines. Read evidence://block/<id> for a block's full text."
+)
 
 
 class McpSetupError(Exception):
     """Why the server cannot start, in words for the user (the CLI prints it)."""
 
 
-def context(site_dir: Path, site_url: str | None = None, lightrag_url: str | None = None,
-            lightrag_timeout: float = 30.0) -> Context:
+def context(
+    site_dir: Path,
+    site_url: str | None = None,
+    lightrag_url: str | None = None,
+    lightrag_timeout: float = 30.0,
+) -> Context:
     db = site_dir / "evidence.sqlite"
     if not db.is_file():
-        raise McpSetupError(f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE --out "
-                            f"{site_dir}` first, or pass the folder a build wrote")
+        raise McpSetupError(
+            f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE --out "
+            f"{site_dir}` first, or pass the folder a build wrote"
+        )
     try:
         base = site_base(site_url)
     except ValueError as exc:
@@ -68,11 +75,21 @@ def context(site_dir: Path, site_url: str | None = None, lightrag_url: str | Non
 
 
 def tools() -> list[types.Tool]:
-    return [types.Tool(name=name, title=r.title, description=r.description, input_schema=r.spec.json_schema(),
-                       annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False,
-                                                         idempotent_hint=True,
-                                                         open_world_hint=name.startswith("knowledge_")))
-            for name, r in BY_TOOL.items()]
+    return [
+        types.Tool(
+            name=name,
+            title=r.title,
+            description=r.description,
+            input_schema=r.spec.json_schema(),
+            annotations=types.ToolAnnotations(
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=name.startswith("knowledge_"),
+            ),
+        )
+        for name, r in BY_TOOL.items()
+    ]
 
 
 async def call_tool(ctx: Context, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
@@ -81,8 +98,9 @@ async def call_tool(ctx: Context, name: str, arguments: dict[str, Any] | None) -
         raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; tools: {', '.join(BY_TOOL)}")
     status, body = await anyio.to_thread.run_sync(run, route, ctx, {} if arguments is None else arguments)
     if status != 200:
-        return types.CallToolResult(content=[types.TextContent(text=error_text(body))], structured_content=body,
-                                    is_error=True)
+        return types.CallToolResult(
+            content=[types.TextContent(text=error_text(body))], structured_content=body, is_error=True
+        )
     return types.CallToolResult(content=[types.TextContent(text=render(name, body))], structured_content=body)
 
 
@@ -94,17 +112,24 @@ def block_contents(ctx: Context, uri: str) -> list[types.TextResourceContents]:
     if not match:
         raise MCPError(INVALID_PARAMS, f"unknown resource {uri!r}; blocks are {BLOCK_TEMPLATE}")
     with ctx.db.session() as conn:
-        status, body = call(lambda r: evidence.read(r, ctx), {"blockId": unquote(match.group(1)), "window": 0})
+        status, body = call(
+            lambda r: evidence.read(r, ctx), {"blockId": unquote(match.group(1)), "window": 0}
+        )
         if status != 200:
             raise MCPError(INVALID_PARAMS, error_text(body))
         anchor = body["anchor"]
-        (text,) = conn.execute("SELECT text FROM evidence_block WHERE block_id = ?", [anchor["evidenceId"]]).fetchone()
+        (text,) = conn.execute(
+            "SELECT text FROM evidence_block WHERE block_id = ?", [anchor["evidenceId"]]
+        ).fetchone()
     about = {"evidenceId": anchor["evidenceId"], "kind": anchor["kind"], "source": anchor["source"]}
     if body.get("redirectedFrom"):
         about["redirectedFrom"] = body["redirectedFrom"]
-    return [types.TextResourceContents(uri=uri, mime_type="text/plain", text=text),
-            types.TextResourceContents(uri=uri, mime_type="application/json",
-                                       text=json.dumps(about, ensure_ascii=False))]
+    return [
+        types.TextResourceContents(uri=uri, mime_type="text/plain", text=text),
+        types.TextResourceContents(
+            uri=uri, mime_type="application/json", text=json.dumps(about, ensure_ascii=False)
+        ),
+    ]
 
 
 def build_server(ctx: Context) -> Server:
@@ -120,18 +145,32 @@ def build_server(ctx: Context) -> Server:
         return types.ListResourcesResult(resources=[])  # too many to list: read them by template
 
     async def on_list_resource_templates(_, params) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
-            name="evidence-block", title="Evidence block", uri_template=BLOCK_TEMPLATE,
-            description="One block (paragraph, PDF box, OCR line, note lines): its full text, then its locator "
-                        "as JSON. Block ids are the evidenceId / blockId of tool results.")])
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    name="evidence-block",
+                    title="Evidence block",
+                    uri_template=BLOCK_TEMPLATE,
+                    description="One block (paragraph, PDF box, OCR line, note lines): its full text, then its locator "
+                    "as JSON. Block ids are the evidenceId / blockId of tool results.",
+                )
+            ]
+        )
 
     async def on_read_resource(_, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         contents = await anyio.to_thread.run_sync(block_contents, ctx, params.uri)
         return types.ReadResourceResult(contents=contents)
 
-    return Server(NAME, version=__version__, instructions=INSTRUCTIONS, on_list_tools=on_list_tools,
-                  on_call_tool=on_call_tool, on_list_resources=on_list_resources,
-                  on_list_resource_templates=on_list_resource_templates, on_read_resource=on_read_resource)
+    return Server(
+        NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+    )
 
 
 def serve_stdio(ctx: Context) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 MAX_QUOTE = 280
 BLOCK_URI = "evidence://block/{}"
@@ -32,7 +33,11 @@ def place(loc: dict[str, Any]) -> str:
 
 def locator_link(loc: dict[str, Any], label: str | None = None) -> str:
     """`[spec.pdf · p.3 · Revenue > Recognition](url)`, the locator's openAction as a Markdown link."""
-    parts = [label or posixpath.basename(loc["resourcePath"]), place(loc), " > ".join(loc.get("sectionPath") or [])]
+    parts = [
+        label or posixpath.basename(loc["resourcePath"]),
+        place(loc),
+        " > ".join(loc.get("sectionPath") or []),
+    ]
     text = " · ".join(p for p in parts if p).replace("[", "\\[").replace("]", "\\]")
     return f"[{text}]({loc['openAction']['url']})"
 
@@ -56,15 +61,20 @@ def search_text(body: dict) -> str:
     if body.get("degraded"):
         lines.append(f"(LightRAG OCR hits unavailable: {body.get('degradedReason')})")
     for n, r in enumerate(results, 1):
-        lines += [f"{n}. {locator_link(r['source'], r['source']['resourcePath'])} ({r['source']['precision']})",
-                  f"   “{_quote(r['quote'])}”", f"   {BLOCK_URI.format(r['evidenceId'])}"]
+        lines += [
+            f"{n}. {locator_link(r['source'], r['source']['resourcePath'])} ({r['source']['precision']})",
+            f"   “{_quote(r['quote'])}”",
+            f"   {BLOCK_URI.format(r['evidenceId'])}",
+        ]
     return "\n".join(lines)
 
 
 def read_text(body: dict) -> str:
     anchor = body["anchor"]
-    lines = [f"{locator_link(anchor['source'], anchor['source']['resourcePath'])} ({anchor['kind']})",
-             f"“{_quote(anchor['text'])}”"]
+    lines = [
+        f"{locator_link(anchor['source'], anchor['source']['resourcePath'])} ({anchor['kind']})",
+        f"“{_quote(anchor['text'])}”",
+    ]
     if body.get("redirectedFrom"):
         lines.append(f"(block {body['redirectedFrom']} was renamed: this is its successor)")
     if body.get("section"):
@@ -73,20 +83,28 @@ def read_text(body: dict) -> str:
     lines += [f"- {locator_link(n['source'])}: {_quote(n['text'])}" for n in body["neighbours"]]
     if body["ownerReferences"]:
         lines.append("Referenced from:")
-        lines += [f"- {locator_link(r['source'], r['source']['resourcePath'])}: {_quote(r['text'])}"
-                  for r in body["ownerReferences"]]
+        lines += [
+            f"- {locator_link(r['source'], r['source']['resourcePath'])}: {_quote(r['text'])}"
+            for r in body["ownerReferences"]
+        ]
     return "\n".join(lines)
 
 
 def open_text(body: dict) -> str:
-    where = " · ".join(p for p in (body["resourcePath"], place(body)) if p).replace("[", "\\[").replace("]", "\\]")
+    where = (
+        " · ".join(p for p in (body["resourcePath"], place(body)) if p)
+        .replace("[", "\\[")
+        .replace("]", "\\]")
+    )
     return f"[{where}]({body['openAction']['url']}) ({body['precision']} precision)"
 
 
 def query_text(body: dict) -> str:
     if not body.get("ok"):
-        return (f"LightRAG unavailable ({body.get('degradedReason')}): {body.get('message')}. "
-                "No citations; evidence_search still works.")
+        return (
+            f"LightRAG unavailable ({body.get('degradedReason')}): {body.get('message')}. "
+            "No citations; evidence_search still works."
+        )
     cites = body["citations"]
     lines = [f"{len(cites)} citation{'s' if len(cites) != 1 else ''} for {body['query']!r} ({body['mode']})"]
     for c in cites:
@@ -99,15 +117,22 @@ def query_text(body: dict) -> str:
 
 def status_text(body: dict) -> str:
     if not body.get("healthy"):
-        return f"LightRAG not available: {body.get('reason')}" + (f" ({body['message']})" if body.get("message") else "")
-    return (f"LightRAG healthy (core {body.get('coreVersion')}): embeddings {body.get('embeddingModel')}, "
-            f"LLM {body.get('llmModel')}, rerank {'on' if body.get('rerankEnabled') else 'off'}"
-            f"{' (available)' if body.get('rerankAvailable') else ''}")
+        return f"LightRAG not available: {body.get('reason')}" + (
+            f" ({body['message']})" if body.get("message") else ""
+        )
+    return (
+        f"LightRAG healthy (core {body.get('coreVersion')}): embeddings {body.get('embeddingModel')}, "
+        f"LLM {body.get('llmModel')}, rerank {'on' if body.get('rerankEnabled') else 'off'}"
+        f"{' (available)' if body.get('rerankAvailable') else ''}"
+    )
 
 
 def verify_text(body: dict) -> str:
-    verdict = {"found": "Found at the cited place", "found_elsewhere": "Not at the cited place, but found elsewhere",
-               "not_found": "Not found"}[body["verdict"]]
+    verdict = {
+        "found": "Found at the cited place",
+        "found_elsewhere": "Not at the cited place, but found elsewhere",
+        "not_found": "Not found",
+    }[body["verdict"]]
     if body["target"]["scope"] == "index":  # no place was cited: the whole index was searched
         verdict = "Found in the notes" if body["found"] else verdict
     lines = [f"{verdict}: “{_quote(body['quote'])}”"]
@@ -115,9 +140,16 @@ def verify_text(body: dict) -> str:
         lines.append(f"(reason: {body['diagnostics']['reason']})")
     match = body.get("match")
     if match:
-        what = "Held by" if body["verdict"] != "not_found" else f"Most similar ({match['similarity']:.0%} of the words)"
-        lines += [f"{what}: {locator_link(match['source'], match['source']['resourcePath'])} ({match['precision']})",
-                  f"“{_quote(match['quote'])}”", BLOCK_URI.format(match["evidenceId"])]
+        what = (
+            "Held by"
+            if body["verdict"] != "not_found"
+            else f"Most similar ({match['similarity']:.0%} of the words)"
+        )
+        lines += [
+            f"{what}: {locator_link(match['source'], match['source']['resourcePath'])} ({match['precision']})",
+            f"“{_quote(match['quote'])}”",
+            BLOCK_URI.format(match["evidenceId"]),
+        ]
     return "\n".join(lines)
 
 
@@ -131,8 +163,12 @@ def error_text(body: dict) -> str:
 
 
 RENDER: dict[str, Callable[[dict], str]] = {
-    "evidence_search": search_text, "evidence_read": read_text, "evidence_open": open_text,
-    "knowledge_query": query_text, "knowledge_status": status_text, "verify_quote": verify_text,
+    "evidence_search": search_text,
+    "evidence_read": read_text,
+    "evidence_open": open_text,
+    "knowledge_query": query_text,
+    "knowledge_status": status_text,
+    "verify_quote": verify_text,
 }
 
 

@@ -80,8 +80,12 @@ def request_from_params(args) -> tuple[dict, dict]:
     """(the handler request, the form's values) from the page's query string."""
     form = {k: (args.get(k) or "").strip() for k in PARAMS}
     request: dict = {"query": form["q"], "topK": DEFAULT_TOP_K}
-    optional = {"resourceKinds": [form["kind"]] if form["kind"] else None, "folder": form["folder"],
-                "resourcePath": form["file"], "groupBy": "document" if form["group"] else None}
+    optional = {
+        "resourceKinds": [form["kind"]] if form["kind"] else None,
+        "folder": form["folder"],
+        "resourcePath": form["file"],
+        "groupBy": "document" if form["group"] else None,
+    }
     request.update({k: v for k, v in optional.items() if v})
     for key in ("offset", "topK"):
         if form[key]:  # typed as the API's query strings are; the handler says why a value is refused
@@ -96,31 +100,47 @@ def _url(form: dict, **changes) -> str:
 
 def page_context(answer: dict, form: dict, row_url) -> dict:
     """The template's variables for one answer: sections (files when grouped), links, pages."""
+
     def item(r: dict) -> dict:
         snippet = Markup(marked(r["snippet"], Markup("<mark>"), Markup("</mark>"), escape))
         return {"where": where(r["source"]), "url": row_url(r), "snippet": snippet}
 
     results = answer["results"]
     if "groups" in answer:
-        sections = [{"path": g["resourcePath"], "kind": g["resourceKind"], "start": g["first"] + 1,
-                     "file_url": row_url(results[g["first"]]).split("#")[0],
-                     "results": [item(r) for r in results[g["first"]:g["first"] + g["count"]]],
-                     "more": f"{g['more']}{'+' if g['moreIsLowerBound'] else ''}" if g["more"] else "",
-                     "more_url": _url({"q": form["q"], "kind": form["kind"]}, file=g["expand"]["resourcePath"])}
-                    for g in answer["groups"]]
+        sections = [
+            {
+                "path": g["resourcePath"],
+                "kind": g["resourceKind"],
+                "start": g["first"] + 1,
+                "file_url": row_url(results[g["first"]]).split("#")[0],
+                "results": [item(r) for r in results[g["first"] : g["first"] + g["count"]]],
+                "more": f"{g['more']}{'+' if g['moreIsLowerBound'] else ''}" if g["more"] else "",
+                "more_url": _url({"q": form["q"], "kind": form["kind"]}, file=g["expand"]["resourcePath"]),
+            }
+            for g in answer["groups"]
+        ]
     else:
-        sections = [{"path": "", "start": answer["offset"] + 1, "results": [item(r) for r in results], "more": ""}]
+        sections = [
+            {"path": "", "start": answer["offset"] + 1, "results": [item(r) for r in results], "more": ""}
+        ]
     total = f"{answer['total']}{'+' if answer['totalIsLowerBound'] else ''}"
     shown = len(answer.get("groups", results))
     unit = "files" if "groups" in answer else "results"
     first = answer["offset"] + 1
     scope = f" in {form['file']}" if form["file"] else ""
-    total_text = (f"{total} matching blocks{scope} · {unit} {first}–{first + shown - 1}" if shown
-                  else f"{total} matching blocks{scope} · no {unit} here")
+    total_text = (
+        f"{total} matching blocks{scope} · {unit} {first}–{first + shown - 1}"
+        if shown
+        else f"{total} matching blocks{scope} · no {unit} here"
+    )
     top_k = int(form["topK"]) if form["topK"].isdigit() else DEFAULT_TOP_K
-    return {"answer": answer, "sections": sections, "total_text": total_text,
-            "next_url": _url(form, offset=answer["nextOffset"]) if "nextOffset" in answer else "",
-            "prev_url": _url(form, offset=max(0, answer["offset"] - top_k)) if answer["offset"] > 0 else ""}
+    return {
+        "answer": answer,
+        "sections": sections,
+        "total_text": total_text,
+        "next_url": _url(form, offset=answer["nextOffset"]) if "nextOffset" in answer else "",
+        "prev_url": _url(form, offset=max(0, answer["offset"] - top_k)) if answer["offset"] > 0 else "",
+    }
 
 
 async def respond(request, datasette, database: str, ctx: Context, session, linked_site: bool):
@@ -129,6 +149,7 @@ async def respond(request, datasette, database: str, ctx: Context, session, link
     values = {"path": PATH, "kinds": KINDS, "database": database, **form}
     status = 200
     if form["q"]:
+
         def in_session(r: dict) -> dict:
             with session():
                 return search(r, ctx)

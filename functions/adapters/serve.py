@@ -28,14 +28,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from mnote_evidence.build.knowledge.lightrag import URL_ENV
 from mnote_evidence.build.workspace.scan import skip_dir
+from mnote_evidence.functions.adapters.guard import allowed_hosts_for
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.core.errors import IndexIncompatible
-from mnote_evidence.functions.adapters.guard import allowed_hosts_for
 
 POLL_SECONDS = 0.3
 SETTLE_SECONDS = 0.3
@@ -44,13 +44,13 @@ RETRY_MAX_SECONDS = 30.0
 DB_NAME = "evidence.sqlite"
 
 
-
 def links_ask(site_dir: Path) -> bool:
     """Whether the built site's pages link the Ask page (read from its front page's header)."""
     try:
         return 'class="ask-link"' in (site_dir / "index.html").read_text("utf-8", errors="replace")
     except OSError:
         return False
+
 
 class ServeError(Exception):
     """A reason `serve` cannot start, in words for the user (the CLI prints it)."""
@@ -86,11 +86,20 @@ def looks_like_notes(folder: Path) -> bool:
 class Watcher(threading.Thread):
     """Rebuild `out` from `workspace`: once at start (catch up), then on every change, retrying failures."""
 
-    def __init__(self, workspace: Path, out: Path, jobs: int, log: Callable[[str], None] = print,
-                 on_rebuilt: Callable[[], None] | None = None, build_args: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        workspace: Path,
+        out: Path,
+        jobs: int,
+        log: Callable[[str], None] = print,
+        on_rebuilt: Callable[[], None] | None = None,
+        build_args: tuple[str, ...] = (),
+    ):
         super().__init__(name="mnote-evidence-watch", daemon=True)
         self.workspace, self.out, self.jobs, self.log = workspace.resolve(), out.resolve(), jobs, log
-        self.build_args = tuple(build_args)  # the serve command's build flags (--no-ocr, ...), on every rebuild
+        self.build_args = tuple(
+            build_args
+        )  # the serve command's build flags (--no-ocr, ...), on every rebuild
         self.on_rebuilt = on_rebuilt
         self.stop = threading.Event()
         self.builds = 0
@@ -106,8 +115,11 @@ class Watcher(threading.Thread):
                 detected = time.monotonic()
                 if changed:
                     current = self._settle(current)
-                why = "catching up with changes made while no server was watching" if last is None else (
-                    "change" if changed else f"retrying the failed rebuild (after {delay / 2:.0f}s)")
+                why = (
+                    "catching up with changes made while no server was watching"
+                    if last is None
+                    else ("change" if changed else f"retrying the failed rebuild (after {delay / 2:.0f}s)")
+                )
                 ok = self.build_once(detected, why)
                 last = current  # seen before the build started: later saves trigger another build
                 if ok:
@@ -128,14 +140,27 @@ class Watcher(threading.Thread):
     def build_once(self, detected: float | None = None, why: str = "change") -> bool:
         """One incremental build in a child process; True when it succeeded."""
         detected = time.monotonic() if detected is None else detected
-        cmd = [sys.executable, "-m", "mnote_evidence", "build", str(self.workspace), "--out", str(self.out),
-               "--jobs", str(self.jobs), *self.build_args, "--json"]  # tokens pass through the environment
+        cmd = [
+            sys.executable,
+            "-m",
+            "mnote_evidence",
+            "build",
+            str(self.workspace),
+            "--out",
+            str(self.out),
+            "--jobs",
+            str(self.jobs),
+            *self.build_args,
+            "--json",
+        ]  # tokens pass through the environment
         result = subprocess.run(cmd, capture_output=True, text=True)
         self.builds += 1
         if result.returncode != 0:
             self.failures += 1
-            self.log(f"rebuild failed (exit {result.returncode}, {why}); still serving the previous index, "
-                     f"will retry\n{result.stderr.strip()[-2000:]}")
+            self.log(
+                f"rebuild failed (exit {result.returncode}, {why}); still serving the previous index, "
+                f"will retry\n{result.stderr.strip()[-2000:]}"
+            )
             return False
         try:
             report = json.loads(result.stdout)
@@ -145,9 +170,11 @@ class Watcher(threading.Thread):
             self.on_rebuilt()
         site = report.get("site") or {}
         what = "rebuilt" if report.get("changed", True) else "index up to date"
-        self.log(f"{what} in {report.get('seconds', 0):.2f}s ({report.get('parsed', 0)} parsed, "
-                 f"{site.get('pages_written', 0)} pages; {why}), done {time.monotonic() - detected:.2f}s "
-                 f"after {'the change was seen' if why == 'change' else 'it started'}")
+        self.log(
+            f"{what} in {report.get('seconds', 0):.2f}s ({report.get('parsed', 0)} parsed, "
+            f"{site.get('pages_written', 0)} pages; {why}), done {time.monotonic() - detected:.2f}s "
+            f"after {'the change was seen' if why == 'change' else 'it started'}"
+        )
         return True
 
 
@@ -175,8 +202,10 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ServeError(f"port {port} on {host} is already in use (another `mnote-evidence serve` or "
-                             f"Datasette?): stop it, or pick a free port with --port") from None
+            raise ServeError(
+                f"port {port} on {host} is already in use (another `mnote-evidence serve` or "
+                f"Datasette?): stop it, or pick a free port with --port"
+            ) from None
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(True)
     return sock
@@ -205,8 +234,16 @@ def _plugin_config(host: str, lightrag_url: str | None, lightrag_timeout: float)
     return config
 
 
-def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, lightrag_url: str | None = None,
-          lightrag_timeout: float = 30.0, build_args: list[str] | tuple[str, ...] = ()) -> None:
+def serve(
+    site_dir: Path,
+    host: str,
+    port: int,
+    watch: Path | None,
+    jobs: int,
+    lightrag_url: str | None = None,
+    lightrag_timeout: float = 30.0,
+    build_args: list[str] | tuple[str, ...] = (),
+) -> None:
     """Bind, build first if `--watch` has nothing to serve yet, print the URLs, serve until interrupted.
     `build_args` (the `build` flags, from the CLI) go to every `--watch` build: first, catch-up and later."""
     import uvicorn
@@ -217,7 +254,9 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
     sock = bind(host, port)
     db = site_dir / DB_NAME
     log = lambda m: print(m, flush=True)  # noqa: E731
-    watcher = Watcher(watch, site_dir, jobs, log=log, build_args=tuple(build_args)) if watch is not None else None
+    watcher = (
+        Watcher(watch, site_dir, jobs, log=log, build_args=tuple(build_args)) if watch is not None else None
+    )
     if watcher is not None and not db.is_file():
         log(f"Building {watch} into {site_dir} first…")
         if not watcher.build_once(why="first build"):
@@ -225,24 +264,34 @@ def serve(site_dir: Path, host: str, port: int, watch: Path | None, jobs: int, l
             raise ServeError(f"the first build of {watch} failed (see above); nothing to serve yet")
     problem = _index_problem(db)
     if problem:  # still serve: the site and the SQL work; the query endpoints answer 503 with this
-        print(f"warning: {problem}" + (" (the first --watch build rebuilds it)" if watcher else ""), flush=True)
+        print(
+            f"warning: {problem}" + (" (the first --watch build rebuilds it)" if watcher else ""), flush=True
+        )
     ds = Datasette(
         immutables=[str(_uri_safe(site_dir) / DB_NAME)],
         settings={"suggest_facets": False, "facet_time_limit_ms": 50},
         metadata={"plugins": {"mnote-evidence": _plugin_config(host, lightrag_url, lightrag_timeout)}},
     )
     url = f"http://{host}:{sock.getsockname()[1]}"
-    print(f"Evidence site:  {url}{SITE_BASE}index.html\nData (SQL):     {url}/{db.stem}\n"
-          f"Search API:     {url}/-/evidence/search?query=...", flush=True)
+    print(
+        f"Evidence site:  {url}{SITE_BASE}index.html\nData (SQL):     {url}/{db.stem}\n"
+        f"Search API:     {url}/-/evidence/search?query=...",
+        flush=True,
+    )
     if lightrag_url and watcher is None and not links_ask(site_dir):
-        print(f"Ask page:       {url}{SITE_BASE}ask.html (the pages link it once the site is built with "
-              "--lightrag-url, as `serve --watch` does)", flush=True)
+        print(
+            f"Ask page:       {url}{SITE_BASE}ask.html (the pages link it once the site is built with "
+            "--lightrag-url, as `serve --watch` does)",
+            flush=True,
+        )
     if watcher is not None:
         watcher.on_rebuilt = lambda: refresh(ds)
         watcher.start()
         print(f"Watching {watch} for changes", flush=True)
     try:
-        uvicorn.Server(uvicorn.Config(ds.app(), host=host, port=port, log_level="warning")).run(sockets=[sock])
+        uvicorn.Server(uvicorn.Config(ds.app(), host=host, port=port, log_level="warning")).run(
+            sockets=[sock]
+        )
     finally:
         if watcher:
             watcher.stop.set()

@@ -24,20 +24,24 @@ from mnote_evidence.functions.search.fts import flank_weight
 
 HEADING_WEIGHT = 0.5
 
-STOPWORDS_EN = frozenset("""
+STOPWORDS_EN = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers
 him his how i if in into is it its itself just me more most my no nor not now of off on once only or other our
 out over own same she should so some such than that the their them then there these they this those through to
 too under until up very was we were what when where which while who whom why will with would you your yours
 also may might must shall us via per e g ie eg etc vs
-""".split())
+""".split()
+)
 # Function words and question words; single characters among them are cut only at a run's edge,
 # since inside a run they are often part of a word (和 in 饱和, 的 in 目的).
-STOPWORDS_ZH = frozenset("""
+STOPWORDS_ZH = frozenset(
+    """
 的 了 是 在 和 与 及 或 也 都 就 而 但 并 把 被 对 从 向 为 以 于 之 其 这 那 哪 吗 呢 吧 啊 有 个 中 上 下 里 时 将 会 能 要
 什么 怎么 怎样 如何 为什么 哪些 哪个 哪里 多少 是否 请问 可以 一个 一种 这个 那个 我们 你们 他们 以及 或者 还是 没有 关于
-""".split())
+""".split()
+)
 _SPLIT_ZH = sorted((w for w in STOPWORDS_ZH if len(w) > 1), key=len, reverse=True) + ["的"]
 
 
@@ -100,7 +104,7 @@ def term_weight(text: str, term: Term) -> float:
     if found:
         return max(w for _, _, w in found)
     if term.cjk and len(term.text) >= 3:
-        grams = [term.text[i:i + 2] for i in range(len(term.text) - 1)]
+        grams = [term.text[i : i + 2] for i in range(len(term.text) - 1)]
         return 0.5 * sum(g in text for g in grams) / len(grams)
     return 0.0
 
@@ -112,8 +116,15 @@ def choose(texts: list[tuple[str, bool]], terms: list[Term]) -> tuple[int | None
         return None, None
     joined = "\n".join(text for text, _ in texts)
     lowered = joined.lower()
-    terms = [t for t in terms if (t.text in lowered if not t.cjk else
-                                  any(t.text[i:i + 2] in joined for i in range(len(t.text) - 1)))]
+    terms = [
+        t
+        for t in terms
+        if (
+            t.text in lowered
+            if not t.cjk
+            else any(t.text[i : i + 2] in joined for i in range(len(t.text) - 1))
+        )
+    ]
     if not terms:  # none of the query's terms is anywhere in the chunk's blocks
         return None, None
     table = [[term_weight(text, t) for t in terms] for text, _ in texts]

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from mnote_evidence.build.core.model import ROLE_FURNITURE
 from mnote_evidence.build.core.text import is_cjk
 
-
 _REPLACEMENT = "\ufffd"  # a token window cut inside a multi-byte character decodes to U+FFFD
 _ORDER = re.compile(r"-chunk-(\d+)$")
 _WORD = re.compile(r"\w")
@@ -41,7 +40,7 @@ _WORD = re.compile(r"\w")
 
 def _in_word(text: str, i: int) -> bool:
     """text[i-1] and text[i] belong to one Latin word (CJK runs have no word boundaries to respect)."""
-    return all(_WORD.match(ch) and not is_cjk(ch) for ch in text[i - 1:i + 1])
+    return all(_WORD.match(ch) and not is_cjk(ch) for ch in text[i - 1 : i + 1])
 
 
 @dataclass(frozen=True)
@@ -87,8 +86,10 @@ class SpanBlock:
 
 
 # html.unescape's own entity pattern, and the characters lightrag-hku removes (its utils.py)
-_SANITISED = re.compile(r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)"
-                        r"|[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uD800-\uDFFF\uFFFE\uFFFF]")
+_SANITISED = re.compile(
+    r"&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)"
+    r"|[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uD800-\uDFFF\uFFFE\uFFFF]"
+)
 _REMOVED = re.compile(r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F\uD800-\uDFFF\uFFFE\uFFFF]")
 
 
@@ -101,7 +102,7 @@ def sanitised_view(text: str) -> tuple[str, list[int]] | None:
     offsets: list[int] = []
     pos = 0
     for m in _SANITISED.finditer(text):
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         offsets.extend(range(pos, m.start()))
         repl = _REMOVED.sub("", html.unescape(m.group(0)) if m.group(0).startswith("&") else "")
         out.append(repl)
@@ -112,7 +113,9 @@ def sanitised_view(text: str) -> tuple[str, list[int]] | None:
     return "".join(out), offsets
 
 
-def locate(text: str, content: str, chunk_id: str = "", view: tuple[str, list[int]] | None = None) -> Span | None:
+def locate(
+    text: str, content: str, chunk_id: str = "", view: tuple[str, list[int]] | None = None
+) -> Span | None:
     """The span of `content` in `text` (or, failing that, in LightRAG's sanitised `view` of it), or None
     when it is in neither (the text changed since ingest)."""
     core = content.strip().strip(_REPLACEMENT).strip()
@@ -150,13 +153,16 @@ class SpanBlocks:
         self._texts: dict[str, str | None] = {}
         self._views: dict[str, tuple[str, list[int]] | None] = {}
         self._count: dict[str, int] = {}
-        self._probes: dict[tuple[str, int], tuple[int, int, int] | None] = {}  # chunks of one file share probes
+        self._probes: dict[
+            tuple[str, int], tuple[int, int, int] | None
+        ] = {}  # chunks of one file share probes
 
     def text(self, path: str) -> str | None:
         if path not in self._texts:
             try:
-                row = self.conn.execute("SELECT text FROM knowledge_text WHERE source_root_relative_path = ?",
-                                        [path]).fetchone()
+                row = self.conn.execute(
+                    "SELECT text FROM knowledge_text WHERE source_root_relative_path = ?", [path]
+                ).fetchone()
             except sqlite3.OperationalError:  # an index built before knowledge_text existed
                 row = None
             self._texts[path] = row[0] if row else None
@@ -183,12 +189,16 @@ class SpanBlocks:
         return self._probes[key]
 
     def _read_probe(self, resource_id: str, ordinal: int) -> tuple[int, int, int] | None:
-        row = self.conn.execute("SELECT ordinal, char_range_json FROM evidence_block WHERE resource_id = ? "
-                                "AND ordinal = ?", [resource_id, ordinal]).fetchone()
+        row = self.conn.execute(
+            "SELECT ordinal, char_range_json FROM evidence_block WHERE resource_id = ? AND ordinal = ?",
+            [resource_id, ordinal],
+        ).fetchone()
         if row is None or row[1] is None:  # rare: a block without a char range; take the next one that has
-            row = self.conn.execute("SELECT ordinal, char_range_json FROM evidence_block WHERE resource_id = ? "
-                                    "AND ordinal >= ? AND char_range_json IS NOT NULL ORDER BY ordinal LIMIT 1",
-                                    [resource_id, ordinal]).fetchone()
+            row = self.conn.execute(
+                "SELECT ordinal, char_range_json FROM evidence_block WHERE resource_id = ? "
+                "AND ordinal >= ? AND char_range_json IS NOT NULL ORDER BY ordinal LIMIT 1",
+                [resource_id, ordinal],
+            ).fetchone()
         if row is None:
             return None
         a, b = json.loads(row[1])
@@ -198,7 +208,8 @@ class SpanBlocks:
         """Smallest ordinal of a block whose char range ends after `pos`."""
         if resource_id not in self._count:
             self._count[resource_id] = self.conn.execute(
-                "SELECT COALESCE(MAX(ordinal), -1) FROM evidence_block WHERE resource_id = ?", [resource_id]).fetchone()[0]
+                "SELECT COALESCE(MAX(ordinal), -1) FROM evidence_block WHERE resource_id = ?", [resource_id]
+            ).fetchone()[0]
         lo, hi, found = 0, self._count[resource_id], None
         while lo <= hi:
             mid = (lo + hi) // 2
@@ -218,8 +229,10 @@ class SpanBlocks:
             return []
         out = []
         for bid, kind, btext, ordinal, page, cr, role in self.conn.execute(
-                "SELECT block_id, kind, text, ordinal, page, char_range_json, role FROM evidence_block "
-                "WHERE resource_id = ? AND ordinal >= ? ORDER BY ordinal", [resource_id, first]):
+            "SELECT block_id, kind, text, ordinal, page, char_range_json, role FROM evidence_block "
+            "WHERE resource_id = ? AND ordinal >= ? ORDER BY ordinal",
+            [resource_id, first],
+        ):
             if cr is None or role == ROLE_FURNITURE:
                 continue
             a, b = json.loads(cr)

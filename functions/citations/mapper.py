@@ -64,8 +64,11 @@ def block_quotes(text: str, term: Term | None, markup: bool) -> tuple[str, str, 
     cleaned = clean_text(text, markdown=False, markup=markup)
     hits = occurrences(cleaned, term) if term else []
     centre = hits[0][0] if hits else 0
-    return (quote_window(cleaned, [], DISPLAY_CHARS, centre), quote_window(cleaned, [], EVIDENCE_CHARS, centre),
-            cleaned != " ".join(text.split()))
+    return (
+        quote_window(cleaned, [], DISPLAY_CHARS, centre),
+        quote_window(cleaned, [], EVIDENCE_CHARS, centre),
+        cleaned != " ".join(text.split()),
+    )
 
 
 def verified(quote: str, block_text: str, markup: bool) -> bool:
@@ -85,7 +88,7 @@ def regions_of(blocks: list[SpanBlock], span: Span, chosen: SpanBlock) -> list[S
         first_of_page.setdefault(b.page, b)
     must = {id(b) for b in first_of_page.values()} | ({id(chosen)} if chosen in keep else set())
     rest = sorted((b for b in keep if id(b) not in must), key=lambda b: abs(b.ordinal - chosen.ordinal))
-    picked = must | {id(b) for b in rest[:max(0, MAX_REGIONS - len(must))]}
+    picked = must | {id(b) for b in rest[: max(0, MAX_REGIONS - len(must))]}
     return [b for b in keep if id(b) in picked]
 
 
@@ -112,7 +115,8 @@ class CitationMapper:
             "SELECT k.source_root_relative_path AS path, k.ocr_text_exposed, r.resource_id, r.kind, r.status, r.provider "
             "FROM knowledge_source k LEFT JOIN evidence_resource r "
             "ON r.source_root_relative_path = k.source_root_relative_path WHERE k.lightrag_file_path = ?",
-            [file_path]).fetchone()
+            [file_path],
+        ).fetchone()
 
     def source_path(self, file_path: str) -> str | None:
         """The workspace path a LightRAG file name stands for (None if it is not ours)."""
@@ -121,8 +125,11 @@ class CitationMapper:
 
     def _details(self, block_id: str) -> tuple:
         """(bbox, section path, locator, box_holds_text) of the cited block."""
-        r = self.conn.execute("SELECT bbox_json, section_path_json, locator_json, box_holds_text FROM evidence_block "
-                              "WHERE block_id = ?", [block_id]).fetchone()
+        r = self.conn.execute(
+            "SELECT bbox_json, section_path_json, locator_json, box_holds_text FROM evidence_block "
+            "WHERE block_id = ?",
+            [block_id],
+        ).fetchone()
         return json.loads(r[0]) if r[0] else None, json.loads(r[1]), json.loads(r[2]), r[3]
 
     def _boxes(self, blocks: list[SpanBlock]) -> dict[str, list[float]]:
@@ -130,9 +137,11 @@ class CitationMapper:
         if not blocks:
             return {}
         marks = ",".join("?" * len(blocks))
-        rows = self.conn.execute(f"SELECT block_id, bbox_json FROM evidence_block WHERE block_id IN ({marks}) "
-                                 "AND bbox_json IS NOT NULL AND box_holds_text IS NOT 0",  # never a box without its words
-                                 [b.block_id for b in blocks]).fetchall()
+        rows = self.conn.execute(
+            f"SELECT block_id, bbox_json FROM evidence_block WHERE block_id IN ({marks}) "
+            "AND bbox_json IS NOT NULL AND box_holds_text IS NOT 0",  # never a box without its words
+            [b.block_id for b in blocks],
+        ).fetchall()
         boxes = json.loads("[" + ",".join(r[1] for r in rows) + "]")  # one parse for all of them
         return {r[0]: box for r, box in zip(rows, boxes)}
 
@@ -154,25 +163,41 @@ class CitationMapper:
         raw = str(chunk.get("content") or "")
         src = self._source(file_path)
         if src is None:
-            self.diagnostics["unmapped"].append({"chunkId": chunk_id, "filePath": file_path, "reason": "not_in_registry"})
+            self.diagnostics["unmapped"].append(
+                {"chunkId": chunk_id, "filePath": file_path, "reason": "not_in_registry"}
+            )
             return None
         if src["resource_id"] is None or src["status"] != "ok":
             reason = "deleted" if src["resource_id"] is None else str(src["status"])
-            self.diagnostics["excluded"].append({"chunkId": chunk_id, "sourcePath": src["path"], "reason": reason})
+            self.diagnostics["excluded"].append(
+                {"chunkId": chunk_id, "sourcePath": src["path"], "reason": reason}
+            )
             return None
         if is_image_placeholder(raw):
             return self._build(src, chunk_id, raw, None, None, None, [], "placeholder", rank)
         text = self.spans.text(src["path"])
         span = self.spans.locate(src["path"], raw, chunk_id)
         if span is None:
-            return self._build(src, chunk_id, raw, None, None, None, [], "unlocated" if text else "no_text", rank)
+            return self._build(
+                src, chunk_id, raw, None, None, None, [], "unlocated" if text else "no_text", rank
+            )
         blocks = self.spans.overlapping(src["resource_id"], text, span)
         block, term, how = self.pick(blocks, span)
         regions = regions_of(blocks, span, block) if block else []
         return self._build(src, chunk_id, raw, span, block, term, regions, how, rank)
 
-    def _build(self, src, chunk_id: str, raw: str, span: Span | None, block: SpanBlock | None, term: Term | None,
-               regions: list[SpanBlock], how: str, rank: int) -> Citation | None:
+    def _build(
+        self,
+        src,
+        chunk_id: str,
+        raw: str,
+        span: Span | None,
+        block: SpanBlock | None,
+        term: Term | None,
+        regions: list[SpanBlock],
+        how: str,
+        rank: int,
+    ) -> Citation | None:
         path, kind = src["path"], src["kind"]
         markup = emits_markup(kind, src["provider"])
         cleaned = "" if block else clean_text(raw, markdown=kind == "markdown", markup=markup)
@@ -185,7 +210,9 @@ class CitationMapper:
             return None
         self.seen.add(key)
         used = regions if len(regions) > 1 else []
-        bbox, section_path, loc, box = self._details(block.block_id) if block else (None, [], {"precision": "file"}, None)
+        bbox, section_path, loc, box = (
+            self._details(block.block_id) if block else (None, [], {"precision": "file"}, None)
+        )
         precision = loc["precision"]
         terms = [t.text for t in self.terms]
         if block:
@@ -204,8 +231,11 @@ class CitationMapper:
             quote_source = "placeholder" if how == "placeholder" else ("chunk" if cleaned else "missing")
             ok, reason = False, "no_block"
         boxes = self._boxes(used)
-        region_list = [{"page": b.page, "bbox": boxes[b.block_id], "blockId": b.block_id} for b in used
-                       if b.block_id in boxes]
+        region_list = [
+            {"page": b.page, "bbox": boxes[b.block_id], "blockId": b.block_id}
+            for b in used
+            if b.block_id in boxes
+        ]
         pinned = block is not None and precision not in ("page", "file")
         if pinned:
             url = page_url(path, block.block_id)
@@ -216,13 +246,22 @@ class CitationMapper:
         else:
             url = page_url(path)
         out: Citation = {
-            "citationId": self._id(kind, path, block.block_id if block else chunk_id), "provider": self.provider,
-            "sourcePath": path, "resourceKind": kind, "headingPath": section_path, "displayQuote": display,
-            "quoteVerified": ok, "locatorEvidenceText": evidence,
-            "searchQuery": term.text if term else self.query, "quoteSource": quote_source,
-            "locatorPrecision": precision, "locatorDegraded": precision in ("paragraph", "page", "file"),
-            "citationUrl": self.base + url, "relevanceScore": round(1 / (rank + 1), 4),
-            "citationMarkdown": "", "diagnostics": {},  # type: ignore[typeddict-item]  # filled below
+            "citationId": self._id(kind, path, block.block_id if block else chunk_id),
+            "provider": self.provider,
+            "sourcePath": path,
+            "resourceKind": kind,
+            "headingPath": section_path,
+            "displayQuote": display,
+            "quoteVerified": ok,
+            "locatorEvidenceText": evidence,
+            "searchQuery": term.text if term else self.query,
+            "quoteSource": quote_source,
+            "locatorPrecision": precision,
+            "locatorDegraded": precision in ("paragraph", "page", "file"),
+            "citationUrl": self.base + url,
+            "relevanceScore": round(1 / (rank + 1), 4),
+            "citationMarkdown": "",
+            "diagnostics": {},  # type: ignore[typeddict-item]  # filled below
         }
         if block and block.page is not None and precision != "file":
             out["page"] = block.page
@@ -231,17 +270,25 @@ class CitationMapper:
             if pinned and bbox is not None:
                 out["bbox"] = bbox
             at = downgraded(loc, reason)  # its locator at the citation's precision
-            out["source"] = {**at, "openAction": {**at["openAction"], "url": self.base + at["openAction"]["url"]}}
+            out["source"] = {
+                **at,
+                "openAction": {**at["openAction"], "url": self.base + at["openAction"]["url"]},
+            }
         if region_list:
             out["regions"] = region_list
         out["citationMarkdown"] = citation_markdown(out)
         placeholder = how == "placeholder"
         ocr_exposed = bool(src["ocr_text_exposed"]) or (kind == KIND_IMAGE and block is not None)
         out["diagnostics"] = {
-            "rawReferenceMapped": True, "sidecarBlockMapped": block is not None, "blockMatch": how,
-            "displayCleaned": changed, "locatorTextSource": "block" if block else "chunk",
-            "ocrTextExposed": ocr_exposed and not placeholder, "quoteOnlyImagePlaceholder": placeholder,
-            "rawQuote": raw[:1000], "chunkId": chunk_id,
+            "rawReferenceMapped": True,
+            "sidecarBlockMapped": block is not None,
+            "blockMatch": how,
+            "displayCleaned": changed,
+            "locatorTextSource": "block" if block else "chunk",
+            "ocrTextExposed": ocr_exposed and not placeholder,
+            "quoteOnlyImagePlaceholder": placeholder,
+            "rawQuote": raw[:1000],
+            "chunkId": chunk_id,
         }
         if reason:
             out["diagnostics"]["quoteCheck"] = reason

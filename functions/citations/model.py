@@ -40,7 +40,9 @@ class CitationDiagnostics(TypedDict):
     quoteOnlyImagePlaceholder: bool
     rawQuote: str
     chunkId: str
-    quoteCheck: NotRequired[Literal["quote_not_in_block", "box_text_mismatch", "no_block"]]  # why not quoteVerified
+    quoteCheck: NotRequired[
+        Literal["quote_not_in_block", "box_text_mismatch", "no_block"]
+    ]  # why not quoteVerified
 
 
 class Citation(TypedDict):
@@ -63,7 +65,9 @@ class Citation(TypedDict):
     citationUrl: str
     citationMarkdown: str
     relevanceScore: NotRequired[float]
-    source: NotRequired[dict]  # the block's EvidenceLocator (schemas/locator.schema.json), URL with the site base
+    source: NotRequired[
+        dict
+    ]  # the block's EvidenceLocator (schemas/locator.schema.json), URL with the site base
     diagnostics: CitationDiagnostics
 
 

@@ -42,7 +42,7 @@ def _sources_for(site_path: str) -> list[str]:
     if not site_path.endswith(".html"):
         return []
     stem = site_path[: -len(".html")]
-    moved = stem[len(MOVED_PAGES_DIR) + 1:] if stem.startswith(MOVED_PAGES_DIR + "/") else None
+    moved = stem[len(MOVED_PAGES_DIR) + 1 :] if stem.startswith(MOVED_PAGES_DIR + "/") else None
     out = [moved] if moved else [stem] + [stem + s for s in NOTE_SUFFIXES]
     return [p for p in out if p and page_path(p) == site_path]
 
@@ -70,8 +70,10 @@ def parse(url: str) -> CitedPlace:
     for i in range(len(segments)):
         place.paths += _sources_for("/".join(segments[i:]))
     if place.block_id is None and not place.paths:
-        raise BadRequest("citationUrl is not a page of this site (expected …/<file>.html with #blockId, "
-                         "#page-N or ?page=N&bbox=…)")
+        raise BadRequest(
+            "citationUrl is not a page of this site (expected …/<file>.html with #blockId, "
+            "#page-N or ?page=N&bbox=…)"
+        )
     return place
 
 
@@ -80,9 +82,14 @@ def resource_for(conn: sqlite3.Connection, place: CitedPlace) -> tuple[str, str,
     if not place.paths:
         return None
     marks = ",".join("?" * len(place.paths))
-    rows = {r[1]: r for r in conn.execute(
-        "SELECT resource_id, source_root_relative_path, page_count FROM evidence_resource "
-        f"WHERE status = 'ok' AND source_root_relative_path IN ({marks})", place.paths)}
+    rows = {
+        r[1]: r
+        for r in conn.execute(
+            "SELECT resource_id, source_root_relative_path, page_count FROM evidence_resource "
+            f"WHERE status = 'ok' AND source_root_relative_path IN ({marks})",
+            place.paths,
+        )
+    }
     for path in place.paths:
         if path in rows:
             r = rows[path]

@@ -30,24 +30,28 @@ MAX_QUOTE = 280
 
 _EQUATION = re.compile(r"<equation\b[^>]*>(.*?)</equation\s*>", re.S | re.I)
 _DRAWING = re.compile(r"<drawing\b[^>]*?/?>(?:.*?</drawing\s*>)?", re.S | re.I)
-HTML_ELEMENTS = frozenset("""
+HTML_ELEMENTS = frozenset(
+    """
 a abbr b blockquote br caption center cite code col colgroup dd del details dfn div dl dt em figcaption figure
 font h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q s samp small span strike strong sub summary sup table
 tbody td tfoot th thead tr tt u ul var equation drawing
-""".split())
+""".split()
+)
 _VOID = frozenset({"br", "hr", "img", "wbr", "col"})
 _TAG = re.compile(r"<(/?)([A-Za-z][\w:-]*)(\s+[^<>]*?)?\s*(/?)>")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _PAGE_MARKER = re.compile(  # ours (build/parse/providers/pdf.py), also cut at a chunk's edges: "ge 3 -->", "<!-- pa"
-    r"<!-- page \d+ -->|^\s*(?:(?:<?!)?-?-? ?)?(?:(?:(?:p?a)?g)?e ?)?\d* ?-->|<(?:!(?:-(?:-(?: (?:p(?:a(?:g(?:e(?: \d*)?)?)?)?)?)?)?)?)?$")
+    r"<!-- page \d+ -->|^\s*(?:(?:<?!)?-?-? ?)?(?:(?:(?:p?a)?g)?e ?)?\d* ?-->|<(?:!(?:-(?:-(?: (?:p(?:a(?:g(?:e(?: \d*)?)?)?)?)?)?)?)?)?$"
+)
 _PARTIAL_COMMENT = re.compile(r"<!--(?:(?!-->).)*$|^(?:(?!<!--).)*?-->", re.S)
 _PARTIAL_TAG_START = re.compile(r"^[^<>]*?>")  # "...mat="latex">x" at a chunk's start
 _KNOWN = "|".join(sorted(HTML_ELEMENTS, key=len, reverse=True))
 _PARTIAL_TAG_END = re.compile(rf"</?(?:{_KNOWN})(?:[\s/][^<>]*)?$", re.I)  # "<equation format=" at the end
 _IMAGE_MD = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 # `# name.png`: the heading an image document carries (registered image suffixes, plus .gif from elsewhere)
-_IMAGE_HEADING = re.compile(r"^#+\s*\S+(?:%s)\s*$" % "|".join(re.escape(s) for s in (*suffixes(Kind.IMAGE), ".gif")),
-                            re.I | re.M)
+_IMAGE_HEADING = re.compile(
+    r"^#+\s*\S+(?:%s)\s*$" % "|".join(re.escape(s) for s in (*suffixes(Kind.IMAGE), ".gif")), re.I | re.M
+)
 _MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _WIKILINK = re.compile(r"!?\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|([^\]]+))?\]\]")
@@ -55,10 +59,35 @@ _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.M)
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _UNDERSCORE_BOLD = re.compile(r"(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)")
 
-GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "theta": "θ", "lambda": "λ",
-         "mu": "μ", "pi": "π", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "omega": "ω", "Delta": "Δ",
-         "Sigma": "Σ", "Omega": "Ω", "infty": "∞", "cdot": "·", "times": "×", "leq": "≤", "geq": "≥",
-         "neq": "≠", "approx": "≈", "pm": "±", "rightarrow": "→", "to": "→"}
+GREEK = {
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ε",
+    "theta": "θ",
+    "lambda": "λ",
+    "mu": "μ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "phi": "φ",
+    "omega": "ω",
+    "Delta": "Δ",
+    "Sigma": "Σ",
+    "Omega": "Ω",
+    "infty": "∞",
+    "cdot": "·",
+    "times": "×",
+    "leq": "≤",
+    "geq": "≥",
+    "neq": "≠",
+    "approx": "≈",
+    "pm": "±",
+    "rightarrow": "→",
+    "to": "→",
+}
 
 
 def _group(x: str) -> str:
@@ -71,7 +100,11 @@ def latex_to_text(expr: str) -> str:
     out = expr
     for _ in range(3):  # nested fractions and roots, innermost first
         out = re.sub(r"\\sqrt\s*\{([^{}]*)\}", r"√(\1)", out)
-        out = re.sub(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", lambda m: f"{_group(m.group(1))}/{_group(m.group(2))}", out)
+        out = re.sub(
+            r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}",
+            lambda m: f"{_group(m.group(1))}/{_group(m.group(2))}",
+            out,
+        )
     out = re.sub(r"\\(?:text|mathrm|mathbf|mathit|operatorname)\s*\{([^{}]*)\}", r"\1", out)
     out = re.sub(r"\\([A-Za-z]+)", lambda m: GREEK.get(m.group(1), m.group(1)), out)
     return out.replace("{", "").replace("}", "").replace("\\,", " ").replace("\\", "")

@@ -14,8 +14,8 @@ Citations are typed by `functions.citation_model` (schemas/citation.schema.json)
 from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
-from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.core.model import EvidenceLocator
+from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.functions.core.db import EvidenceDB
 
 # evidence.search boundary kinds (SPEC §11)

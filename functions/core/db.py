@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from mnote_evidence.build.core.sqlite_ro import connect_ro, file_identity, recover_hot_journal, unavailable
 from mnote_evidence.build.index.meta import REBUILD_HINT, read_meta, reader_problem
@@ -38,8 +38,12 @@ from mnote_evidence.functions.core.errors import UNAVAILABLE_HINT, IndexIncompat
 class LiveConnections:
     """Per-thread connections opened by `opener`, re-opened when the file at `path` is replaced."""
 
-    def __init__(self, path: Path | str, opener: Callable[[], sqlite3.Connection],
-                 on_replaced: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        path: Path | str,
+        opener: Callable[[], sqlite3.Connection],
+        on_replaced: Callable[[], None] | None = None,
+    ):
         self.path = Path(path)
         self._open = opener
         self._on_replaced = on_replaced

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mnote_evidence.build.core.redact import redact
 from mnote_evidence.build.core.sqlite_ro import unavailable
@@ -51,14 +52,19 @@ class IndexUnavailable(HandlerError):
     code = "index_unavailable"
 
 
-UNAVAILABLE_HINT = ("the index is being updated, or a build was interrupted and its journal could not be rolled "
-                    "back from here; retry shortly, or run the build again")
+UNAVAILABLE_HINT = (
+    "the index is being updated, or a build was interrupted and its journal could not be rolled "
+    "back from here; retry shortly, or run the build again"
+)
 
 
 def call(handler: Callable[[dict], dict], request: Any) -> tuple[int, dict]:
     """Run a pure handler; bad input becomes a 4xx with a message, a bug a 500 without a traceback."""
     if not isinstance(request, dict):
-        return 400, {"ok": False, "error": {"code": "bad_request", "message": "request must be a JSON object"}}
+        return 400, {
+            "ok": False,
+            "error": {"code": "bad_request", "message": "request must be a JSON object"},
+        }
     try:
         return 200, handler(request)
     except HandlerError as exc:
@@ -66,9 +72,17 @@ def call(handler: Callable[[dict], dict], request: Any) -> tuple[int, dict]:
     except sqlite3.OperationalError as exc:
         if not unavailable(exc):
             log.exception("handler failed")
-            return 500, {"ok": False, "error": {"code": "internal_error", "message": "internal error; see server log"}}
-        return IndexUnavailable.status, {"ok": False, "error": {"code": IndexUnavailable.code,
-                                                                "message": UNAVAILABLE_HINT}}
+            return 500, {
+                "ok": False,
+                "error": {"code": "internal_error", "message": "internal error; see server log"},
+            }
+        return IndexUnavailable.status, {
+            "ok": False,
+            "error": {"code": IndexUnavailable.code, "message": UNAVAILABLE_HINT},
+        }
     except Exception:  # never leak a traceback to a client
         log.exception("handler failed")
-        return 500, {"ok": False, "error": {"code": "internal_error", "message": "internal error; see server log"}}
+        return 500, {
+            "ok": False,
+            "error": {"code": "internal_error", "message": "internal error; see server log"},
+        }

@@ -19,8 +19,9 @@ The `get_*` helpers are the per-kind readers `Field.read` uses (and the messages
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from mnote_evidence.functions.core.errors import BadRequest
 
@@ -28,7 +29,15 @@ MAX_QUERY_CHARS = 1000
 MAX_BLOCK_ID_CHARS = 64
 
 # Field kinds: what `Field.read` checks and what `Field.schema` says
-TEXT, INTEGER, CHOICE, CHOICES, FLAG, BLOCK_ID, LOCATOR = "text", "integer", "choice", "choices", "flag", "blockId", "locator"
+TEXT, INTEGER, CHOICE, CHOICES, FLAG, BLOCK_ID, LOCATOR = (
+    "text",
+    "integer",
+    "choice",
+    "choices",
+    "flag",
+    "blockId",
+    "locator",
+)
 TRUE_WORDS = ("1", "true", "yes")
 
 
@@ -148,23 +157,40 @@ class Field:
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any]
         if self.kind == TEXT:  # no NUL; when required, something besides spaces
-            out = {"type": "string", "maxLength": self.max_len,
-                   "pattern": r"^[^\u0000]*[^\u0000\s][^\u0000]*$" if self.required else r"^[^\u0000]*$"}
+            out = {
+                "type": "string",
+                "maxLength": self.max_len,
+                "pattern": r"^[^\u0000]*[^\u0000\s][^\u0000]*$" if self.required else r"^[^\u0000]*$",
+            }
         elif self.kind == INTEGER:
             out = {"type": "integer", "minimum": self.lo, "maximum": self.hi, "default": self.default}
         elif self.kind == CHOICE:
             out = {"type": "string", "enum": list(self.choices), "default": self.default}
         elif self.kind == CHOICES:
-            out = {"type": "array", "items": {"type": "string", "enum": list(self.choices)}, "uniqueItems": True}
+            out = {
+                "type": "array",
+                "items": {"type": "string", "enum": list(self.choices)},
+                "uniqueItems": True,
+            }
         elif self.kind == FLAG:
             out = {"type": "boolean", "default": False}
         elif self.kind == BLOCK_ID:
-            out = {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS, "pattern": r"^[^\u0000]*$"}
+            out = {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_BLOCK_ID_CHARS,
+                "pattern": r"^[^\u0000]*$",
+            }
         else:  # LOCATOR: an EvidenceLocator as returned (`source`), or {resourcePath, page, bbox}
-            out = {"type": "object", "properties": {
-                "blockId": {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS},
-                "resourcePath": {"type": "string"}, "page": {"type": "integer", "minimum": 1},
-                "bbox": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}}}
+            out = {
+                "type": "object",
+                "properties": {
+                    "blockId": {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS},
+                    "resourcePath": {"type": "string"},
+                    "page": {"type": "integer", "minimum": 1},
+                    "bbox": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+                },
+            }
         return {**out, "description": self.description}
 
     def from_text(self, value: str) -> Any:
@@ -186,7 +212,9 @@ class RequestSpec:
 
     def __init__(self, *fields: Field, one_of: tuple[str, ...] = ()):
         self.fields = {f.name: f for f in fields}
-        self.one_of = one_of  # give at least one of these (said in the schema's description; checked by the handler)
+        self.one_of = (
+            one_of  # give at least one of these (said in the schema's description; checked by the handler)
+        )
 
     def parse(self, request: dict) -> dict[str, Any]:
         """Every field's checked value (defaults filled in); `BadRequest` for anything else.
@@ -197,8 +225,10 @@ class RequestSpec:
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {
-            "type": "object", "properties": {n: f.schema() for n, f in self.fields.items()},
-            "additionalProperties": False}
+            "type": "object",
+            "properties": {n: f.schema() for n, f in self.fields.items()},
+            "additionalProperties": False,
+        }
         required = [n for n, f in self.fields.items() if f.required]
         if required:
             schema["required"] = required

@@ -33,21 +33,45 @@ def _retrieve(ctx: Context, query: str, mode: str, top_k: int) -> tuple[dict, di
     with LightRag(ctx.lightrag) as client:
         data = client.query_data(query, mode, top_k)
     mapper = CitationMapper(ctx.db.connect(), query, ctx.site_base)
-    citations = [c for rank, chunk in enumerate(data.get("chunks") or [])
-                 if isinstance(chunk, dict) and (c := mapper.citation(chunk, rank))]
-    references = [{"referenceId": str(r.get("reference_id")), "filePath": r.get("file_path"),
-                   "sourcePath": mapper.source_path(str(r.get("file_path")))}
-                  for r in data.get("references") or [] if isinstance(r, dict)]
-    return data, {"citations": citations, "references": references,
-                  "diagnostics": {**mapper.diagnostics, "chunkCount": len(data.get("chunks") or []),
-                                  "provider": {"entities": len(data.get("entities") or []),
-                                               "relationships": len(data.get("relationships") or [])}}}
+    citations = [
+        c
+        for rank, chunk in enumerate(data.get("chunks") or [])
+        if isinstance(chunk, dict) and (c := mapper.citation(chunk, rank))
+    ]
+    references = [
+        {
+            "referenceId": str(r.get("reference_id")),
+            "filePath": r.get("file_path"),
+            "sourcePath": mapper.source_path(str(r.get("file_path"))),
+        }
+        for r in data.get("references") or []
+        if isinstance(r, dict)
+    ]
+    return data, {
+        "citations": citations,
+        "references": references,
+        "diagnostics": {
+            **mapper.diagnostics,
+            "chunkCount": len(data.get("chunks") or []),
+            "provider": {
+                "entities": len(data.get("entities") or []),
+                "relationships": len(data.get("relationships") or []),
+            },
+        },
+    }
 
 
 QUERY_REQUEST = RequestSpec(
     Field("query", TEXT, "The question or words to retrieve passages for.", required=True),
     Field("mode", CHOICE, "LightRAG retrieval mode.", default="mix", choices=MODES),
-    Field("topK", INTEGER, "How many LightRAG chunks to retrieve and cite at most.", default=10, lo=1, hi=MAX_TOP_K),
+    Field(
+        "topK",
+        INTEGER,
+        "How many LightRAG chunks to retrieve and cite at most.",
+        default=10,
+        lo=1,
+        hi=MAX_TOP_K,
+    ),
 )
 STATUS_REQUEST = RequestSpec()
 ASK_REQUEST = QUERY_REQUEST  # the same fields: the answer comes with the citations of the same retrieval
@@ -64,8 +88,12 @@ def query(request: dict, ctx: Context) -> dict:
 
 def _query(ctx: Context, text: str, mode: str, top_k: int) -> dict:
     if ctx.lightrag is None:
-        return _unavailable("knowledge_rag_unconfigured", "no LightRAG server configured (set LIGHTRAG_URL)",
-                            citations=[], references=[])
+        return _unavailable(
+            "knowledge_rag_unconfigured",
+            "no LightRAG server configured (set LIGHTRAG_URL)",
+            citations=[],
+            references=[],
+        )
     try:
         _, mapped = _retrieve(ctx, text, mode, top_k)
     except LightRagError as exc:
@@ -87,13 +115,27 @@ def status(request: dict, ctx: Context) -> dict:
     conf = health.get("configuration") or {}
     rerank_binding = conf.get("rerank_binding")
     healthy = health.get("status") == "healthy"
-    extra = {} if healthy else {"reason": "knowledge_rag_unhealthy", "message": f"status {health.get('status')!r}"}
-    return {"ok": True, "healthy": healthy, **extra, "coreVersion": health.get("core_version"),
-            "embeddingModel": conf.get("embedding_model"), "llmModel": conf.get("llm_model"),
-            "rerankEnabled": bool(conf.get("enable_rerank")),
-            "rerankAvailable": bool(rerank_binding and rerank_binding != "null"
-                                    and (health.get("rerank_queue_status") or {}).get("available", True)),
-            "rerankModel": conf.get("rerank_model"), "pipelineBusy": bool(health.get("pipeline_busy"))}
+    extra = (
+        {}
+        if healthy
+        else {"reason": "knowledge_rag_unhealthy", "message": f"status {health.get('status')!r}"}
+    )
+    return {
+        "ok": True,
+        "healthy": healthy,
+        **extra,
+        "coreVersion": health.get("core_version"),
+        "embeddingModel": conf.get("embedding_model"),
+        "llmModel": conf.get("llm_model"),
+        "rerankEnabled": bool(conf.get("enable_rerank")),
+        "rerankAvailable": bool(
+            rerank_binding
+            and rerank_binding != "null"
+            and (health.get("rerank_queue_status") or {}).get("available", True)
+        ),
+        "rerankModel": conf.get("rerank_model"),
+        "pipelineBusy": bool(health.get("pipeline_busy")),
+    }
 
 
 def _answer(ctx: Context, text: str, mode: str, top_k: int) -> dict | LightRagError:
@@ -132,7 +174,7 @@ def ask(request: dict, ctx: Context) -> dict:
     answer = str(answered.get("response") or "")
     segments, dropped, pos = [], [], 0
     for m in _MARKER.finditer(answer):
-        segments.append({"text": answer[pos:m.start()]})
+        segments.append({"text": answer[pos : m.start()]})
         cite = ref_to_cite.get(m.group(1))
         if cite:
             segments.append({"citationId": cite})
@@ -144,7 +186,9 @@ def ask(request: dict, ctx: Context) -> dict:
     return {**result, "answer": answer, "segments": [s for s in segments if s.get("text") != ""]}
 
 
-def ocr_results(ctx: Context, query_text: str, top_k: int, have: set[str]) -> tuple[list[SearchResult], str | None]:
+def ocr_results(
+    ctx: Context, query_text: str, top_k: int, have: set[str]
+) -> tuple[list[SearchResult], str | None]:
     """For evidence.search includeOcr: LightRAG hits on OCR'd sources (images, scanned pages)."""
     if ctx.lightrag is None:
         return [], "knowledge_rag_unconfigured"
@@ -158,6 +202,13 @@ def ocr_results(ctx: Context, query_text: str, top_k: int, have: set[str]) -> tu
             continue
         if "blockId" not in c or c["blockId"] in have:
             continue
-        out.append({"evidenceId": c["blockId"], "quote": c["locatorEvidenceText"], "score": c["relevanceScore"],
-                    "matchSource": "knowledge_ocr", "source": c["source"]})
+        out.append(
+            {
+                "evidenceId": c["blockId"],
+                "quote": c["locatorEvidenceText"],
+                "score": c["relevanceScore"],
+                "matchSource": "knowledge_ocr",
+                "source": c["source"],
+            }
+        )
     return out, None

@@ -14,14 +14,15 @@ the public site URL every adapter may prefix links with.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
-from mnote_evidence.functions.handlers import evidence, knowledge, verify
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.errors import call
 from mnote_evidence.functions.core.validation import RequestSpec
+from mnote_evidence.functions.handlers import evidence, knowledge, verify
 
 Handler = Callable[[dict, Context], dict]
 
@@ -37,24 +38,60 @@ class Route:
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("/-/evidence/search", evidence.search, evidence.SEARCH_REQUEST, "evidence_search", "Search the evidence",
-          "Full-text search over every note and attachment (PDF, DOCX, images' OCR text). Each result has a "
-          "quote, a score and a locator (`source`) whose openAction.url opens the exact page box, paragraph "
-          "or lines in the static site."),
-    Route("/-/evidence/read", evidence.read, evidence.READ_REQUEST, "evidence_read", "Read around a block",
-          "A block with its neighbours on the same page or section, the section summary, and the lines of "
-          "notes that reference its file."),
-    Route("/-/evidence/open", evidence.open_, evidence.OPEN_REQUEST, "evidence_open", "Link to a place",
-          "The normalised openAction (URL) for a block id or a locator: give the user this link."),
-    Route("/-/evidence/verify", verify.verify_quote, verify.VERIFY_REQUEST, "verify_quote", "Check a quote",
-          "Is this sentence at the place a citation opens? Give the quote and the cited blockId, locator or "
-          "citationUrl (or nothing: anywhere in the notes). Answers found / found_elsewhere / not_found and the "
-          "block that holds the words (or the most similar one) with its locator: check before you quote."),
-    Route("/-/knowledge/query", knowledge.query, knowledge.QUERY_REQUEST, "knowledge_query", "Cited retrieval",
-          "Retrieve passages with LightRAG and map each to a citation of the exact block it came from "
-          "(citationUrl, citationMarkdown). If LightRAG is down the answer says so (degraded) instead of failing."),
-    Route("/-/knowledge/status", knowledge.status, knowledge.STATUS_REQUEST, "knowledge_status",
-          "Knowledge server status", "Whether the LightRAG server answers, and its models and rerank settings."),
+    Route(
+        "/-/evidence/search",
+        evidence.search,
+        evidence.SEARCH_REQUEST,
+        "evidence_search",
+        "Search the evidence",
+        "Full-text search over every note and attachment (PDF, DOCX, images' OCR text). Each result has a "
+        "quote, a score and a locator (`source`) whose openAction.url opens the exact page box, paragraph "
+        "or lines in the static site.",
+    ),
+    Route(
+        "/-/evidence/read",
+        evidence.read,
+        evidence.READ_REQUEST,
+        "evidence_read",
+        "Read around a block",
+        "A block with its neighbours on the same page or section, the section summary, and the lines of "
+        "notes that reference its file.",
+    ),
+    Route(
+        "/-/evidence/open",
+        evidence.open_,
+        evidence.OPEN_REQUEST,
+        "evidence_open",
+        "Link to a place",
+        "The normalised openAction (URL) for a block id or a locator: give the user this link.",
+    ),
+    Route(
+        "/-/evidence/verify",
+        verify.verify_quote,
+        verify.VERIFY_REQUEST,
+        "verify_quote",
+        "Check a quote",
+        "Is this sentence at the place a citation opens? Give the quote and the cited blockId, locator or "
+        "citationUrl (or nothing: anywhere in the notes). Answers found / found_elsewhere / not_found and the "
+        "block that holds the words (or the most similar one) with its locator: check before you quote.",
+    ),
+    Route(
+        "/-/knowledge/query",
+        knowledge.query,
+        knowledge.QUERY_REQUEST,
+        "knowledge_query",
+        "Cited retrieval",
+        "Retrieve passages with LightRAG and map each to a citation of the exact block it came from "
+        "(citationUrl, citationMarkdown). If LightRAG is down the answer says so (degraded) instead of failing.",
+    ),
+    Route(
+        "/-/knowledge/status",
+        knowledge.status,
+        knowledge.STATUS_REQUEST,
+        "knowledge_status",
+        "Knowledge server status",
+        "Whether the LightRAG server answers, and its models and rerank settings.",
+    ),
     Route("/-/knowledge/ask", knowledge.ask, knowledge.ASK_REQUEST),
 )
 BY_PATH = {r.path: r for r in ROUTES}
@@ -90,6 +127,8 @@ def site_base(site_url: str | None) -> str:
         return ""
     parts = urlsplit(site_url)
     if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"the site URL must be the site's public http(s) address, like https://example.org/notes/ "
-                         f"(got {site_url!r})")
+        raise ValueError(
+            f"the site URL must be the site's public http(s) address, like https://example.org/notes/ "
+            f"(got {site_url!r})"
+        )
     return site_url.rstrip("/") + "/"

@@ -29,9 +29,6 @@ from mnote_evidence.functions.citations import url as citation_url
 from mnote_evidence.functions.core.cleaning import clean_text, quote_window
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.errors import BadRequest, NotFound
-from mnote_evidence.functions.handlers.evidence import _resolve
-from mnote_evidence.functions.search.quote_check import checked_locator
-from mnote_evidence.functions.search.results import with_base
 from mnote_evidence.functions.core.validation import (
     BLOCK_ID,
     LOCATOR,
@@ -41,6 +38,9 @@ from mnote_evidence.functions.core.validation import (
     get_block_id,
     get_str,
 )
+from mnote_evidence.functions.handlers.evidence import _resolve
+from mnote_evidence.functions.search.quote_check import checked_locator
+from mnote_evidence.functions.search.results import with_base
 
 MAX_QUOTE_CHARS = 2000
 MAX_URL_CHARS = 2000
@@ -50,8 +50,10 @@ CJK_PIECE = 4
 COMMON = 2000  # a word in this many blocks or more does not pick best-match candidates
 MIN_SIMILARITY = 0.2  # below this, no block is offered as the best match
 
-_COLUMNS = ("b.block_id, b.text, b.kind, b.page, b.bbox_json, b.locator_json, b.ordinal, b.resource_id, "
-            "b.box_holds_text, r.source_root_relative_path AS path")
+_COLUMNS = (
+    "b.block_id, b.text, b.kind, b.page, b.bbox_json, b.locator_json, b.ordinal, b.resource_id, "
+    "b.box_holds_text, r.source_root_relative_path AS path"
+)
 _FROM = "FROM evidence_block b JOIN evidence_resource r USING (resource_id)"
 
 
@@ -68,8 +70,12 @@ class Target:
 
     def to_json(self) -> dict:
         out: dict = {"scope": self.scope}
-        for key, value in (("resourcePath", self.path), ("blockId", self.block_id), ("page", self.page),
-                           ("bbox", self.bbox)):
+        for key, value in (
+            ("resourcePath", self.path),
+            ("blockId", self.block_id),
+            ("page", self.page),
+            ("bbox", self.bbox),
+        ):
             if value is not None:
                 out[key] = value
         return out
@@ -78,8 +84,9 @@ class Target:
 def _rows(conn: sqlite3.Connection, where: str, params: list) -> list[sqlite3.Row]:
     cur = conn.cursor()
     cur.row_factory = sqlite3.Row
-    return cur.execute(f"SELECT {_COLUMNS} {_FROM} WHERE r.status = 'ok' AND {where} ORDER BY b.ordinal",
-                       params).fetchall()
+    return cur.execute(
+        f"SELECT {_COLUMNS} {_FROM} WHERE r.status = 'ok' AND {where} ORDER BY b.ordinal", params
+    ).fetchall()
 
 
 def _inside(bbox: list[float], box: list[float]) -> bool:
@@ -99,8 +106,15 @@ def _target(request: dict, conn: sqlite3.Connection) -> Target:
         block_id = place.block_id if place else get_block_id(request)
         row, redirected = _resolve(conn, block_id)
         rows = _rows(conn, "b.block_id = ?", [row["block_id"]])
-        return Target("block", rows, row["path"], row["block_id"], row["page"], redirected_from=redirected,
-                      resource_id=row["resource_id"])
+        return Target(
+            "block",
+            rows,
+            row["path"],
+            row["block_id"],
+            row["page"],
+            redirected_from=redirected,
+            resource_id=row["resource_id"],
+        )
     found = citation_url.resource_for(conn, place)
     if found is None:
         raise NotFound("citationUrl names no file of this index")
@@ -128,24 +142,31 @@ def _terms(quote: str) -> list[str]:
     for term in query_terms(quote):
         if CJK_RUN.fullmatch(term):
             for i in range(0, max(1, len(term) - 1), CJK_PIECE - 1):
-                out.setdefault(term[i:i + CJK_PIECE])
+                out.setdefault(term[i : i + CJK_PIECE])
         else:
             out.setdefault(term.lower())
     return [t for t in out if len(t) > 1][:MAX_OR_TERMS]
 
 
-def _fts(conn: sqlite3.Connection, quote: str, limit: int, resource_id: str | None = None,
-         every_word: bool = False) -> list[sqlite3.Row]:
+def _fts(
+    conn: sqlite3.Connection, quote: str, limit: int, resource_id: str | None = None, every_word: bool = False
+) -> list[sqlite3.Row]:
     """Blocks the FTS index ranks best for the quote: holding all of its words (`every_word`), or
     else any of its rarer words. Inside one resource the search is a rowid range (a resource's
     blocks are written with consecutive ids), so its cost does not grow with the index."""
     span, params, mine, owner = "", [], "", []
     if resource_id:
-        lo, hi = conn.execute("SELECT min(id), max(id) FROM evidence_block WHERE resource_id = ?",
-                              [resource_id]).fetchone()
+        lo, hi = conn.execute(
+            "SELECT min(id), max(id) FROM evidence_block WHERE resource_id = ?", [resource_id]
+        ).fetchone()
         if lo is None:
             return []
-        span, params, mine, owner = "AND rowid BETWEEN ? AND ?", [lo, hi], "AND b.resource_id = ?", [resource_id]
+        span, params, mine, owner = (
+            "AND rowid BETWEEN ? AND ?",
+            [lo, hi],
+            "AND b.resource_id = ?",
+            [resource_id],
+        )
     try:
         match = fts_query(quote) if every_word else _rare_match(conn, quote, span, params)
     except QueryError:
@@ -158,7 +179,8 @@ def _fts(conn: sqlite3.Connection, quote: str, limit: int, resource_id: str | No
         "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
         f"{span} ORDER BY rank LIMIT ?) SELECT {_COLUMNS} FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
         f"JOIN evidence_resource r USING (resource_id) WHERE r.status = 'ok' {mine} ORDER BY ranked.rank",
-        [match, *params, limit, *owner]).fetchall()
+        [match, *params, limit, *owner],
+    ).fetchall()
 
 
 def _rare_match(conn: sqlite3.Connection, quote: str, span: str, params: list) -> str | None:
@@ -168,8 +190,11 @@ def _rare_match(conn: sqlite3.Connection, quote: str, span: str, params: list) -
     counted = []
     for term in _terms(quote):
         match = fts_query(term)
-        n = conn.execute(f"SELECT count(*) FROM (SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? {span} "
-                         "LIMIT ?)", [match, *params, COMMON]).fetchone()[0]
+        n = conn.execute(
+            f"SELECT count(*) FROM (SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? {span} "
+            "LIMIT ?)",
+            [match, *params, COMMON],
+        ).fetchone()[0]
         if n:
             counted.append((n, match))
     counted.sort()
@@ -182,21 +207,35 @@ def _rare_match(conn: sqlite3.Connection, quote: str, span: str, params: list) -
 def _match(row: sqlite3.Row, quote: str, score: float, ctx: Context) -> dict:
     terms = query_terms(quote)
     loc, verified, reason = checked_locator(row, score == 1.0)
-    out = {"evidenceId": row["block_id"], "similarity": score, "quoteVerified": verified,
-           "precision": loc["precision"], "quote": quote_window(clean_text(row["text"], markdown=False), terms),
-           "source": with_base(loc, ctx.site_base)}
+    out = {
+        "evidenceId": row["block_id"],
+        "similarity": score,
+        "quoteVerified": verified,
+        "precision": loc["precision"],
+        "quote": quote_window(clean_text(row["text"], markdown=False), terms),
+        "source": with_base(loc, ctx.site_base),
+    }
     if reason:
         out["reason"] = reason
     return out
 
 
 VERIFY_REQUEST = RequestSpec(
-    Field("quote", TEXT, "The sentence or words to check, as they will be shown.", required=True,
-          max_len=MAX_QUOTE_CHARS),
+    Field(
+        "quote",
+        TEXT,
+        "The sentence or words to check, as they will be shown.",
+        required=True,
+        max_len=MAX_QUOTE_CHARS,
+    ),
     Field("blockId", BLOCK_ID, "The cited block (an evidenceId or a citation's blockId)."),
     Field("locator", LOCATOR, "Or the cited locator (its blockId is used)."),
-    Field("citationUrl", TEXT, "Or the citation's URL (citationUrl / openAction.url): its block, page, box or file.",
-          max_len=MAX_URL_CHARS),
+    Field(
+        "citationUrl",
+        TEXT,
+        "Or the citation's URL (citationUrl / openAction.url): its block, page, box or file.",
+        max_len=MAX_URL_CHARS,
+    ),
 )
 
 
@@ -212,12 +251,20 @@ def verify_quote(request: dict, ctx: Context) -> dict:
     here = next((r for r in cited if _holds(quote, r["text"])), None)
     verdict, best, score = "found", here, 1.0
     if here is None and target.scope == "index":
-        here = next((r for r in _fts(conn, quote, MAX_CANDIDATES, every_word=True) if _holds(quote, r["text"])), None)
+        here = next(
+            (r for r in _fts(conn, quote, MAX_CANDIDATES, every_word=True) if _holds(quote, r["text"])), None
+        )
         best = here
     if here is None:
         verdict, best, score = _best(conn, quote, target, cited)
-    out: dict = {"ok": True, "verdict": verdict, "found": verdict == "found", "quote": quote,
-                 "target": target.to_json(), "diagnostics": {}}
+    out: dict = {
+        "ok": True,
+        "verdict": verdict,
+        "found": verdict == "found",
+        "quote": quote,
+        "target": target.to_json(),
+        "diagnostics": {},
+    }
     if best is not None and score >= MIN_SIMILARITY:
         out["match"] = _match(best, quote, score, ctx)
     if verdict != "found" and target.scope != "index":
@@ -227,8 +274,9 @@ def verify_quote(request: dict, ctx: Context) -> dict:
     return out
 
 
-def _best(conn: sqlite3.Connection, quote: str, target: Target,
-          cited: list[sqlite3.Row]) -> tuple[str, sqlite3.Row | None, float]:
+def _best(
+    conn: sqlite3.Connection, quote: str, target: Target, cited: list[sqlite3.Row]
+) -> tuple[str, sqlite3.Row | None, float]:
     """(verdict, the block holding the quote elsewhere or else the most similar block, its similarity)."""
     seen: dict[str, sqlite3.Row] = {}
     pools = [cited]

@@ -82,11 +82,14 @@ class Filters:
     include_furniture: bool = False
 
     def passes(self, path: str, kind: str, status: str, role: str) -> bool:
-        return (status == "ok" and (self.include_furniture or role == ROLE_BODY)
-                and (not self.kinds or kind in self.kinds)
-                and (not self.path_prefix or path.startswith(self.path_prefix))
-                and (not self.folder or path.startswith(self.folder.rstrip("/") + "/"))
-                and (not self.resource_path or path == self.resource_path))
+        return (
+            status == "ok"
+            and (self.include_furniture or role == ROLE_BODY)
+            and (not self.kinds or kind in self.kinds)
+            and (not self.path_prefix or path.startswith(self.path_prefix))
+            and (not self.folder or path.startswith(self.folder.rstrip("/") + "/"))
+            and (not self.resource_path or path == self.resource_path)
+        )
 
 
 @dataclass
@@ -105,8 +108,15 @@ def chunk_size(top_k: int) -> int:
     return max(MIN_CANDIDATES, top_k * CANDIDATES_PER_RESULT)
 
 
-def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: Filters,
-         documents: int | None = None, per_document: int = 1) -> Ranked:
+def rank(
+    conn: sqlite3.Connection,
+    query: str,
+    depth: int,
+    chunk: int,
+    filters: Filters,
+    documents: int | None = None,
+    per_document: int = 1,
+) -> Ranked:
     """The first `depth` matches passing `filters` (or all there are), in the final order.
 
     bm25 orders the matches inside the FTS index (with a LIMIT); only light columns are looked up for
@@ -138,10 +148,21 @@ def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: 
     hits: list[Hit] = []
     for at in range(0, len(chosen), chunk):
         part = []
-        for rowid, score, path, kind, _, role, ordinal, page in chosen[at:at + chunk]:
+        for rowid, score, path, kind, _, role, ordinal, page in chosen[at : at + chunk]:
             block_id, text, loc = texts[rowid]
-            part.append(Hit(block_id, path, kind, text, round(-score * (0.5 + term_precision(text, terms)), 6),
-                            loc, role, ordinal, page))
+            part.append(
+                Hit(
+                    block_id,
+                    path,
+                    kind,
+                    text,
+                    round(-score * (0.5 + term_precision(text, terms)), 6),
+                    loc,
+                    role,
+                    ordinal,
+                    page,
+                )
+            )
         # Equal scores (the same sentence on many pages) in document order: path, page, then the
         # block's position, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
         part.sort(key=lambda h: (-h.score, h.resource_path, h.page or 0, h.ordinal, h.block_id))
@@ -149,7 +170,9 @@ def rank(conn: sqlite3.Connection, query: str, depth: int, chunk: int, filters: 
     return Ranked(hits, len(passing), exhausted, match, Counter(r[2] for r in passing))
 
 
-def _rows_for_documents(passing: list[tuple], documents: int, per_document: int, chunk: int) -> tuple[int, bool]:
+def _rows_for_documents(
+    passing: list[tuple], documents: int, per_document: int, chunk: int
+) -> tuple[int, bool]:
     """(rows in the fewest whole chunks holding the first `per_document` matches in `passing` of each
     of its first `documents` files, whether `passing` holds that many files)."""
     counts: dict[str, int] = {}
@@ -164,9 +187,14 @@ def _rows_for_documents(passing: list[tuple], documents: int, per_document: int,
     return -(-end // chunk) * chunk, len(counts) >= documents
 
 
-def search_blocks(conn: sqlite3.Connection, query: str, top_k: int = 10,
-                  kinds: list[str] | None = None, path_prefix: str | None = None,
-                  include_furniture: bool = False) -> list[Hit]:
+def search_blocks(
+    conn: sqlite3.Connection,
+    query: str,
+    top_k: int = 10,
+    kinds: list[str] | None = None,
+    path_prefix: str | None = None,
+    include_furniture: bool = False,
+) -> list[Hit]:
     """The `top_k` best hits among `ok` resources; page furniture (running headers, footers, page
     numbers) only with `include_furniture`. Raises `build.text.QueryError` for an unusable query."""
     filters = Filters(kinds=kinds, path_prefix=path_prefix, include_furniture=include_furniture)
@@ -178,15 +206,20 @@ def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
     first (ties by rowid). bm25 ranks inside the FTS index alone; the window's rows are then looked up
     by id. Joining in the same statement (even from a CTE) cost 3-8 % more CPU than the raw ranking
     query at 1M blocks, looking them up afterwards ~0 (bench/query_latency.py)."""
-    ranked = conn.execute("SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
-                          "ORDER BY rank, rowid LIMIT ?", [match, window]).fetchall()
+    ranked = conn.execute(
+        "SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
+        "ORDER BY rank, rowid LIMIT ?",
+        [match, window],
+    ).fetchall()
     info: dict[int, tuple] = {}
     for at in range(0, len(ranked), 500):
-        part = [rowid for rowid, _ in ranked[at:at + 500]]
+        part = [rowid for rowid, _ in ranked[at : at + 500]]
         for rowid, *rest in conn.execute(
-                "SELECT b.id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
-                "FROM evidence_block_row b JOIN evidence_resource r ON r.resource_id = b.resource_id "
-                f"WHERE b.id IN ({','.join('?' * len(part))})", part):
+            "SELECT b.id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
+            "FROM evidence_block_row b JOIN evidence_resource r ON r.resource_id = b.resource_id "
+            f"WHERE b.id IN ({','.join('?' * len(part))})",
+            part,
+        ):
             info[rowid] = tuple(rest)
     return [(rowid, rank, *info[rowid]) for rowid, rank in ranked if rowid in info]
 
@@ -194,10 +227,11 @@ def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
 def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
     out: dict[int, tuple[str, str, str]] = {}
     for at in range(0, len(rowids), 500):
-        part = rowids[at:at + 500]
+        part = rowids[at : at + 500]
         for rowid, block_id, text, loc in conn.execute(
-                f"SELECT id, block_id, text, locator_json FROM evidence_block WHERE id IN ({','.join('?' * len(part))})",
-                part):
+            f"SELECT id, block_id, text, locator_json FROM evidence_block WHERE id IN ({','.join('?' * len(part))})",
+            part,
+        ):
             out[rowid] = (block_id, text, loc)
     return out
 
@@ -205,12 +239,16 @@ def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
 def count_in_resource(conn, match: str, path: str, filters: Filters, cap: int) -> int:
     """Matches passing `filters` inside one file, counting at most `cap`. A file's blocks are written
     together, so their rowids form one range and FTS5 seeks straight to it."""
-    row = conn.execute("SELECT min(b.id), max(b.id), r.resource_id FROM evidence_resource r JOIN evidence_block_row b "
-                       "USING (resource_id) WHERE r.source_root_relative_path = ?", [path]).fetchone()
+    row = conn.execute(
+        "SELECT min(b.id), max(b.id), r.resource_id FROM evidence_resource r JOIN evidence_block_row b "
+        "USING (resource_id) WHERE r.source_root_relative_path = ?",
+        [path],
+    ).fetchone()
     if row is None or row[0] is None:
         return 0
     role = "" if filters.include_furniture else f" AND b.role = '{ROLE_BODY}'"
     return conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid "
         f"WHERE evidence_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND b.resource_id = ?{role} LIMIT ?)",
-        [match, row[0], row[1], row[2], cap]).fetchone()[0]
+        [match, row[0], row[1], row[2], cap],
+    ).fetchone()[0]

@@ -78,9 +78,13 @@ def mark_results(conn: sqlite3.Connection, results: list[dict]) -> None:
     ids = [r["evidenceId"] for r in results]
     if not ids:
         return
-    rows = {bid: (text, box) for bid, text, box in conn.execute(
-        f"SELECT block_id, text, box_holds_text FROM evidence_block WHERE block_id IN ({','.join('?' * len(ids))})",
-        ids)}
+    rows = {
+        bid: (text, box)
+        for bid, text, box in conn.execute(
+            f"SELECT block_id, text, box_holds_text FROM evidence_block WHERE block_id IN ({','.join('?' * len(ids))})",
+            ids,
+        )
+    }
     for r in results:
         text, box = rows.get(r["evidenceId"], ("", None))
         reason = verdict(r["quote"], text, box)

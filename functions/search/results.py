@@ -36,11 +36,17 @@ def with_base(locator: EvidenceLocator, base: str) -> EvidenceLocator:
     return out
 
 
-def result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float,
-           via: Via | None = None) -> SearchResult:
-    out: SearchResult = {"evidenceId": hit.block_id, "quote": quote_window(hit.text, terms),
-                         "snippet": snippet(hit.text, terms), "score": round(score, 4),
-                         "matchSource": source, "source": with_base(hit.locator, ctx.site_base)}
+def result(
+    hit: Hit, terms: list[str], ctx: Context, source: str, score: float, via: Via | None = None
+) -> SearchResult:
+    out: SearchResult = {
+        "evidenceId": hit.block_id,
+        "quote": quote_window(hit.text, terms),
+        "snippet": snippet(hit.text, terms),
+        "score": round(score, 4),
+        "matchSource": source,
+        "source": with_base(hit.locator, ctx.site_base),
+    }
     if via:
         out["via"] = via
     if hit.role != ROLE_BODY:
@@ -51,25 +57,42 @@ def result(hit: Hit, terms: list[str], ctx: Context, source: str, score: float,
 def where(loc: EvidenceLocator) -> str:
     """A result's place for people: file · p.3 / lines 4-6 / ¶2 · section > path (CLI and search page)."""
     first, last = loc.get("lineRange", (0, 0))
-    place = (f"p.{loc['page']}" if "page" in loc else
-             (f"line {first}" if first == last else f"lines {first}-{last}") if "lineRange" in loc else
-             f"¶{loc['paragraphIndex']}" if "paragraphIndex" in loc else "")
+    place = (
+        f"p.{loc['page']}"
+        if "page" in loc
+        else (f"line {first}" if first == last else f"lines {first}-{last}")
+        if "lineRange" in loc
+        else f"¶{loc['paragraphIndex']}"
+        if "paragraphIndex" in loc
+        else ""
+    )
     return " · ".join(x for x in (loc["resourcePath"], place, " > ".join(loc.get("sectionPath", []))) if x)
 
 
-def fts_page(conn: sqlite3.Connection, query: str, terms: list[str], ctx: Context, filters: Filters,
-             top_k: int, offset: int, group_by: str | None, per_document: int) -> tuple[list[Hit], dict]:
+def fts_page(
+    conn: sqlite3.Connection,
+    query: str,
+    terms: list[str],
+    ctx: Context,
+    filters: Filters,
+    top_k: int,
+    offset: int,
+    group_by: str | None,
+    per_document: int,
+) -> tuple[list[Hit], dict]:
     """(the page's hits, the response fields it sets: results, total, nextOffset, groups)."""
     if group_by == "document":
         return _grouped(conn, query, terms, ctx, filters, top_k, offset, per_document)
     ranked = rank(conn, query, offset + top_k, chunk_size(top_k), filters)
-    hits = ranked.hits[offset:offset + top_k]
-    fields = {"results": [result(h, terms, ctx, "fts", h.score) for h in hits], **_totals(ranked.total,
-              ranked.exhausted)}
+    hits = ranked.hits[offset : offset + top_k]
+    fields = {
+        "results": [result(h, terms, ctx, "fts", h.score) for h in hits],
+        **_totals(ranked.total, ranked.exhausted),
+    }
     end = offset + len(hits)
     if len(hits) == top_k and end < ranked.total and end < MAX_DEPTH:
         fields["nextOffset"] = end
-    return ranked.hits[:offset + top_k], fields
+    return ranked.hits[: offset + top_k], fields
 
 
 def _totals(total: int, exact: bool) -> dict:
@@ -77,12 +100,13 @@ def _totals(total: int, exact: bool) -> dict:
 
 
 def _grouped(conn, query, terms, ctx, filters, top_k, offset, per_document) -> tuple[list[Hit], dict]:
-    ranked = rank(conn, query, 0, chunk_size(top_k), filters, documents=offset + top_k + 1,
-                  per_document=per_document)
+    ranked = rank(
+        conn, query, 0, chunk_size(top_k), filters, documents=offset + top_k + 1, per_document=per_document
+    )
     by_path: dict[str, list[Hit]] = {}
     for hit in ranked.hits:
         by_path.setdefault(hit.resource_path, []).append(hit)
-    paths = list(by_path)[offset:offset + top_k]
+    paths = list(by_path)[offset : offset + top_k]
     results: list[SearchResult] = []
     groups: list[Group] = []
     for path in paths:
@@ -92,9 +116,15 @@ def _grouped(conn, query, terms, ctx, filters, top_k, offset, per_document) -> t
             found = max(found, count_in_resource(conn, ranked.match, path, filters, COUNT_CAP + 1))
             exact = found <= COUNT_CAP
             found = min(found, COUNT_CAP)
-        group: Group = {"resourcePath": path, "resourceKind": shown[0].resource_kind, "first": len(results),
-                        "count": len(shown), "more": max(0, found - len(shown)), "moreIsLowerBound": not exact,
-                        "expand": {"resourcePath": path}}
+        group: Group = {
+            "resourcePath": path,
+            "resourceKind": shown[0].resource_kind,
+            "first": len(results),
+            "count": len(shown),
+            "more": max(0, found - len(shown)),
+            "moreIsLowerBound": not exact,
+            "expand": {"resourcePath": path},
+        }
         groups.append(group)
         results += [result(h, terms, ctx, "fts", h.score) for h in shown]
     fields = {"results": results, "groups": groups, **_totals(ranked.total, ranked.exhausted)}

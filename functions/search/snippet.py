@@ -63,8 +63,10 @@ def find_terms(text: str, terms: list[str]) -> list[tuple[int, int, int]]:
         at = folded.find(needle)
         while at >= 0:
             end = at + len(needle)
-            if not whole_word or ((at == 0 or not _is_word_char(folded[at - 1]))
-                                  and (end == len(folded) or not _is_word_char(folded[end]))):
+            if not whole_word or (
+                (at == 0 or not _is_word_char(folded[at - 1]))
+                and (end == len(folded) or not _is_word_char(folded[end]))
+            ):
                 if owner is None:
                     spans.append((at, end, n))
                 else:

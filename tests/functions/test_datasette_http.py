@@ -11,9 +11,36 @@ from tests.conftest import SPEC_PDF
 from tests.functions.conftest import STALE_PDF
 from tests.servers import DATASETTE
 
-FUZZ = ['"', '"unbalanced', "AND", "OR OR", "NOT x", "NEAR(", "NEAR(a b", "*", "a*b*", "text:foo", "block_id:b-1",
-        "{text}: x", "(((", ")", "^x", "-x", "+", "'; DROP TABLE evidence_block; --", "\x00", "a\x00b",
-        "线程\x00作用域", "x" * 5000, "线" * 3000, "%", "\\", "🙂", "\u202e", "<script>alert(1)</script>"]
+FUZZ = [
+    '"',
+    '"unbalanced',
+    "AND",
+    "OR OR",
+    "NOT x",
+    "NEAR(",
+    "NEAR(a b",
+    "*",
+    "a*b*",
+    "text:foo",
+    "block_id:b-1",
+    "{text}: x",
+    "(((",
+    ")",
+    "^x",
+    "-x",
+    "+",
+    "'; DROP TABLE evidence_block; --",
+    "\x00",
+    "a\x00b",
+    "线程\x00作用域",
+    "x" * 5000,
+    "线" * 3000,
+    "%",
+    "\\",
+    "🙂",
+    "\u202e",
+    "<script>alert(1)</script>",
+]
 
 
 def get(base: str, route: str, **params) -> httpx.Response:
@@ -37,12 +64,15 @@ def test_known_sentence_round_trip_to_the_site(datasette_server):
     assert url.endswith("#" + top["evidenceId"])
 
 
-@pytest.mark.parametrize("query, expect_path", [
-    ("线程作用域", "研究/Rust 并发.md"),
-    ("作用域", SPEC_PDF),
-    ("吗啉", "研究/化学笔记.assets/溶剂与杂环.docx"),
-    ("线程", "研究/Rust 并发.md"),
-])
+@pytest.mark.parametrize(
+    "query, expect_path",
+    [
+        ("线程作用域", "研究/Rust 并发.md"),
+        ("作用域", SPEC_PDF),
+        ("吗啉", "研究/化学笔记.assets/溶剂与杂环.docx"),
+        ("线程", "研究/Rust 并发.md"),
+    ],
+)
 def test_chinese_substrings(datasette_server, query, expect_path):
     body = get(datasette_server, "/-/evidence/search", q=query, topK=20).json()
     assert expect_path in {r["source"]["resourcePath"] for r in body["results"]}
@@ -54,8 +84,11 @@ def test_filters_stale_and_post(datasette_server):
     assert body["results"] and {r["source"]["resourceKind"] for r in body["results"]} == {"pdf"}
     body = get(datasette_server, "/-/evidence/search", q="archive tier capacity").json()
     assert STALE_PDF not in {r["source"]["resourcePath"] for r in body["results"]}
-    r = httpx.post(datasette_server + "/-/evidence/search", json={"query": "吡咯烷", "topK": 2,
-                                                                  "resourceKinds": ["office"]}, timeout=30)
+    r = httpx.post(
+        datasette_server + "/-/evidence/search",
+        json={"query": "吡咯烷", "topK": 2, "resourceKinds": ["office"]},
+        timeout=30,
+    )
     assert r.status_code == 200 and len(r.json()["results"]) == 2
 
 
@@ -64,7 +97,9 @@ def test_graph_read_open_over_http(datasette_server):
     linked = [r for r in body["results"] if r["source"]["resourcePath"] == "Projects/Evidence Kernel.md"]
     assert linked and linked[0]["source"]["lineRange"]
     block = get(datasette_server, "/-/evidence/search", q="retention period seven years").json()["results"][0]
-    read = httpx.post(datasette_server + "/-/evidence/read", json={"blockId": block["evidenceId"]}, timeout=30)
+    read = httpx.post(
+        datasette_server + "/-/evidence/read", json={"blockId": block["evidenceId"]}, timeout=30
+    )
     assert read.status_code == 200 and read.json()["neighbours"]
     opened = get(datasette_server, "/-/evidence/open", blockId=block["evidenceId"]).json()
     assert opened["openAction"]["url"] == block["source"]["openAction"]["url"]
@@ -86,7 +121,9 @@ def test_datasette_table_search_never_500(datasette_server, query):
 
 
 def test_datasette_own_search_box_finds_chinese(datasette_server):
-    r = get(datasette_server, "/evidence/evidence_block.json", _search="线程作用域", _shape="array", _col="text")
+    r = get(
+        datasette_server, "/evidence/evidence_block.json", _search="线程作用域", _shape="array", _col="text"
+    )
     texts = [row["text"] for row in r.json()]
     assert texts and all("线程作用域" in t for t in texts)
     html = get(datasette_server, "/evidence/evidence_block", _search="吗啉").text
@@ -98,10 +135,16 @@ def test_canned_queries_and_metadata(datasette_server):
     assert {e["error_code"] for e in errors} >= {"pdf_encrypted", "pdf_corrupt"}
     stale = get(datasette_server, "/evidence/stale_resources.json", _shape="array").json()
     assert [s["source_root_relative_path"] for s in stale] == [STALE_PDF]
-    backlinks = get(datasette_server, "/evidence/backlinks_of_note.json", path="Projects/Evidence Kernel.md",
-                    _shape="array").json()
+    backlinks = get(
+        datasette_server,
+        "/evidence/backlinks_of_note.json",
+        path="Projects/Evidence Kernel.md",
+        _shape="array",
+    ).json()
     assert {b["from_note"] for b in backlinks} >= {"README.md", "Projects/Meeting Notes/Kickoff.md"}
-    sections = get(datasette_server, "/evidence/sections_of_resource.json", path=SPEC_PDF, _shape="array").json()
+    sections = get(
+        datasette_server, "/evidence/sections_of_resource.json", path=SPEC_PDF, _shape="array"
+    ).json()
     assert "3 Retention policy" in {s["title"] for s in sections}
     meta = get(datasette_server, "/-/metadata.json").json()
     assert "evidence_block" in meta["databases"]["evidence"]["tables"]
@@ -110,13 +153,18 @@ def test_canned_queries_and_metadata(datasette_server):
 def test_site_is_served_and_guarded(datasette_server):
     assert httpx.get(datasette_server + "/", timeout=30).headers["location"] == "/-/evidence/site/index.html"
     assert httpx.get(datasette_server + "/-/evidence/site/index.html", timeout=30).status_code == 200
-    for bad in ("/-/evidence/site/evidence.sqlite", "/-/evidence/site/.mnote-site.json",
-                "/-/evidence/site/%2e%2e/%2e%2e/etc/passwd"):
+    for bad in (
+        "/-/evidence/site/evidence.sqlite",
+        "/-/evidence/site/.mnote-site.json",
+        "/-/evidence/site/%2e%2e/%2e%2e/etc/passwd",
+    ):
         assert httpx.get(datasette_server + bad, timeout=30).status_code == 404, bad
 
 
 def test_old_site_urls_redirect(datasette_server):
-    old = httpx.get(datasette_server + "/site/Projects/Evidence%20Kernel.html", params={"hl": "b-x"}, timeout=30)
+    old = httpx.get(
+        datasette_server + "/site/Projects/Evidence%20Kernel.html", params={"hl": "b-x"}, timeout=30
+    )
     assert old.status_code == 302
     assert old.headers["location"] == "/-/evidence/site/Projects/Evidence%20Kernel.html?hl=b-x"
     assert httpx.get(datasette_server + old.headers["location"], timeout=30).status_code == 200

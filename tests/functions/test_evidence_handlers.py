@@ -28,8 +28,16 @@ def test_search_returns_quote_score_and_full_locator(ctx, validate):
     assert top["source"]["resourcePath"] == SPEC_PDF and top["source"]["page"] == 2
     assert "seven years" in top["quote"] and top["score"] > 0
     assert top["source"]["openAction"]["url"].startswith("/site/Projects/Evidence%20Kernel.assets/")
-    validate("locator.schema.json", {**top["source"], "openAction": {
-        **top["source"]["openAction"], "url": top["source"]["openAction"]["url"].removeprefix("/site/")}})
+    validate(
+        "locator.schema.json",
+        {
+            **top["source"],
+            "openAction": {
+                **top["source"]["openAction"],
+                "url": top["source"]["openAction"]["url"].removeprefix("/site/"),
+            },
+        },
+    )
 
 
 def test_filters_and_stale_exclusion(ctx):
@@ -72,25 +80,30 @@ def test_open_normalises_block_and_box(ctx):
     status, body = run(open_, ctx, {"blockId": hits["results"][0]["evidenceId"]})
     assert status == 200 and body["precision"] == "paragraph" and "page" not in body
     assert body["openAction"]["url"].endswith("#" + body["blockId"])
-    status, body = run(open_, ctx, {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}})
+    status, body = run(
+        open_, ctx, {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}}
+    )
     assert status == 200 and body["openAction"]["url"].endswith("?page=2&bbox=72,100,300,120")
 
 
-@pytest.mark.parametrize("handler, request_, status, fragment", [
-    (search, {}, 400, "'query' is required"),
-    (search, {"query": "  "}, 400, "must not be empty"),
-    (search, {"query": "x", "topK": 500}, 400, "from 1 to 50"),
-    (search, {"query": "x", "topK": "3"}, 400, "integer"),
-    (search, {"query": "x", "mode": "magic"}, 400, "one of fts, graph, hybrid"),
-    (search, {"query": "x", "resourceKinds": ["spreadsheet"]}, 400, "unknown resourceKinds"),
-    (search, {"query": "x", "topk": 3}, 400, "unknown field(s) topk"),
-    (search, {"query": "***"}, 400, "nothing to search for"),
-    (search, {"query": "a\x00b"}, 400, "NUL"),
-    (read, {}, 400, "give 'blockId'"),
-    (read, {"blockId": "b-doesnotexist"}, 404, "no block"),
-    (open_, {"locator": {"resourcePath": "../../etc/passwd", "page": 1}}, 404, "no resource"),
-    (open_, {"locator": {"resourcePath": SPEC_PDF, "page": 99}}, 400, "'page' must be from 1 to 3"),
-])
+@pytest.mark.parametrize(
+    "handler, request_, status, fragment",
+    [
+        (search, {}, 400, "'query' is required"),
+        (search, {"query": "  "}, 400, "must not be empty"),
+        (search, {"query": "x", "topK": 500}, 400, "from 1 to 50"),
+        (search, {"query": "x", "topK": "3"}, 400, "integer"),
+        (search, {"query": "x", "mode": "magic"}, 400, "one of fts, graph, hybrid"),
+        (search, {"query": "x", "resourceKinds": ["spreadsheet"]}, 400, "unknown resourceKinds"),
+        (search, {"query": "x", "topk": 3}, 400, "unknown field(s) topk"),
+        (search, {"query": "***"}, 400, "nothing to search for"),
+        (search, {"query": "a\x00b"}, 400, "NUL"),
+        (read, {}, 400, "give 'blockId'"),
+        (read, {"blockId": "b-doesnotexist"}, 404, "no block"),
+        (open_, {"locator": {"resourcePath": "../../etc/passwd", "page": 1}}, 404, "no resource"),
+        (open_, {"locator": {"resourcePath": SPEC_PDF, "page": 99}}, 400, "'page' must be from 1 to 3"),
+    ],
+)
 def test_bad_requests_get_clear_4xx(ctx, handler, request_, status, fragment):
     got, body = run(handler, ctx, request_)
     assert got == status and body["ok"] is False and fragment in body["error"]["message"]
@@ -98,9 +111,15 @@ def test_bad_requests_get_clear_4xx(ctx, handler, request_, status, fragment):
 
 def test_reading_a_stale_block_is_gone(ctx, stale_site):
     import sqlite3
+
     _, out = stale_site
-    (block,) = sqlite3.connect(out / "evidence.sqlite").execute(
-        "SELECT b.block_id FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
-        "WHERE r.status = 'stale' LIMIT 1").fetchone()
+    (block,) = (
+        sqlite3.connect(out / "evidence.sqlite")
+        .execute(
+            "SELECT b.block_id FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.status = 'stale' LIMIT 1"
+        )
+        .fetchone()
+    )
     status, body = run(read, ctx, {"blockId": block})
     assert status == 410 and STALE_PDF in body["error"]["message"]

@@ -5,11 +5,11 @@ generated requests to every route never answers 500 nor shows a server path."""
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 import json
 import os
 import random
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -26,8 +26,11 @@ BASE = "http://127.0.0.1:8001"
 def app(stale_site):
     _, out = stale_site
     hosts = sorted(allowed_hosts_for("127.0.0.1"))
-    ds = Datasette(immutables=[str(out / "evidence.sqlite")], settings={"suggest_facets": False},
-                   metadata={"plugins": {"mnote-evidence": {"allowed_hosts": hosts}}})
+    ds = Datasette(
+        immutables=[str(out / "evidence.sqlite")],
+        settings={"suggest_facets": False},
+        metadata={"plugins": {"mnote-evidence": {"allowed_hosts": hosts}}},
+    )
     return ds.app()  # the plugin puts the guard in front (asgi_wrapper)
 
 
@@ -35,6 +38,7 @@ def _run(app, requests: list[tuple[str, str, dict]]) -> list[httpx.Response]:
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE, timeout=60) as c:
             return [await c.request(method, url, **kw) for method, url, kw in requests]
+
     with ThreadPoolExecutor(1) as pool:  # a thread of its own: another test may leave a loop running here
         return pool.submit(asyncio.run, go()).result()
 
@@ -50,8 +54,15 @@ def test_hostile_requests_are_4xx_with_a_message(app):
         ("GET", "/site/" + "a" * 5000, {}, 414),
         ("GET", "/-/evidence/search?q=%ED%A0%80", {}, 400),
         ("GET", SITE_BASE + "index.html", {"headers": {"host": "rebound.example"}}, 421),
-        ("POST", "/-/evidence/search", {"content": b'{"query": "x"}', "headers": {
-            "origin": "http://evil.example", "content-type": "text/plain"}}, 403),
+        (
+            "POST",
+            "/-/evidence/search",
+            {
+                "content": b'{"query": "x"}',
+                "headers": {"origin": "http://evil.example", "content-type": "text/plain"},
+            },
+            403,
+        ),
         ("POST", "/-/evidence/search", {"content": b"[" * 5000 + b"]" * 5000}, 400),
         ("POST", "/-/evidence/search", {"content": b'{"query": "\\ud800"}'}, 400),
         ("GET", "/-/databases.json", {}, 404),
@@ -63,10 +74,14 @@ def test_hostile_requests_are_4xx_with_a_message(app):
     for (method, url, _, status), r in zip(cases, answers):
         assert r.status_code == status, (url[:80], r.status_code, r.text[:200])
         assert r.json()["error"]["message"]
-    ok = _run(app, [("GET", "/evidence/evidence_resource.json?_sort=status", {}),
-                    ("POST", "/-/evidence/search", {"content": b'{"query": "thread"}',
-                                                    "headers": {"origin": BASE}}),
-                    ("GET", "/evidence/evidence_block.json?_next=20&_size=5", {})])
+    ok = _run(
+        app,
+        [
+            ("GET", "/evidence/evidence_resource.json?_sort=status", {}),
+            ("POST", "/-/evidence/search", {"content": b'{"query": "thread"}', "headers": {"origin": BASE}}),
+            ("GET", "/evidence/evidence_block.json?_next=20&_size=5", {}),
+        ],
+    )
     assert [r.status_code for r in ok] == [200, 200, 200]
 
 
@@ -74,27 +89,104 @@ def test_every_response_is_hardened_and_attachments_are_inert(app, stale_site):
     _, out = stale_site
     (out / "_file").mkdir(exist_ok=True)
     (out / "_file" / "evil.html").write_text("<script>fetch('/evidence.json')</script>", "utf-8")
-    page, data, attachment = _run(app, [("GET", SITE_BASE + "index.html", {}), ("GET", "/evidence.json", {}),
-                                        ("GET", SITE_BASE + "_file/evil.html", {})])
+    page, data, attachment = _run(
+        app,
+        [
+            ("GET", SITE_BASE + "index.html", {}),
+            ("GET", "/evidence.json", {}),
+            ("GET", SITE_BASE + "_file/evil.html", {}),
+        ],
+    )
     for r in (page, data, attachment):
         assert r.headers["x-content-type-options"] == "nosniff" and r.headers["content-security-policy"]
-    assert "'unsafe-inline'" not in page.headers["content-security-policy"].split("script-src")[1].split(";")[0]
+    assert (
+        "'unsafe-inline'" not in page.headers["content-security-policy"].split("script-src")[1].split(";")[0]
+    )
     assert attachment.status_code == 200 and attachment.headers["content-type"] == "application/octet-stream"
     assert attachment.headers["content-disposition"] == "attachment"
     assert attachment.headers["content-security-policy"].startswith("sandbox")
 
 
-HOSTILE_VALUES = ["", "x", "'", '"', "%00", "%ED%A0%80", "%FF", "../../etc/passwd", "a" * 3000, "[[", "%",
-                  "1e999", "-1", "99999999999999999999", "<script>", "线程", "SELECT 1", "*", "NEAR(", '"unclosed',
-                  "rowid", "nope", "%2e%2e%2f", "\\", "a%0Ab", "{}", "[]", "null"]
-PARAMS = ["q", "query", "id", "block_id", "path", "limit", "offset", "mode", "top_k", "kind", "_sort",
-          "_sort_desc", "_where", "sql", "_shape", "_size", "_next", "_facet", "hl", "page"]
-ROUTES = ["/", "/site/", "/site/index.html", SITE_BASE, SITE_BASE + "index.html", SITE_BASE + "ask.html",
-          SITE_BASE + "_static/site.js", SITE_BASE + "_file/x", SITE_BASE + "evidence.sqlite/",
-          "/-/evidence/search", "/-/evidence/read", "/-/evidence/open", "/-/knowledge/query",
-          "/-/knowledge/status", "/-/knowledge/ask", "/evidence", "/evidence.json", "/evidence/evidence_block",
-          "/evidence/evidence_block.json", "/evidence/evidence_resource.json", "/evidence/build_errors.json",
-          "/-/metadata.json", "/-/versions.json", "/-/plugins.json", "/site/evidence.sqlite/", "/site/%2e%2e/"]
+HOSTILE_VALUES = [
+    "",
+    "x",
+    "'",
+    '"',
+    "%00",
+    "%ED%A0%80",
+    "%FF",
+    "../../etc/passwd",
+    "a" * 3000,
+    "[[",
+    "%",
+    "1e999",
+    "-1",
+    "99999999999999999999",
+    "<script>",
+    "线程",
+    "SELECT 1",
+    "*",
+    "NEAR(",
+    '"unclosed',
+    "rowid",
+    "nope",
+    "%2e%2e%2f",
+    "\\",
+    "a%0Ab",
+    "{}",
+    "[]",
+    "null",
+]
+PARAMS = [
+    "q",
+    "query",
+    "id",
+    "block_id",
+    "path",
+    "limit",
+    "offset",
+    "mode",
+    "top_k",
+    "kind",
+    "_sort",
+    "_sort_desc",
+    "_where",
+    "sql",
+    "_shape",
+    "_size",
+    "_next",
+    "_facet",
+    "hl",
+    "page",
+]
+ROUTES = [
+    "/",
+    "/site/",
+    "/site/index.html",
+    SITE_BASE,
+    SITE_BASE + "index.html",
+    SITE_BASE + "ask.html",
+    SITE_BASE + "_static/site.js",
+    SITE_BASE + "_file/x",
+    SITE_BASE + "evidence.sqlite/",
+    "/-/evidence/search",
+    "/-/evidence/read",
+    "/-/evidence/open",
+    "/-/knowledge/query",
+    "/-/knowledge/status",
+    "/-/knowledge/ask",
+    "/evidence",
+    "/evidence.json",
+    "/evidence/evidence_block",
+    "/evidence/evidence_block.json",
+    "/evidence/evidence_resource.json",
+    "/evidence/build_errors.json",
+    "/-/metadata.json",
+    "/-/versions.json",
+    "/-/plugins.json",
+    "/site/evidence.sqlite/",
+    "/site/%2e%2e/",
+]
 
 
 def _fuzz_requests(n: int, seed: int) -> list[tuple[str, str, dict]]:
@@ -104,11 +196,23 @@ def _fuzz_requests(n: int, seed: int) -> list[tuple[str, str, dict]]:
         route = rng.choice(ROUTES)
         if route.startswith(("/site/", SITE_BASE)) and rng.random() < 0.3:
             route += rng.choice(HOSTILE_VALUES)
-        query = "&".join(f"{rng.choice(PARAMS)}={rng.choice(HOSTILE_VALUES)}" for _ in range(rng.randint(0, 3)))
+        query = "&".join(
+            f"{rng.choice(PARAMS)}={rng.choice(HOSTILE_VALUES)}" for _ in range(rng.randint(0, 3))
+        )
         url = route + ("?" + query if query else "")
         if rng.random() < 0.25:
-            body = rng.choice([b"{", b"[]", b"null", json.dumps({rng.choice(PARAMS): rng.choice(HOSTILE_VALUES)}).encode(),
-                               b'{"query": "\\udc00x"}', b"[" * 200 + b"]" * 200, b"\xff\xfe", b'{"query": 1e999}'])
+            body = rng.choice(
+                [
+                    b"{",
+                    b"[]",
+                    b"null",
+                    json.dumps({rng.choice(PARAMS): rng.choice(HOSTILE_VALUES)}).encode(),
+                    b'{"query": "\\udc00x"}',
+                    b"[" * 200 + b"]" * 200,
+                    b"\xff\xfe",
+                    b'{"query": 1e999}',
+                ]
+            )
             out.append(("POST", url, {"content": body}))
         else:
             out.append(("GET", url, {}))
@@ -120,8 +224,11 @@ def test_fuzz_never_answers_500_nor_shows_a_server_path(app, stale_site):
     requests = _fuzz_requests(3000, seed=int(os.environ.get("MNOTE_FUZZ_SEED", "12")))
     answers = _run(app, requests)
     secrets = (str(out), str(root), "Traceback", str(out.parent.parent))
-    bad = [(m, u[:100], r.status_code) for (m, u, _), r in zip(requests, answers)
-           if r.status_code >= 500 and r.status_code != 503 or any(s in r.text for s in secrets)]
+    bad = [
+        (m, u[:100], r.status_code)
+        for (m, u, _), r in zip(requests, answers)
+        if r.status_code >= 500 and r.status_code != 503 or any(s in r.text for s in secrets)
+    ]
     assert not bad, bad[:10]
     assert len({r.status_code for r in answers}) > 3  # the fuzz reached real handlers, not one refusal
 
@@ -131,8 +238,10 @@ def test_fuzz_a_real_serve_process(stale_site):
     root, out = stale_site
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port)],
-                 base + "/-/versions.json")
+    proc = start(
+        [sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port)],
+        base + "/-/versions.json",
+    )
     try:
         requests = _fuzz_requests(2000, seed=7)
         secrets = (str(out), str(root), "Traceback", str(out.parent.parent))
@@ -157,11 +266,16 @@ def test_serve_a_folder_whose_path_has_uri_characters(stale_site, tmp_path):
     odd.symlink_to(out, target_is_directory=True)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start([sys.executable, "-m", "mnote_evidence", "serve", str(odd), "--port", str(port)],
-                 base + "/-/versions.json")
+    proc = start(
+        [sys.executable, "-m", "mnote_evidence", "serve", str(odd), "--port", str(port)],
+        base + "/-/versions.json",
+    )
     try:
-        answer = httpx.get(base + "/evidence.json", params={"sql": "select count(*) n from evidence_resource",
-                                                            "_shape": "array"}, timeout=30)
+        answer = httpx.get(
+            base + "/evidence.json",
+            params={"sql": "select count(*) n from evidence_resource", "_shape": "array"},
+            timeout=30,
+        )
         assert answer.json()[0]["n"] > 10, answer.text[:300]
         assert httpx.get(base + SITE_BASE + "index.html", timeout=30).status_code == 200
     finally:

@@ -22,9 +22,13 @@ from tests.conftest import CHEM_DOCX, SPEC_PDF
 
 EVENTS = Path(__file__).parent / "apigw_v2"
 SITE_URL = "https://d111111abcdef8.cloudfront.net/"
-CONTEXT = SimpleNamespace(function_name="mnote-evidence", aws_request_id="c6af9ac6-7b61-11e6-9a41-93e812345678",
-                          memory_limit_in_mb=512, invoked_function_arn="arn:aws:lambda:eu-central-1:123456789012:"
-                          "function:mnote-evidence", get_remaining_time_in_millis=lambda: 29000)
+CONTEXT = SimpleNamespace(
+    function_name="mnote-evidence",
+    aws_request_id="c6af9ac6-7b61-11e6-9a41-93e812345678",
+    memory_limit_in_mb=512,
+    invoked_function_arn="arn:aws:lambda:eu-central-1:123456789012:function:mnote-evidence",
+    get_remaining_time_in_millis=lambda: 29000,
+)
 
 
 def event(name: str) -> dict:
@@ -70,7 +74,11 @@ def test_search_by_get_opens_the_page_box_on_the_public_site(bundled):
     status, headers, body = invoke("search_get")
     assert status == 200 and headers["content-type"].startswith("application/json")
     top = body["results"][0]
-    assert top["source"]["resourcePath"] == SPEC_PDF and top["source"]["page"] == 2 and "seven years" in top["quote"]
+    assert (
+        top["source"]["resourcePath"] == SPEC_PDF
+        and top["source"]["page"] == 2
+        and "seven years" in top["quote"]
+    )
     assert top["source"]["openAction"]["url"].startswith(SITE_URL + "Projects/Evidence%20Kernel.assets/")
 
 
@@ -84,7 +92,8 @@ def test_open_a_box_by_locator(bundled):
     status, _, body = invoke("open_box_post")
     assert status == 200 and body["precision"] == "bbox"
     assert body["openAction"]["url"].startswith(SITE_URL) and body["openAction"]["url"].endswith(
-        "?page=2&bbox=72,100,300,120")
+        "?page=2&bbox=72,100,300,120"
+    )
 
 
 def test_lightrag_down_is_a_degraded_status(bundled):
@@ -92,13 +101,16 @@ def test_lightrag_down_is_a_degraded_status(bundled):
     assert status == 200 and body["healthy"] is False and body["reason"] == "knowledge_rag_unavailable"
 
 
-@pytest.mark.parametrize("name, status, fragment", [
-    ("read_unknown_block", 404, "no block b-doesnotexist"),
-    ("search_bad_topk", 400, "'topK' must be an integer"),
-    ("search_bad_json", 400, "body is not valid JSON"),
-    ("unknown_route", 404, "no such route"),
-    ("cross_origin_post", 403, "another origin"),
-])
+@pytest.mark.parametrize(
+    "name, status, fragment",
+    [
+        ("read_unknown_block", 404, "no block b-doesnotexist"),
+        ("search_bad_topk", 400, "'topK' must be an integer"),
+        ("search_bad_json", 400, "body is not valid JSON"),
+        ("unknown_route", 404, "no such route"),
+        ("cross_origin_post", 403, "another origin"),
+    ],
+)
 def test_bad_events_get_4xx_with_a_message_and_no_path(bundled, name, status, fragment):
     got, headers, body = invoke(name)
     assert got == status and body["ok"] is False and fragment in body["error"]["message"]
@@ -109,7 +121,9 @@ def test_without_a_bundled_database_every_query_is_503(bundled, monkeypatch, tmp
     monkeypatch.chdir(tmp_path)  # no evidence.sqlite here
     monkeypatch.setattr(asgi_app.app, "_app", None)
     status, _, body = invoke("search_get")
-    assert status == 503 and body["error"]["code"] == "index_missing" and str(tmp_path) not in json.dumps(body)
+    assert (
+        status == 503 and body["error"]["code"] == "index_missing" and str(tmp_path) not in json.dumps(body)
+    )
 
 
 def test_a_slim_bundle_needs_only_the_standard_library_and_mangum(stale_site, tmp_path):
@@ -125,21 +139,35 @@ def test_a_slim_bundle_needs_only_the_standard_library_and_mangum(stale_site, tm
     bundle = tmp_path / "bundle"
     layout = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-dir"]
     for package, folder in layout.items():
-        shutil.copytree(REPO / folder, bundle / package.replace(".", "/"), dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(importlib.util.find_spec("mangum").submodule_search_locations[0], bundle / "mangum",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            REPO / folder,
+            bundle / package.replace(".", "/"),
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    shutil.copytree(
+        importlib.util.find_spec("mangum").submodule_search_locations[0],
+        bundle / "mangum",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     shutil.copy(importlib.util.find_spec("typing_extensions").origin, bundle)
     shutil.copy(stale_site[1] / "evidence.sqlite", bundle / "evidence.sqlite")
-    code = ("import json, sys\n"
-            "from mnote_evidence.functions.adapters.lambda_handler import handler\n"
-            "out = [handler(json.load(open(p)), None)['statusCode'] for p in sys.argv[1:]]\n"
-            "print(json.dumps({'status': out, 'site': [m for m in sys.modules if 'site-packages' in "
-            "(getattr(sys.modules[m], '__file__', '') or '')]}))\n")
+    code = (
+        "import json, sys\n"
+        "from mnote_evidence.functions.adapters.lambda_handler import handler\n"
+        "out = [handler(json.load(open(p)), None)['statusCode'] for p in sys.argv[1:]]\n"
+        "print(json.dumps({'status': out, 'site': [m for m in sys.modules if 'site-packages' in "
+        "(getattr(sys.modules[m], '__file__', '') or '')]}))\n"
+    )
     events = [str(EVENTS / f"{n}.json") for n in ("search_get", "search_post_base64", "knowledge_status")]
-    proc = subprocess.run([sys.executable, "-S", "-c", code, *events], cwd=bundle, capture_output=True, text=True,
-                          env={"PYTHONPATH": str(bundle), "LIGHTRAG_URL": "http://127.0.0.1:9", "PATH": "/usr/bin"},
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code, *events],
+        cwd=bundle,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(bundle), "LIGHTRAG_URL": "http://127.0.0.1:9", "PATH": "/usr/bin"},
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     answer = json.loads(proc.stdout)
     assert answer == {"status": [200, 200, 200], "site": []}

@@ -22,8 +22,10 @@ def write_db(path: Path, generation: int) -> None:
     conn.execute("CREATE TABLE g (n INTEGER)")
     conn.execute("INSERT INTO g VALUES (?)", [generation])
     conn.execute("CREATE TABLE build_meta (key TEXT PRIMARY KEY, value TEXT)")  # readable by this code
-    conn.executemany("INSERT INTO build_meta VALUES (?, ?)", [("schema_version", SCHEMA_VERSION),
-                                                              ("segmentation_version", text.SEGMENTATION_VERSION)])
+    conn.executemany(
+        "INSERT INTO build_meta VALUES (?, ?)",
+        [("schema_version", SCHEMA_VERSION), ("segmentation_version", text.SEGMENTATION_VERSION)],
+    )
     conn.commit()
     conn.close()
     os.replace(tmp, path)
@@ -54,6 +56,7 @@ def test_leases_follow_replacement_and_close_old_connections(tmp_path):
     write_db(path, 1)
     db = EvidenceDB(path)
     read = lambda conn: conn.execute("SELECT n FROM g").fetchone()[0]  # noqa: E731
+
     def request() -> int:
         with db.session() as conn:
             return read(conn)

@@ -35,31 +35,60 @@ def on_disk(out: Path) -> int:
     """The generation of the build that is in place now (it finished: the rename is done)."""
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     try:
-        return conn.execute("SELECT count(*) FROM evidence_resource "
-                            "WHERE source_root_relative_path LIKE 'Gen/%'").fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM evidence_resource WHERE source_root_relative_path LIKE 'Gen/%'"
+        ).fetchone()[0]
     finally:
         conn.close()
 
 
 # Each view: (name, path, params, answer -> generation it reflects).
 VIEWS = [
-    ("sql", "/evidence.json", {"sql": "select count(*) as n from evidence_resource "
-                                      "where source_root_relative_path like 'Gen/%'", "_shape": "array"},
-     lambda r: r.json()[0]["n"]),
-    ("table.json", "/evidence/evidence_resource.json",
-     {"source_root_relative_path__startswith": "Gen/", "_size": "0"},
-     lambda r: r.json()["filtered_table_rows_count"]),
-    ("table.html", "/evidence/evidence_resource", {"source_root_relative_path__startswith": "Gen/"},
-     lambda r: int(re.search(r"<h3>([\d,]+) rows?", r.text).group(1).replace(",", ""))),
-    ("_search", "/evidence/evidence_block.json", {"_search": MARKER, "_size": "0"},
-     lambda r: r.json()["filtered_table_rows_count"]),
-    ("facet", "/evidence/evidence_resource.json",
-     {"source_root_relative_path__startswith": "Gen/", "_facet": "kind", "_size": "0"},
-     lambda r: sum(v["count"] for v in r.json()["facet_results"]["kind"]["results"])),
-    ("canned", "/evidence/backlinks_of_note.json", {"path": LINKED, "_shape": "array"},
-     lambda r: sum(1 for row in r.json() if row["from_note"].startswith("Gen/"))),
-    ("plugin", "/-/evidence/search", {"q": MARKER, "topK": "50"},
-     lambda r: sum(1 for x in r.json()["results"] if x["source"]["resourcePath"].startswith("Gen/"))),
+    (
+        "sql",
+        "/evidence.json",
+        {
+            "sql": "select count(*) as n from evidence_resource where source_root_relative_path like 'Gen/%'",
+            "_shape": "array",
+        },
+        lambda r: r.json()[0]["n"],
+    ),
+    (
+        "table.json",
+        "/evidence/evidence_resource.json",
+        {"source_root_relative_path__startswith": "Gen/", "_size": "0"},
+        lambda r: r.json()["filtered_table_rows_count"],
+    ),
+    (
+        "table.html",
+        "/evidence/evidence_resource",
+        {"source_root_relative_path__startswith": "Gen/"},
+        lambda r: int(re.search(r"<h3>([\d,]+) rows?", r.text).group(1).replace(",", "")),
+    ),
+    (
+        "_search",
+        "/evidence/evidence_block.json",
+        {"_search": MARKER, "_size": "0"},
+        lambda r: r.json()["filtered_table_rows_count"],
+    ),
+    (
+        "facet",
+        "/evidence/evidence_resource.json",
+        {"source_root_relative_path__startswith": "Gen/", "_facet": "kind", "_size": "0"},
+        lambda r: sum(v["count"] for v in r.json()["facet_results"]["kind"]["results"]),
+    ),
+    (
+        "canned",
+        "/evidence/backlinks_of_note.json",
+        {"path": LINKED, "_shape": "array"},
+        lambda r: sum(1 for row in r.json() if row["from_note"].startswith("Gen/")),
+    ),
+    (
+        "plugin",
+        "/-/evidence/search",
+        {"q": MARKER, "topK": "50"},
+        lambda r: sum(1 for x in r.json()["results"] if x["source"]["resourcePath"].startswith("Gen/")),
+    ),
 ]
 
 
@@ -114,7 +143,8 @@ def test_every_view_follows_every_rebuild_on_every_thread(watched):
     try:
         for n in range(1, GENERATIONS + 1):
             (root / f"Gen/gen-{n}.md").write_text(
-                f"# Generation {n}\n\nBuild marker {MARKER} number {n}, see [[Evidence Kernel]].\n", "utf-8")
+                f"# Generation {n}\n\nBuild marker {MARKER} number {n}, see [[Evidence Kernel]].\n", "utf-8"
+            )
             deadline = time.monotonic() + WAIT_SECONDS
             while on_disk(out) < n:
                 assert time.monotonic() < deadline, f"generation {n} was never built"

@@ -30,7 +30,14 @@ from tests.servers import free_port, wait_until_up
 SITE_URL = "https://notes.example.org/kb/"
 SECRET = "lrk-mcp-secret-5b1e0c"  # the LightRAG key in the server's environment: must never come out
 DOWN = "http://127.0.0.1:9"  # nothing listens there: LightRAG is down
-TOOLS = {"evidence_search", "evidence_read", "evidence_open", "knowledge_query", "knowledge_status", "verify_quote"}
+TOOLS = {
+    "evidence_search",
+    "evidence_read",
+    "evidence_open",
+    "knowledge_query",
+    "knowledge_status",
+    "verify_quote",
+}
 QUOTE = "retention period for audit evidence is seven years"
 SEARCH = {"query": "retention period seven years", "topK": 3}
 PAGED = {"query": "thread", "topK": 2, "groupBy": "document"}
@@ -57,16 +64,26 @@ def own_thread(fn, *args):
 
 
 def server_env() -> dict[str, str]:
-    return {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "LIGHTRAG_URL": DOWN, "LIGHTRAG_API_KEY": SECRET,
-            "PYTHONUNBUFFERED": "1"}
+    return {
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "LIGHTRAG_URL": DOWN,
+        "LIGHTRAG_API_KEY": SECRET,
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 @asynccontextmanager
 async def session_over(transport: str, site: Path, http_url: str, errlog):
     if transport == "stdio":
-        params = StdioServerParameters(command=sys.executable, env=server_env(),
-                                       args=["-m", "mnote_evidence", "mcp", str(site), "--site-url", SITE_URL])
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        params = StdioServerParameters(
+            command=sys.executable,
+            env=server_env(),
+            args=["-m", "mnote_evidence", "mcp", str(site), "--site-url", SITE_URL],
+        )
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             yield session
     else:
@@ -77,8 +94,10 @@ async def session_over(transport: str, site: Path, http_url: str, errlog):
 
 async def conversation(session: ClientSession) -> dict:
     """One client's session: everything the tests below look at, recorded."""
-    out: dict = {"tools": (await session.list_tools()).tools,
-                 "templates": (await session.list_resource_templates()).resource_templates}
+    out: dict = {
+        "tools": (await session.list_tools()).tools,
+        "templates": (await session.list_resource_templates()).resource_templates,
+    }
     out["search"] = await session.call_tool("evidence_search", SEARCH)
     out["paged"] = await session.call_tool("evidence_search", PAGED)
     block = out["search"].structured_content["results"][0]["evidenceId"]
@@ -86,20 +105,24 @@ async def conversation(session: ClientSession) -> dict:
     out["read"] = await session.call_tool("evidence_read", {"blockId": block, "window": 1})
     out["open"] = await session.call_tool("evidence_open", {"blockId": block})
     out["open_box"] = await session.call_tool(
-        "evidence_open", {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}})
+        "evidence_open", {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}}
+    )
     out["verified"] = await session.call_tool("verify_quote", {"quote": QUOTE, "blockId": block})
     url = out["search"].structured_content["results"][0]["source"]["openAction"]["url"]
     out["verified_url"] = await session.call_tool("verify_quote", {"quote": QUOTE, "citationUrl": url})
-    out["not_there"] = await session.call_tool("verify_quote", {"quote": QUOTE.replace("seven", "nine"),
-                                                                "blockId": block})
+    out["not_there"] = await session.call_tool(
+        "verify_quote", {"quote": QUOTE.replace("seven", "nine"), "blockId": block}
+    )
     out["status"] = await session.call_tool("knowledge_status", {})
     out["query"] = await session.call_tool("knowledge_query", {"query": "retention period", "mode": "naive"})
     out["bad"] = [await session.call_tool(name, args) for name, args, _ in BAD]
     out["after_bad"] = await session.call_tool("evidence_search", SEARCH)
     out["resource"] = await session.read_resource(f"evidence://block/{block}")
-    for key, attempt in (("unknown_tool", session.call_tool("no_such_tool", {})),
-                         ("unknown_block", session.read_resource("evidence://block/b-doesnotexist")),
-                         ("unknown_resource", session.read_resource("evidence://page/1"))):
+    for key, attempt in (
+        ("unknown_tool", session.call_tool("no_such_tool", {})),
+        ("unknown_block", session.read_resource("evidence://block/b-doesnotexist")),
+        ("unknown_resource", session.read_resource("evidence://page/1")),
+    ):
         try:
             await attempt
             out[key] = None
@@ -119,9 +142,23 @@ def http_server(site, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("mcp-http") / "server.log"
     with open(log, "w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "mnote_evidence", "mcp", str(site), "--http", "--port",
-                                 str(port), "--site-url", SITE_URL], stdout=sink, stderr=subprocess.STDOUT,
-                                env={**os.environ, **server_env()})
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mnote_evidence",
+                "mcp",
+                str(site),
+                "--http",
+                "--port",
+                str(port),
+                "--site-url",
+                SITE_URL,
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **server_env()},
+        )
     wait_until_up(f"http://127.0.0.1:{port}/mcp", proc)
     yield f"http://127.0.0.1:{port}/mcp", log
     proc.terminate()
@@ -185,7 +222,9 @@ def test_pages_and_groups_are_said_in_the_text(talk, in_process):
     _, got, _ = talk
     status, expected = in_process("evidence_search", PAGED)
     assert status == 200 and got["paged"].structured_content == expected
-    assert expected["groups"] and expected["nextOffset"] == 2  # the fixtures have more than two files on 'thread'
+    assert (
+        expected["groups"] and expected["nextOffset"] == 2
+    )  # the fixtures have more than two files on 'thread'
     text = text_of(got["paged"])
     assert f"of {expected['total']}" in text and f"from {len(expected['groups'])} files" in text
     assert "offset 2" in text
@@ -194,10 +233,15 @@ def test_pages_and_groups_are_said_in_the_text(talk, in_process):
 def test_read_and_open_answer_like_the_handlers(talk, in_process):
     _, got, _ = talk
     block = got["block"]
-    for key, tool, args in (("read", "evidence_read", {"blockId": block, "window": 1}),
-                            ("open", "evidence_open", {"blockId": block}),
-                            ("open_box", "evidence_open",
-                             {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}})):
+    for key, tool, args in (
+        ("read", "evidence_read", {"blockId": block, "window": 1}),
+        ("open", "evidence_open", {"blockId": block}),
+        (
+            "open_box",
+            "evidence_open",
+            {"locator": {"resourcePath": SPEC_PDF, "page": 2, "bbox": [72, 100, 300, 120]}},
+        ),
+    ):
         status, expected = in_process(tool, args)
         assert status == 200 and got[key].is_error is False and got[key].structured_content == expected, key
         assert expected["ok"] is True
@@ -205,13 +249,20 @@ def test_read_and_open_answer_like_the_handlers(talk, in_process):
     opened = got["open"].structured_content["openAction"]["url"]
     assert opened.startswith(SITE_URL) and f"]({opened})" in text_of(got["open"])
     box = got["open_box"].structured_content["openAction"]["url"]
-    assert box.startswith(SITE_URL) and box.endswith("?page=2&bbox=72,100,300,120") and box in text_of(got["open_box"])
+    assert (
+        box.startswith(SITE_URL)
+        and box.endswith("?page=2&bbox=72,100,300,120")
+        and box in text_of(got["open_box"])
+    )
 
 
 def test_verify_quote_answers_like_the_handler(talk, in_process):
     _, got, _ = talk
     block = got["block"]
-    for key, quote, verdict in (("verified", QUOTE, "found"), ("not_there", QUOTE.replace("seven", "nine"), "not_found")):
+    for key, quote, verdict in (
+        ("verified", QUOTE, "found"),
+        ("not_there", QUOTE.replace("seven", "nine"), "not_found"),
+    ):
         status, expected = in_process("verify_quote", {"quote": quote, "blockId": block})
         assert status == 200 and got[key].is_error is False and got[key].structured_content == expected
         assert expected["verdict"] == verdict and expected["match"]["evidenceId"] == block
@@ -219,8 +270,11 @@ def test_verify_quote_answers_like_the_handler(talk, in_process):
         assert url.startswith(SITE_URL) and f"]({url})" in text_of(got[key])
     assert text_of(got["verified"]).startswith("Found at the cited place")
     by_url = got["verified_url"].structured_content  # the absolute link an answer gave, handed back
-    assert by_url["verdict"] == "found" and by_url["target"] == {**by_url["target"], "scope": "block",
-                                                                 "blockId": block}
+    assert by_url["verdict"] == "found" and by_url["target"] == {
+        **by_url["target"],
+        "scope": "block",
+        "blockId": block,
+    }
     assert "Most similar" in text_of(got["not_there"]) and "quote_not_in_block" in text_of(got["not_there"])
 
 
@@ -249,8 +303,14 @@ def test_bad_arguments_are_tool_errors_with_the_http_message_and_the_session_sur
 def test_unknown_tools_and_resources_are_protocol_errors_not_crashes(talk):
     _, got, _ = talk
     assert isinstance(got["unknown_tool"], MCPError) and "no_such_tool" in got["unknown_tool"].message
-    assert isinstance(got["unknown_block"], MCPError) and "no block b-doesnotexist" in got["unknown_block"].message
-    assert isinstance(got["unknown_resource"], MCPError) and "evidence://block/" in got["unknown_resource"].message
+    assert (
+        isinstance(got["unknown_block"], MCPError)
+        and "no block b-doesnotexist" in got["unknown_block"].message
+    )
+    assert (
+        isinstance(got["unknown_resource"], MCPError)
+        and "evidence://block/" in got["unknown_resource"].message
+    )
 
 
 def test_block_resource_has_the_full_text_and_the_locator(talk, site):
@@ -258,8 +318,11 @@ def test_block_resource_has_the_full_text_and_the_locator(talk, site):
 
     _, got, _ = talk
     block = got["block"]
-    (text,) = sqlite3.connect(site / "evidence.sqlite").execute(
-        "SELECT text FROM evidence_block WHERE block_id = ?", [block]).fetchone()
+    (text,) = (
+        sqlite3.connect(site / "evidence.sqlite")
+        .execute("SELECT text FROM evidence_block WHERE block_id = ?", [block])
+        .fetchone()
+    )
     contents = {c.mime_type: c for c in got["resource"].contents}
     assert contents["text/plain"].text == text
     about = json.loads(contents["application/json"].text)
@@ -269,7 +332,9 @@ def test_block_resource_has_the_full_text_and_the_locator(talk, site):
 
 def test_no_token_in_any_output(talk):
     transport, got, errlog = talk
-    answers = json.dumps([r.model_dump(mode="json") for r in (got["search"], got["status"], got["query"], *got["bad"])])
+    answers = json.dumps(
+        [r.model_dump(mode="json") for r in (got["search"], got["status"], got["query"], *got["bad"])]
+    )
     assert SECRET not in answers and SECRET not in errlog
     assert transport == "stdio" or "Traceback" not in errlog
 

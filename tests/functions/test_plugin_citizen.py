@@ -11,7 +11,6 @@ import pytest
 from tests.servers import DATASETTE, free_port, start, stop
 
 
-
 @pytest.fixture(scope="module")
 def site_db(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("citizen") / "site.db"
@@ -35,8 +34,10 @@ def test_a_database_named_site_keeps_its_urls(stale_site, site_db):
     try:
         table = httpx.get(base + "/site/pages", timeout=30)
         assert table.status_code == 200 and "About us" in table.text
-        assert httpx.get(base + "/site/pages.json", params={"_shape": "array"}, timeout=30).json()[1]["title"] \
+        assert (
+            httpx.get(base + "/site/pages.json", params={"_shape": "array"}, timeout=30).json()[1]["title"]
             == "About us"
+        )
         row = httpx.get(base + "/site/pages/2", timeout=30)
         assert row.status_code == 200 and "About us" in row.text
         csv = httpx.get(base + "/site/pages.csv", timeout=30)

@@ -7,10 +7,17 @@ import jsonschema
 import pytest
 
 from mnote_evidence.functions.core.errors import BadRequest
-from mnote_evidence.functions.handlers.routes import ROUTES
 from mnote_evidence.functions.core.validation import (
-    BLOCK_ID, CHOICE, CHOICES, INTEGER, LOCATOR, TEXT, Field, RequestSpec,
+    BLOCK_ID,
+    CHOICE,
+    CHOICES,
+    INTEGER,
+    LOCATOR,
+    TEXT,
+    Field,
+    RequestSpec,
 )
+from mnote_evidence.functions.handlers.routes import ROUTES
 
 ODD_VALUES = [None, 0, -1, 3, 2.5, True, False, "", " ", "x", "3", "a\x00b", "线程", [], ["x"], {}, {"a": 1}]
 
@@ -23,7 +30,13 @@ def candidates(field: Field) -> list:
     if field.kind == INTEGER:
         out += [field.lo, field.hi, field.lo - 1, field.hi + 1, field.default, float(field.lo)]
     if field.kind in (CHOICE, CHOICES):
-        out += [*field.choices, "bogus", list(field.choices), [field.choices[0], "bogus"], [field.choices[0], 1]]
+        out += [
+            *field.choices,
+            "bogus",
+            list(field.choices),
+            [field.choices[0], "bogus"],
+            [field.choices[0], 1],
+        ]
     if field.kind == BLOCK_ID:
         out += ["b-abc", "b" * 64, "b" * 65]
     if field.kind == LOCATOR:
@@ -104,7 +117,13 @@ def test_query_string_form_is_typed_by_the_fields():
     search = next(r for r in ROUTES if r.tool == "evidence_search").spec
     args = {"q": "线程", "topK": "3", "resourceKinds": "pdf,office", "includeOcr": "true", "extra": "1"}
     request = search.from_query(args)
-    assert request == {"query": "线程", "topK": 3, "resourceKinds": ["pdf", "office"], "includeOcr": True, "extra": "1"}
+    assert request == {
+        "query": "线程",
+        "topK": 3,
+        "resourceKinds": ["pdf", "office"],
+        "includeOcr": True,
+        "extra": "1",
+    }
     assert search.from_query({"topK": "many"})["topK"] == "many"  # left as text: parse says why
     with pytest.raises(BadRequest, match="'topK' must be an integer"):
         search.parse({"query": "x", **search.from_query({"topK": "many"})})
@@ -112,7 +131,12 @@ def test_query_string_form_is_typed_by_the_fields():
 
 def test_every_route_with_a_tool_has_a_title_and_description():
     tools = [r for r in ROUTES if r.tool]
-    assert {r.tool for r in tools} >= {"evidence_search", "evidence_read", "evidence_open", "knowledge_query",
-                                       "knowledge_status"}
+    assert {r.tool for r in tools} >= {
+        "evidence_search",
+        "evidence_read",
+        "evidence_open",
+        "knowledge_query",
+        "knowledge_status",
+    }
     assert all(r.title and len(r.description) > 40 for r in tools)
     assert len({r.path for r in ROUTES}) == len(ROUTES) and all(r.path.startswith("/-/") for r in ROUTES)

@@ -21,8 +21,10 @@ def test_pages_of_a_repeated_line_sort_numerically(tmp_path):
     out = tmp_path / "out"
     run_build(root, out)
     # a running header is page furniture, left out of default search (issue 13 point 2): ask for it
-    answer = search({"query": "harbour records", "topK": 12, "includeFurniture": True},
-                    Context(EvidenceDB(out / "evidence.sqlite"), "/site/"))
+    answer = search(
+        {"query": "harbour records", "topK": 12, "includeFurniture": True},
+        Context(EvidenceDB(out / "evidence.sqlite"), "/site/"),
+    )
     results = answer["results"]
     assert len({r["score"] for r in results}) == 1  # a tie: only the order rule decides
     assert [r["source"]["page"] for r in results] == list(range(1, 13))

@@ -42,12 +42,32 @@ def test_prints_hits_with_links_that_open_the_anchor(stale_site):
 
 def test_json_is_the_handlers_response(stale_site):
     _, out = stale_site
-    result = cli(out, "retention period", "--json", "--mode", "hybrid", "--top", "4", "--kind", "pdf",
-                 "--kind", "markdown", "--path", "Projects/")
+    result = cli(
+        out,
+        "retention period",
+        "--json",
+        "--mode",
+        "hybrid",
+        "--top",
+        "4",
+        "--kind",
+        "pdf",
+        "--kind",
+        "markdown",
+        "--path",
+        "Projects/",
+    )
     assert result.exit_code == 0, result.output
-    expected = search({"query": "retention period", "mode": "hybrid", "topK": 4,
-                       "resourceKinds": ["pdf", "markdown"], "pathPrefix": "Projects/"},
-                      Context(EvidenceDB(out / DB_NAME)))
+    expected = search(
+        {
+            "query": "retention period",
+            "mode": "hybrid",
+            "topK": 4,
+            "resourceKinds": ["pdf", "markdown"],
+            "pathPrefix": "Projects/",
+        },
+        Context(EvidenceDB(out / DB_NAME)),
+    )
     assert json.loads(result.output) == expected
     assert 0 < len(expected["results"]) <= 4
     assert all(r["source"]["resourcePath"].startswith("Projects/") for r in expected["results"])
@@ -60,7 +80,9 @@ def test_filters_reach_the_handler(stale_site):
     one = json.loads(cli(out, "吡咯烷", "--top", "1", "--json").output)["results"]
     assert len(one) == 1
     graph = cli(out, "retention period seven years", "--mode", "graph")
-    expected = search({"query": "retention period seven years", "mode": "graph"}, Context(EvidenceDB(out / DB_NAME)))
+    expected = search(
+        {"query": "retention period seven years", "mode": "graph"}, Context(EvidenceDB(out / DB_NAME))
+    )
     vias = [f"via {r['via']['edgeType']})" for r in expected["results"]]
     assert graph.exit_code == 0 and vias and all(v in graph.output for v in vias)
     assert graph.output.count(", via ") == len(vias)
@@ -69,10 +91,17 @@ def test_filters_reach_the_handler(stale_site):
 def test_bad_query_is_a_clear_error_without_traceback(stale_site):
     _, out = stale_site
     for query in ("   ", "!!!"):
-        proc = subprocess.run([sys.executable, "-m", "mnote_evidence", "search", query, "--site", str(out)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mnote_evidence", "search", query, "--site", str(out)],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 1 and proc.stdout == ""
-        assert proc.stderr.startswith("Error: ") and "[bad_request]" in proc.stderr and "Traceback" not in proc.stderr
+        assert (
+            proc.stderr.startswith("Error: ")
+            and "[bad_request]" in proc.stderr
+            and "Traceback" not in proc.stderr
+        )
     bad_top = cli(out, "x", "--top", "99")
     assert bad_top.exit_code == 2 and "1<=x<=50" in bad_top.output
 
@@ -87,7 +116,9 @@ def test_snippets_total_pages_and_groups(stale_site):
     db = Context(EvidenceDB(out / DB_NAME))
     first = cli(out, "the", "--top", "2")
     answer = search({"query": "the", "topK": 2}, db)
-    assert first.exit_code == 0 and first.output.startswith(f"{answer['total']} matches for 'the' (fts): results 1-2")
+    assert first.exit_code == 0 and first.output.startswith(
+        f"{answer['total']} matches for 'the' (fts): results 1-2"
+    )
     assert first.output.count("«the»") + first.output.count("«The»") >= 2  # the terms, marked (no tty: «»)
     assert "\x1b[" not in first.output and f"next page: --offset {answer['nextOffset']}" in first.output
     second = cli(out, "the", "--top", "2", "--offset", "2")

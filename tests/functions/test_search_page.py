@@ -25,8 +25,13 @@ def server(tmp_path_factory):
     (root / "研究").mkdir(parents=True)
     (root / "研究2").mkdir()
     (root / "研究" / "港口.md").write_text(
-        "# 港口\n\n" + "\n\n".join(f"Harbour log {n}: 线程 ships arrived." for n in range(23)) + "\n\n" + HOSTILE + "\n",
-        "utf-8")
+        "# 港口\n\n"
+        + "\n\n".join(f"Harbour log {n}: 线程 ships arrived." for n in range(23))
+        + "\n\n"
+        + HOSTILE
+        + "\n",
+        "utf-8",
+    )
     (root / "研究2" / "别处.md").write_text("# 别处\n\nAnother harbour, elsewhere.\n", "utf-8")
     out = base / "out"
     run_build(root, out, site=True)
@@ -63,7 +68,7 @@ def test_snippets_are_escaped_and_marked(server):
     assert "<script>alert" not in r.text  # the note's text is shown, never run
     snippet = css(doc(r), ".ev-snippet")[0]
     assert [m.text for m in css(snippet, "mark")] == ["script", "script"]
-    assert '&lt;<mark>script</mark>&gt;alert(&#34;x&#34;)&lt;/<mark>script</mark>&gt;' in r.text
+    assert "&lt;<mark>script</mark>&gt;alert(&#34;x&#34;)&lt;/<mark>script</mark>&gt;" in r.text
     assert "&amp; tags in harbour" in r.text
 
 
@@ -110,12 +115,15 @@ def test_grouped_by_file_with_more(server):
     assert "24 matching blocks in 研究/港口.md" in css(expanded, ".ev-total")[0].text_content()
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"q": "x", "offset": "-4"}, "'offset'"),
-    ({"q": "x", "topK": "many"}, "'topK'"),
-    ({"q": "x", "kind": "spreadsheet"}, "unknown resourceKinds"),
-    ({"q": "!!!"}, "nothing to search for"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"q": "x", "offset": "-4"}, "'offset'"),
+        ({"q": "x", "topK": "many"}, "'topK'"),
+        ({"q": "x", "kind": "spreadsheet"}, "unknown resourceKinds"),
+        ({"q": "!!!"}, "nothing to search for"),
+    ],
+)
 def test_bad_parameters_are_400_with_a_message(server, params, message):
     r = get(server, PAGE, **params)
     assert r.status_code == 400 and "Traceback" not in r.text

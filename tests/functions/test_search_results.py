@@ -15,7 +15,11 @@ from mnote_evidence.functions.search.fts import RANK_WINDOW
 from mnote_evidence.functions.search.snippet import SNIPPET_CHARS, code_points, marked, snippet
 from tests.conftest import run_build
 
-LONG_CN = ("前言部分介绍背景。" * 30 + "这里讨论线程作用域的规则，以及 Thread scope 如何影响借用检查。" + "后记总结要点。" * 40)
+LONG_CN = (
+    "前言部分介绍背景。" * 30
+    + "这里讨论线程作用域的规则，以及 Thread scope 如何影响借用检查。"
+    + "后记总结要点。" * 40
+)
 MANY = 1100  # paragraphs of notes/ledger.md that match "ledger": more than the exact counts cover
 
 
@@ -66,7 +70,7 @@ def test_highlights_are_utf16_offsets():
     text = "𝒳 marks 线程 and 𝒴 marks thread"
     snip = snippet(text, ["线程", "thread"])
     js = snip["text"].encode("utf-16-le")
-    assert [js[2 * s:2 * e].decode("utf-16-le") for s, e in snip["highlights"]] == ["线程", "thread"]
+    assert [js[2 * s : 2 * e].decode("utf-16-le") for s, e in snip["highlights"]] == ["线程", "thread"]
     assert snip["highlights"][0] == [9, 11]  # 𝒳 is two UTF-16 units: index 8 in Python, 9 in JavaScript
 
 
@@ -84,13 +88,22 @@ def ws(tmp_path_factory):
     (root / "研究2").mkdir()
     (root / "notes").mkdir()
     (root / "研究" / "并发.md").write_text(
-        "# 并发\n\n" + LONG_CN + "\n\n线程池与线程作用域。\n\nA thread pool runs tasks.\n", "utf-8")
+        "# 并发\n\n" + LONG_CN + "\n\n线程池与线程作用域。\n\nA thread pool runs tasks.\n", "utf-8"
+    )
     (root / "研究2" / "其他.md").write_text("# 其他\n\n另一个线程的笔记。\n", "utf-8")
-    (root / "notes" / "ledger.md").write_text("# Ledger\n\n" + "\n\n".join(  # two lengths: bm25 ranks port.md and
-        # tides.pdf after the 110 short entries, before the long ones, inside the first ranked window
-        f"Ledger entry {n} for the harbour office{'' if n % 10 == 0 else ' of the northern district'}." for n in range(MANY)
-    ) + "\n", "utf-8")
-    (root / "notes" / "port.md").write_text("# Port\n\nPort notes: the harbour basin is dredged each spring.\n", "utf-8")
+    (root / "notes" / "ledger.md").write_text(
+        "# Ledger\n\n"
+        + "\n\n".join(  # two lengths: bm25 ranks port.md and
+            # tides.pdf after the 110 short entries, before the long ones, inside the first ranked window
+            f"Ledger entry {n} for the harbour office{'' if n % 10 == 0 else ' of the northern district'}."
+            for n in range(MANY)
+        )
+        + "\n",
+        "utf-8",
+    )
+    (root / "notes" / "port.md").write_text(
+        "# Port\n\nPort notes: the harbour basin is dredged each spring.\n", "utf-8"
+    )
     doc = pymupdf.open()
     for n in range(1, 13):  # one repeated body line on 12 pages: a tie broken by page number
         page = doc.new_page()
@@ -161,11 +174,13 @@ def test_grouped_by_document(ws):
     while offset is not None:
         body = ask(ws, query="harbour", groupBy="document", topK=1, perDocument=2, offset=offset)
         [g] = body["groups"]
-        block = body["results"][g["first"]:g["first"] + g["count"]]
+        block = body["results"][g["first"] : g["first"] + g["count"]]
         assert {r["source"]["resourcePath"] for r in block} == {g["resourcePath"]}
         expanded = ask(ws, query="harbour", topK=50, **g["expand"])
         assert {r["source"]["resourcePath"] for r in expanded["results"]} == {g["resourcePath"]}
-        assert [r["evidenceId"] for r in block] == [r["evidenceId"] for r in expanded["results"][:len(block)]]
+        assert [r["evidenceId"] for r in block] == [
+            r["evidenceId"] for r in expanded["results"][: len(block)]
+        ]
         pages.append(g)
         offset = body.get("nextOffset")
     assert sorted(g["resourcePath"] for g in pages) == ["notes/ledger.md", "notes/port.md", "notes/tides.pdf"]
@@ -196,15 +211,18 @@ def test_folder_is_a_folder_not_a_prefix(ws):
     assert kinds["total"] == 12 and {r["source"]["resourceKind"] for r in kinds["results"]} == {"pdf"}
 
 
-@pytest.mark.parametrize("request_, message", [
-    ({"query": "x", "offset": -1}, "'offset'"),
-    ({"query": "x", "offset": 995, "topK": 10}, "at most 1000"),
-    ({"query": "x", "groupBy": "page"}, "'groupBy'"),
-    ({"query": "x", "perDocument": 9}, "'perDocument'"),
-    ({"query": "x", "mode": "graph", "offset": 10}, "mode fts"),
-    ({"query": "x", "mode": "hybrid", "groupBy": "document"}, "mode fts"),
-    ({"query": "x", "folder": 3}, "'folder'"),
-])
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        ({"query": "x", "offset": -1}, "'offset'"),
+        ({"query": "x", "offset": 995, "topK": 10}, "at most 1000"),
+        ({"query": "x", "groupBy": "page"}, "'groupBy'"),
+        ({"query": "x", "perDocument": 9}, "'perDocument'"),
+        ({"query": "x", "mode": "graph", "offset": 10}, "mode fts"),
+        ({"query": "x", "mode": "hybrid", "groupBy": "document"}, "mode fts"),
+        ({"query": "x", "folder": 3}, "'folder'"),
+    ],
+)
 def test_bad_paging_requests_are_400_with_a_message(ws, request_, message):
     status, body = call(lambda r: search(r, ws), request_)
     assert status == 400 and message in body["error"]["message"], body

@@ -41,7 +41,12 @@ REQUESTS = [
     {"query": "the", "topK": 3, "offset": 3},  # a middle page
     {"query": "the", "groupBy": "document", "topK": 3, "perDocument": 2, "folder": "Projects"},
 ]
-BAD_REQUESTS = [{"query": ""}, {"query": "x", "topK": 0}, {"query": "x", "colour": "red"}, {"query": "x", "mode": 3}]
+BAD_REQUESTS = [
+    {"query": ""},
+    {"query": "x", "topK": 0},
+    {"query": "x", "colour": "red"},
+    {"query": "x", "mode": 3},
+]
 
 
 @pytest.fixture(scope="module")
@@ -105,23 +110,45 @@ def test_rejected_requests_match_the_error_branch(stale_site, schema):
         assert status == 400 and problems(schema, body) == [], (req, body)
 
 
-@pytest.mark.parametrize("break_it", [
-    lambda b: b["results"][0].pop("source"),
-    lambda b: b["results"][0]["source"]["openAction"].update(url="javascript:alert(1)"),
-    lambda b: b["results"][0].update(extra=1),
-    lambda b: b["results"][0].update(quote="x" * 281),
-    lambda b: b["results"][0].update(matchSource="knowledge_ocr"),  # boundary says local search only
-    lambda b: b.update(degraded=True),  # degraded without a reason
-    lambda b: next(r for r in b["results"] if r["matchSource"] == "graph").pop("via"),
-    lambda b: b["results"][0].update(via={"edgeType": "markdown_links_to", "direction": "in",
-                                          "fromEvidenceId": b["results"][0]["evidenceId"]}),  # fts with via
-    lambda b: b.update(ok=False),
-    lambda b: b["results"][0].pop("snippet"),
-    lambda b: b["results"][0]["snippet"].update(highlights=[[1]]),
-    lambda b: b.pop("total"),
-    lambda b: b.update(nextOffset=10),  # hybrid: no pages
-], ids=["no-source", "scheme-url", "extra-field", "long-quote", "ocr-in-local", "degraded-no-reason",
-        "graph-no-via", "fts-with-via", "ok-false", "no-snippet", "bad-highlight", "no-total", "hybrid-page"])
+@pytest.mark.parametrize(
+    "break_it",
+    [
+        lambda b: b["results"][0].pop("source"),
+        lambda b: b["results"][0]["source"]["openAction"].update(url="javascript:alert(1)"),
+        lambda b: b["results"][0].update(extra=1),
+        lambda b: b["results"][0].update(quote="x" * 281),
+        lambda b: b["results"][0].update(matchSource="knowledge_ocr"),  # boundary says local search only
+        lambda b: b.update(degraded=True),  # degraded without a reason
+        lambda b: next(r for r in b["results"] if r["matchSource"] == "graph").pop("via"),
+        lambda b: b["results"][0].update(
+            via={
+                "edgeType": "markdown_links_to",
+                "direction": "in",
+                "fromEvidenceId": b["results"][0]["evidenceId"],
+            }
+        ),  # fts with via
+        lambda b: b.update(ok=False),
+        lambda b: b["results"][0].pop("snippet"),
+        lambda b: b["results"][0]["snippet"].update(highlights=[[1]]),
+        lambda b: b.pop("total"),
+        lambda b: b.update(nextOffset=10),  # hybrid: no pages
+    ],
+    ids=[
+        "no-source",
+        "scheme-url",
+        "extra-field",
+        "long-quote",
+        "ocr-in-local",
+        "degraded-no-reason",
+        "graph-no-via",
+        "fts-with-via",
+        "ok-false",
+        "no-snippet",
+        "bad-highlight",
+        "no-total",
+        "hybrid-page",
+    ],
+)
 def test_schema_rejects_broken_answers(answers, schema, break_it):
     body = copy.deepcopy(answers["/site/"][2][1])  # hybrid: fts and graph results
     assert problems(schema, body) == []
@@ -130,18 +157,26 @@ def test_schema_rejects_broken_answers(answers, schema, break_it):
 
 
 def test_datasette_route_answers_match_the_schema(datasette_server, schema):
-    for params in ({"q": "retention period seven years", "topK": 3},
-                   {"q": "retention period seven years", "mode": "hybrid"},
-                   {"q": "吡咯烷", "resourceKinds": "office"}, {"q": "线程", "includeOcr": "1"}):
+    for params in (
+        {"q": "retention period seven years", "topK": 3},
+        {"q": "retention period seven years", "mode": "hybrid"},
+        {"q": "吡咯烷", "resourceKinds": "office"},
+        {"q": "线程", "includeOcr": "1"},
+    ):
         r = httpx.get(datasette_server + "/-/evidence/search", params=params, timeout=30)
         assert r.status_code == 200 and r.json()["results"], params
         check_answer(schema, r.json())
         assert r.json()["results"][0]["source"]["openAction"]["url"].startswith("/-/evidence/site/")
-    paged = httpx.get(datasette_server + "/-/evidence/search", timeout=30,
-                      params={"q": "the", "topK": 2, "offset": 2, "groupBy": "document", "perDocument": 1})
+    paged = httpx.get(
+        datasette_server + "/-/evidence/search",
+        timeout=30,
+        params={"q": "the", "topK": 2, "offset": 2, "groupBy": "document", "perDocument": 1},
+    )
     assert paged.status_code == 200 and paged.json()["offset"] == 2 and paged.json()["groups"], paged.text
     check_answer(schema, paged.json())
-    r = httpx.post(datasette_server + "/-/evidence/search", json={"query": "thread", "mode": "graph"}, timeout=30)
+    r = httpx.post(
+        datasette_server + "/-/evidence/search", json={"query": "thread", "mode": "graph"}, timeout=30
+    )
     assert r.status_code == 200
     check_answer(schema, r.json())
     for params in ({"q": "x", "topK": "many"}, {"q": "x", "mode": "psychic"}, {"q": '"unbalanced'}):
@@ -153,15 +188,18 @@ def _keys(schema_def: dict) -> tuple[set[str], set[str]]:
     return set(schema_def["properties"]), set(schema_def.get("required", []))
 
 
-@pytest.mark.parametrize("typed, schema_name, pointer", [
-    (SearchResponse, SCHEMA, "answer"),
-    (SearchResult, SCHEMA, "result"),
-    (Via, SCHEMA, "via"),
-    (Snippet, SCHEMA, "snippet"),
-    (Group, SCHEMA, "group"),
-    (ErrorResponse, SCHEMA, "error"),
-    (EvidenceLocator, "locator.schema.json", None),
-])
+@pytest.mark.parametrize(
+    "typed, schema_name, pointer",
+    [
+        (SearchResponse, SCHEMA, "answer"),
+        (SearchResult, SCHEMA, "result"),
+        (Via, SCHEMA, "via"),
+        (Snippet, SCHEMA, "snippet"),
+        (Group, SCHEMA, "group"),
+        (ErrorResponse, SCHEMA, "error"),
+        (EvidenceLocator, "locator.schema.json", None),
+    ],
+)
 def test_typed_contracts_match_the_schemas(typed, schema_name, pointer):
     """Each TypedDict names exactly the schema's properties, required ones required."""
     doc = load_schema(schema_name)
@@ -169,4 +207,6 @@ def test_typed_contracts_match_the_schemas(typed, schema_name, pointer):
     assert set(typed.__annotations__) == props
     assert set(typed.__required_keys__) == required
     if typed is Group:  # its nested `expand` too
-        assert set(GroupExpand.__annotations__) == set(doc["$defs"]["group"]["properties"]["expand"]["properties"])
+        assert set(GroupExpand.__annotations__) == set(
+            doc["$defs"]["group"]["properties"]["expand"]["properties"]
+        )

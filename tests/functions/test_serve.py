@@ -86,7 +86,10 @@ def test_search_box_uses_the_server(served, page):
     page.click("#search-results .result")
     page.wait_for_load_state("load")
     target = page.evaluate("decodeURIComponent(location.hash.slice(1))")
-    assert page.eval_on_selector(f'[id="{target}"]', "el => getComputedStyle(el).outlineColor") == "rgb(230, 119, 0)"
+    assert (
+        page.eval_on_selector(f'[id="{target}"]', "el => getComputedStyle(el).outlineColor")
+        == "rgb(230, 119, 0)"
+    )
     # the same site opened from disk says what to do instead of failing silently
     page.goto((out / "index.html").as_uri())
     page.fill("form.search input", "吗啉")
@@ -144,8 +147,10 @@ def test_watch_rebuilds_with_the_build_flags_serve_was_given(tmp_path):
     finally:
         stop(proc)
     with connect(out) as conn:
-        version = conn.execute("SELECT provider_version FROM evidence_resource "
-                               "WHERE source_root_relative_path = 'Note.assets/pic.png'").fetchone()[0]
+        version = conn.execute(
+            "SELECT provider_version FROM evidence_resource "
+            "WHERE source_root_relative_path = 'Note.assets/pic.png'"
+        ).fetchone()[0]
     assert "+ocr:" not in version  # the image was not re-parsed with OCR on
     assert sorted(p.name for p in (out / "_pages").rglob("p*.*")) == ["p1.jpg"]  # the cap held
 
@@ -163,8 +168,12 @@ def test_serve_refuses_a_busy_port_before_printing_urls(stale_site):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = subprocess.run([sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port)],
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode != 0
     assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
     assert "http://" not in result.stdout + result.stderr and "Traceback" not in result.stderr
@@ -173,7 +182,9 @@ def test_serve_refuses_a_busy_port_before_printing_urls(stale_site):
 def test_serve_refuses_a_notes_folder_with_the_right_suggestion(workspace):
     result = CliRunner().invoke(main, ["serve", str(workspace)])
     assert result.exit_code != 0
-    assert f"mnote-evidence build {workspace}" in result.output and "mnote-evidence serve _site" in result.output
+    assert (
+        f"mnote-evidence build {workspace}" in result.output and "mnote-evidence serve _site" in result.output
+    )
     assert "--out" not in result.output
 
 
@@ -182,8 +193,19 @@ def test_watch_into_an_empty_site_folder_builds_first(tmp_path):
     out = tmp_path / "site"  # does not exist yet: `serve _site --watch NOTES`, as the refusal suggests
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "mnote_evidence", "serve", str(out), "--port", str(port), "--watch", str(root),
-           "--jobs", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mnote_evidence",
+        "serve",
+        str(out),
+        "--port",
+        str(port),
+        "--watch",
+        str(root),
+        "--jobs",
+        "2",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_until_up(base + "/-/versions.json", proc, timeout=WAIT_SECONDS * 2)

@@ -39,15 +39,19 @@ def block(conn, kind: str, min_words: int = 12, path: str | None = None, offset:
     rows = conn.execute(
         "SELECT b.*, r.source_root_relative_path AS path FROM evidence_block b JOIN evidence_resource r "
         "USING (resource_id) WHERE r.kind = ? AND b.role = 'body' AND (? IS NULL OR r.source_root_relative_path = ?) "
-        "ORDER BY r.source_root_relative_path, b.ordinal", [kind, path, path]).fetchall()
-    good = [r for r in rows if len(r["text"].split()) >= min_words and len(set(r["text"].split())) >= min_words]
+        "ORDER BY r.source_root_relative_path, b.ordinal",
+        [kind, path, path],
+    ).fetchall()
+    good = [
+        r for r in rows if len(r["text"].split()) >= min_words and len(set(r["text"].split())) >= min_words
+    ]
     return good[offset]
 
 
 def middle(text: str, n: int = 8) -> str:
     words = text.split()
     start = max(0, len(words) // 2 - n // 2)
-    return " ".join(words[start:start + n])
+    return " ".join(words[start : start + n])
 
 
 def test_a_quote_from_a_pdf_box_is_found_at_bbox_precision(ctx, conn):
@@ -58,7 +62,12 @@ def test_a_quote_from_a_pdf_box_is_found_at_bbox_precision(ctx, conn):
     assert out["match"]["quoteVerified"] is True and out["match"]["precision"] == "bbox"
     assert out["match"]["source"]["bbox"] == json.loads(b["bbox_json"])
     assert out["match"]["source"]["openAction"]["url"].startswith("https://example.org/docs/manuals/")
-    assert out["target"] == {"scope": "block", "resourcePath": MIME_SPEC, "blockId": b["block_id"], "page": b["page"]}
+    assert out["target"] == {
+        "scope": "block",
+        "resourcePath": MIME_SPEC,
+        "blockId": b["block_id"],
+        "page": b["page"],
+    }
 
 
 def test_case_width_and_spacing_do_not_matter_but_words_do(ctx, conn):
@@ -114,8 +123,10 @@ def test_an_ocr_line_of_a_scanned_page(ctx, conn):
     assert status == 200 and out["verdict"] == "found" and out["match"]["precision"] == "bbox"
     assert out["match"]["evidenceId"] == b["block_id"]
     # the line's words are also in the PDF the scan was made from; a quote from the next line is not in this one
-    nxt = conn.execute("SELECT text FROM evidence_block WHERE resource_id = ? AND ordinal = ?",
-                       [b["resource_id"], b["ordinal"] + 1]).fetchone()[0]
+    nxt = conn.execute(
+        "SELECT text FROM evidence_block WHERE resource_id = ? AND ordinal = ?",
+        [b["resource_id"], b["ordinal"] + 1],
+    ).fetchone()[0]
     if match_form(nxt) not in match_form(b["text"]):
         assert ask(ctx, quote=nxt, blockId=b["block_id"])[1]["found"] is False
 
@@ -125,17 +136,21 @@ def test_every_citation_url_form(ctx, conn):
     quote = middle(b["text"])
     page_url = "https://example.org/docs/manuals/shared-mime-info-spec.pdf.html"
     box = json.loads(b["bbox_json"])
-    for url, scope in ((f"{page_url}#{b['block_id']}", "block"),
-                       (f"/-/evidence/site/manuals/shared-mime-info-spec.pdf.html?hl=x#{b['block_id']}", "block"),
-                       (f"{page_url}#page-{b['page']}", "page"),
-                       (f"{page_url}?page={b['page']}&bbox={','.join(str(v) for v in box)}", "box"),
-                       (page_url, "file")):
+    for url, scope in (
+        (f"{page_url}#{b['block_id']}", "block"),
+        (f"/-/evidence/site/manuals/shared-mime-info-spec.pdf.html?hl=x#{b['block_id']}", "block"),
+        (f"{page_url}#page-{b['page']}", "page"),
+        (f"{page_url}?page={b['page']}&bbox={','.join(str(v) for v in box)}", "box"),
+        (page_url, "file"),
+    ):
         status, out = ask(ctx, quote=quote, citationUrl=url)
         assert status == 200 and out["verdict"] == "found", (url, out)
         assert out["target"]["scope"] == scope and out["match"]["evidenceId"] == b["block_id"]
-    other = conn.execute("SELECT bbox_json FROM evidence_block WHERE resource_id = ? AND page = ? AND block_id != ? "
-                         "AND bbox_json IS NOT NULL AND length(text) > 40 LIMIT 1",
-                         [b["resource_id"], b["page"], b["block_id"]]).fetchone()[0]
+    other = conn.execute(
+        "SELECT bbox_json FROM evidence_block WHERE resource_id = ? AND page = ? AND block_id != ? "
+        "AND bbox_json IS NOT NULL AND length(text) > 40 LIMIT 1",
+        [b["resource_id"], b["page"], b["block_id"]],
+    ).fetchone()[0]
     wrong_box = f"{page_url}?page={b['page']}&bbox={','.join(str(v) for v in json.loads(other))}"
     out = ask(ctx, quote=quote, citationUrl=wrong_box)[1]  # a box elsewhere on the same page
     assert out["verdict"] == "found_elsewhere" and out["diagnostics"]["reason"] == "quote_not_in_box"
@@ -145,20 +160,23 @@ def test_every_citation_url_form(ctx, conn):
     assert out["verdict"] == "found_elsewhere" and out["diagnostics"]["reason"] == "quote_not_in_page"
 
 
-@pytest.mark.parametrize("request_, status", [
-    ({}, 400),
-    ({"quote": ""}, 400),
-    ({"quote": "… ,;"}, 400),
-    ({"quote": 3}, 400),
-    ({"quote": "x", "blockId": "b-aaaaaaaaaaaa", "citationUrl": "a.pdf.html"}, 400),
-    ({"quote": "x", "colour": "red"}, 400),
-    ({"quote": "x", "citationUrl": "https://example.org/nothing-here"}, 400),
-    ({"quote": "x", "citationUrl": "nothing/here.pdf.html#page-2"}, 404),
-    ({"quote": "x", "citationUrl": "manuals/R-FAQ.pdf.html#page-9999"}, 400),
-    ({"quote": "x", "citationUrl": "manuals/R-FAQ.pdf.html?page=2&bbox=1,2,3"}, 400),
-    ({"quote": "x", "blockId": "b-aaaaaaaaaaaa"}, 404),
-    ({"quote": "x", "blockId": "nope\x00"}, 400),
-])
+@pytest.mark.parametrize(
+    "request_, status",
+    [
+        ({}, 400),
+        ({"quote": ""}, 400),
+        ({"quote": "… ,;"}, 400),
+        ({"quote": 3}, 400),
+        ({"quote": "x", "blockId": "b-aaaaaaaaaaaa", "citationUrl": "a.pdf.html"}, 400),
+        ({"quote": "x", "colour": "red"}, 400),
+        ({"quote": "x", "citationUrl": "https://example.org/nothing-here"}, 400),
+        ({"quote": "x", "citationUrl": "nothing/here.pdf.html#page-2"}, 404),
+        ({"quote": "x", "citationUrl": "manuals/R-FAQ.pdf.html#page-9999"}, 400),
+        ({"quote": "x", "citationUrl": "manuals/R-FAQ.pdf.html?page=2&bbox=1,2,3"}, 400),
+        ({"quote": "x", "blockId": "b-aaaaaaaaaaaa"}, 404),
+        ({"quote": "x", "blockId": "nope\x00"}, 400),
+    ],
+)
 def test_bad_requests_are_4xx_with_a_message(ctx, request_, status):
     got, out = ask(ctx, **request_)
     assert got == status and out["ok"] is False and out["error"]["message"], out
@@ -166,11 +184,16 @@ def test_bad_requests_are_4xx_with_a_message(ctx, request_, status):
 
 def test_answers_match_the_published_schema(ctx, conn, validate):
     b = block(conn, "pdf", path=MIME_SPEC, offset=3)
-    for request in ({"quote": middle(b["text"]), "blockId": b["block_id"]},
-                    {"quote": middle(b["text"]) + " flamingo", "blockId": b["block_id"]},
-                    {"quote": middle(b["text"]), "citationUrl": f"manuals/shared-mime-info-spec.pdf.html#page-{b['page']}"},
-                    {"quote": "purple elephants juggle seventeen marmalade accordions"},
-                    {"quote": ""}):
+    for request in (
+        {"quote": middle(b["text"]), "blockId": b["block_id"]},
+        {"quote": middle(b["text"]) + " flamingo", "blockId": b["block_id"]},
+        {
+            "quote": middle(b["text"]),
+            "citationUrl": f"manuals/shared-mime-info-spec.pdf.html#page-{b['page']}",
+        },
+        {"quote": "purple elephants juggle seventeen marmalade accordions"},
+        {"quote": ""},
+    ):
         validate("verify_quote_response.schema.json", ask(ctx, **request)[1])
 
 
@@ -178,17 +201,29 @@ def test_the_datasette_route_answers_get_and_post(datasette_server):
     """/-/evidence/verify on a real datasette process: found, not found, and 4xx for bad requests."""
     import httpx
 
-    top = httpx.get(datasette_server + "/-/evidence/search", params={"q": "retention period seven years", "topK": 1},
-                    timeout=30).json()["results"][0]
+    top = httpx.get(
+        datasette_server + "/-/evidence/search",
+        params={"q": "retention period seven years", "topK": 1},
+        timeout=30,
+    ).json()["results"][0]
     url = top["source"]["openAction"]["url"]
-    r = httpx.get(datasette_server + "/-/evidence/verify", params={"quote": "retention period", "citationUrl": url},
-                  timeout=30)
+    r = httpx.get(
+        datasette_server + "/-/evidence/verify",
+        params={"quote": "retention period", "citationUrl": url},
+        timeout=30,
+    )
     assert r.status_code == 200 and r.json()["verdict"] == "found", r.text
     assert r.json()["match"]["evidenceId"] == top["evidenceId"]
-    r = httpx.post(datasette_server + "/-/evidence/verify", timeout=30,
-                   json={"quote": "retention period of ninety-nine centuries", "blockId": top["evidenceId"]})
+    r = httpx.post(
+        datasette_server + "/-/evidence/verify",
+        timeout=30,
+        json={"quote": "retention period of ninety-nine centuries", "blockId": top["evidenceId"]},
+    )
     assert r.status_code == 200 and r.json()["found"] is False and r.json()["match"]["similarity"] < 1
-    for bad in ({"quote": "x", "blockId": top["evidenceId"], "citationUrl": url}, {"blockId": top["evidenceId"]}):
+    for bad in (
+        {"quote": "x", "blockId": top["evidenceId"], "citationUrl": url},
+        {"blockId": top["evidenceId"]},
+    ):
         r = httpx.post(datasette_server + "/-/evidence/verify", json=bad, timeout=30)
         assert r.status_code == 400 and r.json()["error"]["message"] and "Traceback" not in r.text
 
@@ -199,24 +234,46 @@ def test_the_command_line_prints_the_verdict_and_exits_by_it(real_index, conn):
     from mnote_evidence.build.cli.main import main
 
     b = block(conn, "pdf", path=MIME_SPEC, offset=3)
-    run = CliRunner().invoke(main, ["verify", middle(b["text"]), "--block", b["block_id"], "--site", str(real_index)])
+    run = CliRunner().invoke(
+        main, ["verify", middle(b["text"]), "--block", b["block_id"], "--site", str(real_index)]
+    )
     assert run.exit_code == 0 and run.output.startswith("found at " + MIME_SPEC), run.output
     assert f"#{b['block_id']}" in run.output
-    run = CliRunner().invoke(main, ["verify", middle(b["text"]) + " flamingo", "--block", b["block_id"],
-                                    "--site", str(real_index), "--json"])
+    run = CliRunner().invoke(
+        main,
+        [
+            "verify",
+            middle(b["text"]) + " flamingo",
+            "--block",
+            b["block_id"],
+            "--site",
+            str(real_index),
+            "--json",
+        ],
+    )
     assert run.exit_code == 3 and json.loads(run.output)["verdict"] == "not_found"
     run = CliRunner().invoke(main, ["verify", "x", "--url", "nowhere.html", "--site", str(real_index)])
-    assert run.exit_code == 1 and "names no file of this index" in run.output and "Traceback" not in run.output
+    assert (
+        run.exit_code == 1 and "names no file of this index" in run.output and "Traceback" not in run.output
+    )
 
 
 def test_typed_contract_matches_the_schema():
     """VerifyQuoteResponse and its parts name exactly the schema's properties, required ones required."""
     from mnote_evidence.build.core.schemas import load_schema
-    from mnote_evidence.functions.core.contracts import QuoteMatch, VerifyDiagnostics, VerifyQuoteResponse, VerifyTarget
+    from mnote_evidence.functions.core.contracts import (
+        QuoteMatch,
+        VerifyDiagnostics,
+        VerifyQuoteResponse,
+        VerifyTarget,
+    )
 
     answer = load_schema("verify_quote_response.schema.json")["$defs"]["answer"]
-    for typed, part in ((VerifyQuoteResponse, answer), (QuoteMatch, answer["properties"]["match"]),
-                        (VerifyTarget, answer["properties"]["target"]),
-                        (VerifyDiagnostics, answer["properties"]["diagnostics"])):
+    for typed, part in (
+        (VerifyQuoteResponse, answer),
+        (QuoteMatch, answer["properties"]["match"]),
+        (VerifyTarget, answer["properties"]["target"]),
+        (VerifyDiagnostics, answer["properties"]["diagnostics"]),
+    ):
         assert set(typed.__annotations__) == set(part["properties"]), typed
         assert set(typed.__required_keys__) == set(part.get("required", [])), typed

@@ -13,8 +13,10 @@ from tests.conftest import copy_workspace, run_build
 from tests.knowledge.harness import LightRag
 
 API_KEY = "lrk-test-9d3f71c2aa"
-TWINS = {"A/notes.md": "# Alpha notes\n\nThe zebrafish retina regenerates after injury.\n",
-         "B/notes.md": "# Beta notes\n\nThe axolotl limb regrows completely.\n"}
+TWINS = {
+    "A/notes.md": "# Alpha notes\n\nThe zebrafish retina regenerates after injury.\n",
+    "B/notes.md": "# Beta notes\n\nThe axolotl limb regrows completely.\n",
+}
 
 
 @pytest.fixture(scope="session")

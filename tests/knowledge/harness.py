@@ -18,11 +18,13 @@ from pathlib import Path
 
 import httpx
 
-from tests.servers import free_port
 from tests.knowledge.standin import DIM, StandIn
+from tests.servers import free_port
 
-ENCODINGS = {"o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-             "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"}
+ENCODINGS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
 
 
 def seed_tiktoken(cache_dir: Path) -> None:
@@ -53,17 +55,29 @@ class LightRag:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LIGHTRAG", "LLM_", "EMBEDDING_"))}
-        env.update({
-            "HOST": "127.0.0.1", "PORT": str(self.port), "WORKING_DIR": str(self.base / "work"),
-            "INPUT_DIR": str(self.base / "input"), "LLM_BINDING": "openai", "LLM_MODEL": "standin-chat",
-            "LLM_BINDING_HOST": self.standin.url, "LLM_BINDING_API_KEY": "standin",
-            "EMBEDDING_BINDING": "openai", "EMBEDDING_MODEL": "standin-embed", "EMBEDDING_DIM": str(DIM),
-            "EMBEDDING_BINDING_HOST": self.standin.url, "EMBEDDING_BINDING_API_KEY": "standin",
-            "TIKTOKEN_CACHE_DIR": str(self.base / "tiktoken"), "RERANK_BY_DEFAULT": "false",
-            # hashed bag-of-words embeddings score long chunks low: retrieve below LightRAG's default 0.2
-            "COSINE_THRESHOLD": "0.05",
-            "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-        })
+        env.update(
+            {
+                "HOST": "127.0.0.1",
+                "PORT": str(self.port),
+                "WORKING_DIR": str(self.base / "work"),
+                "INPUT_DIR": str(self.base / "input"),
+                "LLM_BINDING": "openai",
+                "LLM_MODEL": "standin-chat",
+                "LLM_BINDING_HOST": self.standin.url,
+                "LLM_BINDING_API_KEY": "standin",
+                "EMBEDDING_BINDING": "openai",
+                "EMBEDDING_MODEL": "standin-embed",
+                "EMBEDDING_DIM": str(DIM),
+                "EMBEDDING_BINDING_HOST": self.standin.url,
+                "EMBEDDING_BINDING_API_KEY": "standin",
+                "TIKTOKEN_CACHE_DIR": str(self.base / "tiktoken"),
+                "RERANK_BY_DEFAULT": "false",
+                # hashed bag-of-words embeddings score long chunks low: retrieve below LightRAG's default 0.2
+                "COSINE_THRESHOLD": "0.05",
+                "NO_PROXY": "127.0.0.1,localhost",
+                "no_proxy": "127.0.0.1,localhost",
+            }
+        )
         if self.api_key:
             env["LIGHTRAG_API_KEY"] = self.api_key
         return env
@@ -72,13 +86,16 @@ class LightRag:
         binary = shutil.which("lightrag-server")
         assert binary, "lightrag-server not installed (pip install -e '.[test]')"
         self.log = open(self.base / "server.log", "ab")
-        self.proc = subprocess.Popen([binary], cwd=self.base / "cwd", env=self.env(), stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [binary], cwd=self.base / "cwd", env=self.env(), stdout=self.log, stderr=subprocess.STDOUT
+        )
         deadline = time.monotonic() + timeout
         headers = {"X-API-Key": self.api_key} if self.api_key else {}
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError("lightrag-server exited:\n" + (self.base / "server.log").read_text()[-3000:])
+                raise RuntimeError(
+                    "lightrag-server exited:\n" + (self.base / "server.log").read_text()[-3000:]
+                )
             try:
                 if httpx.get(self.url + "/health", headers=headers, timeout=2).status_code == 200:
                     return

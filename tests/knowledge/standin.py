@@ -53,7 +53,9 @@ def _entities(prompt: str) -> str:
     names = sorted({w for w in re.findall(r"\b[A-Z][a-zA-Z]{3,}\b", text)} | set(_CJK.findall(text)[:5]))[:6]
     rows = [f"entity<|#|>{n}<|#|>concept<|#|>{n} appears in the text." for n in names]
     if len(names) >= 2:
-        rows.append(f"relation<|#|>{names[0]}<|#|>{names[1]}<|#|>mentions<|#|>{names[0]} and {names[1]} co-occur.")
+        rows.append(
+            f"relation<|#|>{names[0]}<|#|>{names[1]}<|#|>mentions<|#|>{names[0]} and {names[1]} co-occur."
+        )
     return "\n".join(rows + ["<|COMPLETE|>"])
 
 
@@ -95,13 +97,21 @@ class StandIn:
                         vec = embed(text)
                         value = base64.b64encode(struct.pack(f"<{DIM}f", *vec)).decode() if b64 else vec
                         data.append({"object": "embedding", "index": i, "embedding": value})
-                    return self._send({"object": "list", "data": data, "model": req.get("model"),
-                                       "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                    return self._send(
+                        {
+                            "object": "list",
+                            "data": data,
+                            "model": req.get("model"),
+                            "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                        }
+                    )
                 if self.path.endswith("/chat/completions"):
                     owner.calls["chat"] += 1
                     content = reply_for(req.get("messages", []))
                     if req.get("stream"):
-                        chunk = {"choices": [{"index": 0, "delta": {"content": content}, "finish_reason": "stop"}]}
+                        chunk = {
+                            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": "stop"}]
+                        }
                         data = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
                         self.send_response(200)
                         self.send_header("Content-Type", "text/event-stream")
@@ -109,10 +119,21 @@ class StandIn:
                         self.end_headers()
                         self.wfile.write(data)
                         return
-                    return self._send({"id": "standin", "object": "chat.completion", "model": req.get("model"),
-                                       "choices": [{"index": 0, "finish_reason": "stop",
-                                                    "message": {"role": "assistant", "content": content}}],
-                                       "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                    return self._send(
+                        {
+                            "id": "standin",
+                            "object": "chat.completion",
+                            "model": req.get("model"),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content},
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                        }
+                    )
                 self.send_response(404)
                 self.end_headers()
 

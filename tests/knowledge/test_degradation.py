@@ -30,8 +30,11 @@ class FaultServer:
                 if mode == "hang":
                     server.release.wait(30)  # bounded: the test releases it
                     return
-                body = {"500": b'{"detail": "boom"}', "garbage": b"<html>not json", "shape":
-                        b'{"status": "success", "data": {"chunks": "not-a-list"}}'}[mode]
+                body = {
+                    "500": b'{"detail": "boom"}',
+                    "garbage": b"<html>not json",
+                    "shape": b'{"status": "success", "data": {"chunks": "not-a-list"}}',
+                }[mode]
                 self.send_response(500 if mode == "500" else 200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -49,8 +52,15 @@ class FaultServer:
         self.httpd.server_close()
 
 
-@pytest.mark.parametrize("mode, reason", [("500", "knowledge_rag_bad_response"), ("garbage", "knowledge_rag_bad_response"),
-                                          ("shape", "knowledge_rag_bad_response"), ("hang", "knowledge_rag_timeout")])
+@pytest.mark.parametrize(
+    "mode, reason",
+    [
+        ("500", "knowledge_rag_bad_response"),
+        ("garbage", "knowledge_rag_bad_response"),
+        ("shape", "knowledge_rag_bad_response"),
+        ("hang", "knowledge_rag_timeout"),
+    ],
+)
 def test_fault_server_reason_codes(knowledge_site, mode, reason):
     _, out, _ = knowledge_site
     fault = FaultServer(mode)

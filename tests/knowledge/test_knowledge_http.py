@@ -22,7 +22,9 @@ def served(knowledge_site, lightrag):
 
 
 def test_knowledge_routes(served):
-    r = httpx.post(served + "/-/knowledge/query", json={"query": "吡咯烷", "mode": "naive", "topK": 8}, timeout=30)
+    r = httpx.post(
+        served + "/-/knowledge/query", json={"query": "吡咯烷", "mode": "naive", "topK": 8}, timeout=30
+    )
     body = r.json()
     assert r.status_code == 200 and body["ok"]
     docx = [c for c in body["citations"] if c["sourcePath"] == CHEM_DOCX][0]
@@ -49,7 +51,10 @@ def test_ask_page_shows_answer_badges_and_source_cards(served, page):
     page.click("#answer .badge.cite")
     page.wait_for_load_state("load")
     target = page.evaluate("decodeURIComponent(location.hash.slice(1))")
-    assert page.eval_on_selector(f'[id="{target}"]', "el => getComputedStyle(el).outlineColor") == "rgb(230, 119, 0)"
+    assert (
+        page.eval_on_selector(f'[id="{target}"]', "el => getComputedStyle(el).outlineColor")
+        == "rgb(230, 119, 0)"
+    )
     assert page.console_errors == []
 
 
@@ -74,7 +79,9 @@ def test_a_site_built_with_lightrag_links_ask_at_the_end_of_the_header(served, p
     ask = page.eval_on_selector("header .ask-link", "el => el.getBoundingClientRect().toJSON()")
     search = page.eval_on_selector("header form.search", "el => el.getBoundingClientRect().toJSON()")
     assert ask["left"] >= search["right"] and header["right"] - ask["right"] < 24  # last, at the right edge
-    assert abs((ask["top"] + ask["bottom"]) / 2 - (search["top"] + search["bottom"]) / 2) < 4  # on the bar's line
+    assert (
+        abs((ask["top"] + ask["bottom"]) / 2 - (search["top"] + search["bottom"]) / 2) < 4
+    )  # on the bar's line
     page.click("header .ask-link")
     page.wait_for_load_state("load")
     assert page.url.endswith("/-/evidence/site/ask.html") and page.is_visible("#ask")

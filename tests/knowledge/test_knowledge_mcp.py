@@ -24,24 +24,40 @@ QUESTION = {"query": "吡咯烷", "mode": "naive", "topK": 8}
 
 def test_cited_retrieval_over_mcp(knowledge_site, lightrag, tmp_path):
     _, out, _ = knowledge_site
-    env = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""), "LIGHTRAG_URL": lightrag.url, "LIGHTRAG_API_KEY": API_KEY}
-    params = StdioServerParameters(command=sys.executable, env=env,
-                                   args=["-m", "mnote_evidence", "mcp", str(out), "--site-url", SITE_URL])
+    env = {
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "LIGHTRAG_URL": lightrag.url,
+        "LIGHTRAG_API_KEY": API_KEY,
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        env=env,
+        args=["-m", "mnote_evidence", "mcp", str(out), "--site-url", SITE_URL],
+    )
 
     async def go():
         with open(tmp_path / "stderr", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
-                return (await session.call_tool("knowledge_status", {}),
-                        await session.call_tool("knowledge_query", QUESTION))
+                return (
+                    await session.call_tool("knowledge_status", {}),
+                    await session.call_tool("knowledge_query", QUESTION),
+                )
 
-    with ThreadPoolExecutor(1) as pool:  # a thread of its own: another test may leave an event loop running here
+    with ThreadPoolExecutor(
+        1
+    ) as pool:  # a thread of its own: another test may leave an event loop running here
         status, answer = pool.submit(anyio.run, go).result()
     assert status.is_error is False and status.structured_content["healthy"] is True
     assert answer.is_error is False
     body = answer.structured_content
     assert body["ok"] and body["degraded"] is False and body["citations"]
-    direct = query(QUESTION, Context(EvidenceDB(out / "evidence.sqlite"), SITE_URL, LightRagConfig(lightrag.url, 20)))
+    direct = query(
+        QUESTION, Context(EvidenceDB(out / "evidence.sqlite"), SITE_URL, LightRagConfig(lightrag.url, 20))
+    )
     assert [c["citationId"] for c in body["citations"]] == [c["citationId"] for c in direct["citations"]]
     text = answer.content[0].text
     for c in body["citations"]:

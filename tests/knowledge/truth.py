@@ -29,7 +29,7 @@ def words(text: str) -> list[str]:
     out = []
     for w in _WORD.findall(unicodedata.normalize("NFKC", text).lower()):
         if CJK_RUN.fullmatch(w) and len(w) > 1:
-            out.extend(w[i:i + 2] for i in range(len(w) - 1))
+            out.extend(w[i : i + 2] for i in range(len(w) - 1))
         else:
             out.append(w)
     return out
@@ -63,7 +63,8 @@ def load_resource(root: Path, conn, path: str, cache: dict) -> Resource:
     if path not in cache:
         kind, artifact, source_map = conn.execute(
             "SELECT kind, artifact_path, source_map_path FROM evidence_resource WHERE source_root_relative_path = ?",
-            [path]).fetchone()
+            [path],
+        ).fetchone()
         raw = (root / (artifact or path)).read_bytes()
         text = raw.decode("utf-8-sig", errors="replace")
         doc = json.loads((root / source_map).read_text("utf-8"))
@@ -100,13 +101,20 @@ class Tally:
     def rates(self) -> dict[str, float | int]:
         def pct(a: int, b: int) -> float:
             return round(100.0 * a / b, 1) if b else 100.0
-        return {"citations": self.citations, "withBlock": self.with_block,
-                "chunksLocatedPct": pct(self.located, self.citations),
-                "quoteFullyInBlockPct": pct(self.quote_in_block, self.with_block),
-                "blockInChunkPct": pct(self.block_in_chunk, self.with_block),
-                "regions": self.regions, "regionsInChunkPct": pct(self.regions_in_chunk, self.regions),
-                "pdfBoxes": self.boxes, "boxesHoldTextPct": pct(self.boxes_hold_text, self.boxes),
-                "quotesWithPageMarkers": self.page_markers, "furnitureCited": self.furniture}
+
+        return {
+            "citations": self.citations,
+            "withBlock": self.with_block,
+            "chunksLocatedPct": pct(self.located, self.citations),
+            "quoteFullyInBlockPct": pct(self.quote_in_block, self.with_block),
+            "blockInChunkPct": pct(self.block_in_chunk, self.with_block),
+            "regions": self.regions,
+            "regionsInChunkPct": pct(self.regions_in_chunk, self.regions),
+            "pdfBoxes": self.boxes,
+            "boxesHoldTextPct": pct(self.boxes_hold_text, self.boxes),
+            "quotesWithPageMarkers": self.page_markers,
+            "furnitureCited": self.furniture,
+        }
 
 
 def _overlap(char_range: list[int] | None, span: tuple[int, int]) -> float:
@@ -116,8 +124,9 @@ def _overlap(char_range: list[int] | None, span: tuple[int, int]) -> float:
     return max(0, min(b, span[1]) - max(a, span[0])) / max(1, b - a)
 
 
-def check(root: Path, conn, citations: list[dict], chunks: dict[str, str], tally: Tally, cache: dict,
-          pdfs: dict) -> None:
+def check(
+    root: Path, conn, citations: list[dict], chunks: dict[str, str], tally: Tally, cache: dict, pdfs: dict
+) -> None:
     """Add one answer's citations to `tally`; `chunks` maps chunk id -> full chunk text from /query/data."""
     import pymupdf
 
@@ -139,15 +148,21 @@ def check(root: Path, conn, citations: list[dict], chunks: dict[str, str], tally
             continue
         tally.with_block += 1
         block = res.blocks[c["blockId"]]
-        tally.furniture += sum(res.blocks[b].get("role") == "furniture"
-                               for b in [c["blockId"]] + [r["blockId"] for r in c.get("regions", [])])
+        tally.furniture += sum(
+            res.blocks[b].get("role") == "furniture"
+            for b in [c["blockId"]] + [r["blockId"] for r in c.get("regions", [])]
+        )
         share = share_in(c["displayQuote"], block["text"])
         tally.quote_share.append(share)
         tally.quote_in_block += share == 1.0
         if share < 1.0:
-            tally.failures.append(f"quote not in block: {c['sourcePath']} {c['blockId']}: {c['displayQuote'][:80]!r}")
+            tally.failures.append(
+                f"quote not in block: {c['sourcePath']} {c['blockId']}: {c['displayQuote'][:80]!r}"
+            )
         span = (start, start + len(core) + slack) if start >= 0 else (-1, -1)
-        inside = _overlap(block.get("charRange"), span) > 0 and share_in(c["displayQuote"], chunk or "") == 1.0
+        inside = (
+            _overlap(block.get("charRange"), span) > 0 and share_in(c["displayQuote"], chunk or "") == 1.0
+        )
         tally.block_in_chunk += inside
         if not inside:
             tally.failures.append(f"block outside chunk: {c['sourcePath']} {c['blockId']}")
@@ -167,4 +182,6 @@ def check(root: Path, conn, citations: list[dict], chunks: dict[str, str], tally
             ok = share_in(c["displayQuote"], under + "\n" + rejoined) == 1.0
             tally.boxes_hold_text += ok
             if not ok:
-                tally.failures.append(f"box without the quote: {c['sourcePath']} p.{c['page']} {c['blockId']}")
+                tally.failures.append(
+                    f"box without the quote: {c['sourcePath']} p.{c['page']} {c['blockId']}"
+                )

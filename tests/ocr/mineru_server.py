@@ -52,8 +52,14 @@ class MinerUStub:
                 if stub.fail == "http":
                     return self._json(500, {"code": -1, "msg": "boom"})
                 base = f"http://127.0.0.1:{stub.port}"
-                self._json(200, {"code": 0, "msg": "ok", "data": {"batch_id": "batch-1",
-                                                                   "file_urls": [base + "/upload/one"]}})
+                self._json(
+                    200,
+                    {
+                        "code": 0,
+                        "msg": "ok",
+                        "data": {"batch_id": "batch-1", "file_urls": [base + "/upload/one"]},
+                    },
+                )
 
             def do_PUT(self):
                 self._record()
@@ -74,12 +80,16 @@ class MinerUStub:
                         result = {"state": "running"}
                     else:
                         result = {"state": "done", "full_zip_url": f"http://127.0.0.1:{stub.port}/result.zip"}
-                    return self._json(200, {"code": 0, "data": {"batch_id": "batch-1", "extract_result": [result]}})
+                    return self._json(
+                        200, {"code": 0, "data": {"batch_id": "batch-1", "extract_result": [result]}}
+                    )
                 if self.path == "/result.zip":
                     buf = io.BytesIO()
                     with zipfile.ZipFile(buf, "w") as zf:
                         zf.writestr("full.md", "# ignored")
-                        zf.writestr("abc_content_list.json", json.dumps(stub.content_list, ensure_ascii=False))
+                        zf.writestr(
+                            "abc_content_list.json", json.dumps(stub.content_list, ensure_ascii=False)
+                        )
                     data = buf.getvalue()
                     self.send_response(200)
                     self.send_header("Content-Length", str(len(data)))
@@ -93,7 +103,7 @@ class MinerUStub:
         self.url = f"http://127.0.0.1:{self.port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "MinerUStub":
+    def __enter__(self) -> MinerUStub:
         self.thread.start()
         return self
 

@@ -29,7 +29,9 @@ def image_ws(tmp_path):
 
 
 def settings(tmp_path, url, **kw):
-    return OcrSettings(engine="mineru", mineru_url=url, allow_upload=True, cache_dir=str(tmp_path / "cache"), **kw)
+    return OcrSettings(
+        engine="mineru", mineru_url=url, allow_upload=True, cache_dir=str(tmp_path / "cache"), **kw
+    )
 
 
 def everything_written(root, out, report) -> str:
@@ -43,7 +45,9 @@ def test_token_missing_is_a_coded_error_with_no_artifact(image_ws, tmp_path, mon
     monkeypatch.delenv(mineru.TOKEN_ENV, raising=False)
     with MinerUStub(CONTENT) as stub:
         report = run_build(image_ws, tmp_path / "out", ocr=settings(tmp_path, stub.url))
-    assert [(e["path"], e["code"]) for e in report.errors] == [("shots/thread-scope.png", "mineru_token_missing")]
+    assert [(e["path"], e["code"]) for e in report.errors] == [
+        ("shots/thread-scope.png", "mineru_token_missing")
+    ]
     assert stub.requests == []  # nothing was sent
     assert not list(image_ws.rglob("*.ocr.md")) and not list(image_ws.rglob("*.source-map.json"))
 
@@ -56,8 +60,9 @@ def test_upload_needs_consent(image_ws, tmp_path, monkeypatch):
     assert report.errors[0]["code"] == "mineru_upload_not_allowed" and stub.requests == []
 
 
-def test_result_becomes_a_valid_source_map_and_the_token_stays_secret(image_ws, tmp_path, monkeypatch, validate,
-                                                                      capfd):
+def test_result_becomes_a_valid_source_map_and_the_token_stays_secret(
+    image_ws, tmp_path, monkeypatch, validate, capfd
+):
     monkeypatch.setenv(mineru.TOKEN_ENV, TOKEN)
     monkeypatch.setattr(mineru, "POLL_SECONDS", 0.05)
     out = tmp_path / "out"
@@ -69,11 +74,17 @@ def test_result_becomes_a_valid_source_map_and_the_token_stays_secret(image_ws, 
     assert authed == {("POST", "/api/v4/file-urls/batch"), ("GET", "/api/v4/extract-results/batch/batch-1")}
     unauthed = {path for _, path, has_auth in stub.requests if not has_auth}
     assert unauthed == {"/upload/one", "/result.zip"}  # presigned URLs never see the token
-    hits = [h for h in search_blocks(connect(out), "线程作用域", 5) if h.resource_path == "shots/thread-scope.png"]
+    hits = [
+        h for h in search_blocks(connect(out), "线程作用域", 5) if h.resource_path == "shots/thread-scope.png"
+    ]
     assert hits, "the MinerU text must be searchable"
     width, height = FACTS["image"]["width"], FACTS["image"]["height"]
-    assert hits[0].locator["bbox"] == [round(30 / 1000 * width, 2), round(411 / 1000 * height, 2),
-                                       round(255 / 1000 * width, 2), round(650 / 1000 * height, 2)]
+    assert hits[0].locator["bbox"] == [
+        round(30 / 1000 * width, 2),
+        round(411 / 1000 * height, 2),
+        round(255 / 1000 * width, 2),
+        round(650 / 1000 * height, 2),
+    ]
     doc = json.loads((image_ws / hits[0].locator["sourceMapPath"]).read_text("utf-8"))
     validate("source_map.schema.json", doc)
     assert doc["provider"] == "mineru" and doc["pages"][0]["source"].startswith("ocr:mineru")
@@ -95,4 +106,6 @@ def test_configured_fallback_uses_the_local_engine(image_ws, tmp_path, monkeypat
     out = tmp_path / "out"
     report = run_build(image_ws, out, ocr=settings(tmp_path, "http://127.0.0.1:9", fallback="rapidocr"))
     assert report.errors == []
-    assert any(h.resource_path == "shots/thread-scope.png" for h in search_blocks(connect(out), "线程作用域", 5))
+    assert any(
+        h.resource_path == "shots/thread-scope.png" for h in search_blocks(connect(out), "线程作用域", 5)
+    )

@@ -26,14 +26,37 @@ def test_normalisation_joins_cjk_and_spaced_letters():
 
 
 # RapidOCR 3.x word boxes (text, x0, x1) as it returned them for real images.
-TITLE = ("Title of my document", [("Title", 324, 396), ("of", 407, 442), ("my", 446, 496), ("document", 507, 666)])
-ICONS = ("<MIME>/ i cons (contains", [("<MIME>/", 270, 346), ("i", 350, 360), ("cons", 360, 403),
-                                     ("(contains", 410, 487)])  # shared-mime-info-spec.pdf p.3, 150 dpi
+TITLE = (
+    "Title of my document",
+    [("Title", 324, 396), ("of", 407, 442), ("my", 446, 496), ("document", 507, 666)],
+)
+ICONS = (
+    "<MIME>/ i cons (contains",
+    [("<MIME>/", 270, 346), ("i", 350, 360), ("cons", 360, 403), ("(contains", 410, 487)],
+)  # shared-mime-info-spec.pdf p.3, 150 dpi
 THREAD = ("T h re ad", [("T", 232, 268), ("h", 268, 304), ("re", 304, 375), ("ad", 375, 447)])
-MIXED = ("Rust 并发 — scre en s hot", [("R", 22, 37), ("u", 37, 51), ("s", 51, 66), ("t", 66, 82), ("并", 106, 121),
-                                     ("发", 121, 136), ("—", 183, 199), ("s", 213, 228), ("c", 228, 242),
-                                     ("r", 242, 258), ("e", 261, 275), ("e", 275, 291), ("n", 294, 308),
-                                     ("s", 308, 324), ("h", 327, 342), ("o", 342, 356), ("t", 356, 370)])
+MIXED = (
+    "Rust 并发 — scre en s hot",
+    [
+        ("R", 22, 37),
+        ("u", 37, 51),
+        ("s", 51, 66),
+        ("t", 66, 82),
+        ("并", 106, 121),
+        ("发", 121, 136),
+        ("—", 183, 199),
+        ("s", 213, 228),
+        ("c", 228, 242),
+        ("r", 242, 258),
+        ("e", 261, 275),
+        ("e", 275, 291),
+        ("n", 294, 308),
+        ("s", 308, 324),
+        ("h", 327, 342),
+        ("o", 342, 356),
+        ("t", 356, 370),
+    ],
+)
 
 
 def test_engine_spacing_is_kept_and_split_words_rejoined():
@@ -57,7 +80,10 @@ def test_fixture_image_is_searchable_with_its_box(built, validate):
     validate("source_map.schema.json", doc)
     assert doc["fromOcr"] and doc["textFile"].endswith(".ocr.md")
     assert doc["pages"][0]["source"].startswith("ocr:rapidocr")
-    assert (doc["pages"][0]["width"], doc["pages"][0]["height"]) == (FACTS["image"]["width"], FACTS["image"]["height"])
+    assert (doc["pages"][0]["width"], doc["pages"][0]["height"]) == (
+        FACTS["image"]["width"],
+        FACTS["image"]["height"],
+    )
     assert any(b["text"] == "Thread" for b in doc["pages"][0]["blocks"])  # Latin spacing rebuilt
 
 
@@ -79,7 +105,11 @@ def test_scanned_page_is_ocrd_and_native_page_is_not(tmp_path, validate):
     src = _scanned_pdf(root / "mixed.pdf")
     out = tmp_path / "out"
     run_build(root, out, ocr=OcrSettings(cache_dir=str(tmp_path / "cache")))
-    hits = [h for h in search_blocks(connect(out), "retention period audit evidence", 5) if h.resource_path == "mixed.pdf"]
+    hits = [
+        h
+        for h in search_blocks(connect(out), "retention period audit evidence", 5)
+        if h.resource_path == "mixed.pdf"
+    ]
     assert hits and hits[0].locator["page"] == 2
     truth = tuple(src[1].search_for("The retention period for audit evidence")[0])
     assert overlap(hits[0].locator["bbox"], truth) > 0.6  # OCR box, converted to points, on the words
@@ -109,7 +139,10 @@ def test_rebuild_uses_the_cache_not_the_engine(tmp_path, monkeypatch):
     monkeypatch.setattr(ocr_run, "engine_for", lambda name: MustNotRun())
     report = run_build(root, out, ocr=ocr)
     assert report.parsed > 10
-    assert connect(out).execute("SELECT block_id, locator_json FROM evidence_block ORDER BY 1").fetchall() == before
+    assert (
+        connect(out).execute("SELECT block_id, locator_json FROM evidence_block ORDER BY 1").fetchall()
+        == before
+    )
 
 
 def test_no_ocr_turns_it_off(tmp_path):
@@ -123,15 +156,21 @@ def test_no_ocr_turns_it_off(tmp_path):
     assert codes["Unfiled/only-scan.pdf"] == "pdf_no_text"
     assert "--no-ocr" in {e["path"]: e["message"] for e in report.errors}["Unfiled/only-scan.pdf"]
     conn = connect(tmp_path / "out")
-    assert conn.execute("SELECT block_count FROM evidence_resource WHERE source_root_relative_path = ?",
-                        [IMAGE]).fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT block_count FROM evidence_resource WHERE source_root_relative_path = ?", [IMAGE]
+        ).fetchone()[0]
+        == 0
+    )
 
 
 def test_tesseract_engine_reads_lines_with_boxes(tesseract):
     lines = TesseractEngine().recognise(FIXTURES / IMAGE)
     text = " ".join(line.text for line in lines)
     assert "Thread" in text and "screenshot" in text
-    assert all(0 <= l.bbox[0] < l.bbox[2] <= FACTS["image"]["width"] and 0 <= l.confidence <= 1 for l in lines)
+    assert all(
+        0 <= l.bbox[0] < l.bbox[2] <= FACTS["image"]["width"] and 0 <= l.confidence <= 1 for l in lines
+    )
 
 
 @pytest.mark.parametrize("engine", ["rapidocr", "tesseract"])

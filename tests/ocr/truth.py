@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pymupdf
 
-from mnote_evidence.build.parse.ocr.normalize import lines_text
 from mnote_evidence.build.core.text import is_cjk
+from mnote_evidence.build.parse.ocr.normalize import lines_text
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -40,7 +40,11 @@ class Score:
     truth: int  # units in the truth
 
     def to_json(self) -> dict:
-        return {"recall": round(self.recall, 4), "precision": round(self.precision, 4), "truthUnits": self.truth}
+        return {
+            "recall": round(self.recall, 4),
+            "precision": round(self.precision, 4),
+            "truthUnits": self.truth,
+        }
 
 
 def compare(truth: Counter, found: Counter) -> Score:

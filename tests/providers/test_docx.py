@@ -30,7 +30,7 @@ def test_paragraph_has_heading_path_index_and_para_id():
     assert block.paragraph_index == 5
     assert block.para_id == "1A2B0005"
     assert block.page is None and block.bbox is None  # never a fake page
-    assert art.text[block.char_range[0]:block.char_range[1]] == block.text
+    assert art.text[block.char_range[0] : block.char_range[1]] == block.text
 
 
 def test_empty_paragraphs_count_and_tables_become_rows():
@@ -71,9 +71,18 @@ def test_package_python_docx_refuses_is_read_from_its_xml_with_a_warning():
     intact = parse(REAL, "comments-rich-para.docx")
     assert [w.code for w in art.warnings] == ["docx_repaired"] and "image1.jpeg" in art.warnings[0].message
     assert intact.warnings == []
-    assert [(b.type, b.text, b.paragraph_index) for b in art.blocks] == \
-           [(b.type, b.text, b.paragraph_index) for b in intact.blocks]  # nothing lost to the damage
-    assert [b.paragraph_index for b in art.blocks if b.type == "paragraph"] == [1, 3, 5, 7, 9, 11, 13]  # empty ones between
+    assert [(b.type, b.text, b.paragraph_index) for b in art.blocks] == [
+        (b.type, b.text, b.paragraph_index) for b in intact.blocks
+    ]  # nothing lost to the damage
+    assert [b.paragraph_index for b in art.blocks if b.type == "paragraph"] == [
+        1,
+        3,
+        5,
+        7,
+        9,
+        11,
+        13,
+    ]  # empty ones between
 
 
 def test_comments_are_blocks_attached_to_their_paragraph():
@@ -84,24 +93,30 @@ def test_comments_are_blocks_attached_to_their_paragraph():
     assert first.text == "Text with hyperlink https://google.com embedded."
     assert first.paragraph_index == 3 and first.note == "comment by Steve Canny on paragraph 3"
     assert [b.text for b in art.blocks].index(first.text) == 2  # right after "Some text worthy of note."
-    assert art.text[first.char_range[0]:first.char_range[1]] == first.text
+    assert art.text[first.char_range[0] : first.char_range[1]] == first.text
 
 
 def test_footnotes_and_endnotes_are_numbered_and_attached():
     art = parse(REAL, "footnotes.docx")
     notes = [(b.text, b.paragraph_index, b.note) for b in art.blocks if b.type == "footnote"]
-    assert notes == [("This is footnote text for the first footnote.", 1, "footnote 1 to paragraph 1"),
-                     ("This is footnote text for the second footnote.", 3, "footnote 2 to paragraph 3"),
-                     ("This is footnote text for the third footnote.", 3, "footnote 3 to paragraph 3")]
+    assert notes == [
+        ("This is footnote text for the first footnote.", 1, "footnote 1 to paragraph 1"),
+        ("This is footnote text for the second footnote.", 3, "footnote 2 to paragraph 3"),
+        ("This is footnote text for the third footnote.", 3, "footnote 3 to paragraph 3"),
+    ]
     assert "[^f2]: This is footnote text for the second footnote." in art.text
     end = parse(REAL, "mammoth-endnotes.docx")
-    assert [(b.type, b.note) for b in end.blocks if b.type != "paragraph"] == \
-           [("endnote", "endnote 1 to paragraph 1"), ("endnote", "endnote 2 to paragraph 1")]
+    assert [(b.type, b.note) for b in end.blocks if b.type != "paragraph"] == [
+        ("endnote", "endnote 1 to paragraph 1"),
+        ("endnote", "endnote 2 to paragraph 1"),
+    ]
 
 
 def test_text_box_paragraphs_are_blocks_once():
     art = parse(REAL, "mammoth-text-box.docx")
-    assert [(b.type, b.text, b.note) for b in art.blocks] == [("text_box", "Datum plane", "text box in paragraph 1")]
+    assert [(b.type, b.text, b.note) for b in art.blocks] == [
+        ("text_box", "Datum plane", "text box in paragraph 1")
+    ]
 
 
 def test_no_readable_body_is_still_corrupt(tmp_path):
@@ -119,8 +134,9 @@ def test_repaired_file_and_its_notes_are_searchable_and_citeable(tmp_path, valid
         shutil.copy(REAL / name, root / name)
     report = run_build(root, tmp_path / "out")
     assert report.errors == []
-    assert {(w["path"], w["code"]) for w in report.warnings} == {("comments-rich-para-missing-image.docx",
-                                                                  "docx_repaired")}
+    assert {(w["path"], w["code"]) for w in report.warnings} == {
+        ("comments-rich-para-missing-image.docx", "docx_repaired")
+    }
     conn = connect(tmp_path / "out")
     [hit] = [h for h in search_blocks(conn, "third footnote", 5) if h.resource_path == "footnotes.docx"][:1]
     assert hit.locator["precision"] == "paragraph" and hit.locator["paragraphIndex"] == 3

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import codecs
 
-from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.markdown.encoding import decode_note
+from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.providers.markdown import MarkdownProvider
 from mnote_evidence.build.workspace.scan import file_sha256
 from tests.conftest import REPO
@@ -24,8 +24,12 @@ def test_notepad_unicode_note_is_read_through_its_bom(tmp_path):
 
 
 def test_every_bom_decides():
-    for bom, codec in ((codecs.BOM_UTF16_BE, "utf-16-be"), (codecs.BOM_UTF32_LE, "utf-32-le"),
-                       (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8")):
+    for bom, codec in (
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+        (codecs.BOM_UTF32_LE, "utf-32-le"),
+        (codecs.BOM_UTF32_BE, "utf-32-be"),
+        (codecs.BOM_UTF8, "utf-8"),
+    ):
         text, warnings = decode_note(bom + FRENCH.encode(codec))
         assert (text, warnings) == (FRENCH, []), codec
 
@@ -44,10 +48,10 @@ def test_windows_1252_note_is_detected_and_named():
 
 
 def test_replacement_only_when_nothing_decodes_and_counted():
-    data = codecs.BOM_UTF8 + "ok ".encode() + b"\xff\xfe\xfd" + " fin".encode()
+    data = codecs.BOM_UTF8 + b"ok " + b"\xff\xfe\xfd" + b" fin"
     text, warnings = decode_note(data)
     assert text == "ok \ufffd\ufffd\ufffd fin"
     assert "3 undecodable" in warnings[0].message
     data = bytes(range(0x80, 0x100)) * 4  # no text encoding makes sense of this
     text, warnings = decode_note(data)
-    assert f"{text.count(chr(0xfffd))} undecodable" in warnings[0].message and text.count("\ufffd") > 0
+    assert f"{text.count(chr(0xFFFD))} undecodable" in warnings[0].message and text.count("\ufffd") > 0

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build.index.knowledge_text import ingest_text
 from mnote_evidence.build.core.model import ROLE_FURNITURE, Block
+from mnote_evidence.build.core.urls import page_url
+from mnote_evidence.build.index.knowledge_text import ingest_text
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.providers.furniture import PageBlock, furniture_flags
 from mnote_evidence.build.parse.providers.pdf import PdfProvider
-from mnote_evidence.build.core.urls import page_url
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.core.errors import call
 from mnote_evidence.functions.handlers.evidence import Context, read, search
@@ -40,7 +40,9 @@ def test_the_mime_spec_header_and_page_numbers_are_furniture_and_its_title_is_no
     furniture = [b for b in art.blocks if b.role == ROLE_FURNITURE]
     headers = [b for b in furniture if b.text == HEADER]
     numbers = [b for b in furniture if b.text.isdigit()]
-    assert len(headers) == len(art.pages) - 1 and {b.page for b in headers} == set(range(2, len(art.pages) + 1))
+    assert len(headers) == len(art.pages) - 1 and {b.page for b in headers} == set(
+        range(2, len(art.pages) + 1)
+    )
     assert sorted(int(b.text) for b in numbers) == list(range(1, len(art.pages) + 1))
     assert len(furniture) == len(headers) + len(numbers)  # nothing else
     title = [b for b in art.blocks if b.page == 1 and b.text == HEADER]
@@ -58,26 +60,51 @@ def test_texinfo_running_headers_are_furniture_and_nothing_else_is(name):
     wrong = [b.text for b in furniture if not TEXINFO_HEADER.match(b.text)]
     assert not wrong, wrong
     # every running header line left at the top of a page (y < 60 pt) is caught
-    missed = [(b.page, b.text) for b in art.blocks if b.role == "body" and b.bbox[1] < 60
-              and TEXINFO_HEADER.match(b.text)]
+    missed = [
+        (b.page, b.text)
+        for b in art.blocks
+        if b.role == "body" and b.bbox[1] < 60 and TEXINFO_HEADER.match(b.text)
+    ]
     assert not missed, missed
 
 
 def test_source_map_round_trip_keeps_the_role(validate):
-    block = Block("b-aaaaaaaaaaaa", "paragraph", "Shared MIME-info Database", page=2, bbox=[1, 2, 3, 4],
-                  char_range=[0, 25], role=ROLE_FURNITURE)
+    block = Block(
+        "b-aaaaaaaaaaaa",
+        "paragraph",
+        "Shared MIME-info Database",
+        page=2,
+        bbox=[1, 2, 3, 4],
+        char_range=[0, 25],
+        role=ROLE_FURNITURE,
+    )
     data = block.to_json()
     assert data["role"] == ROLE_FURNITURE and Block.from_json(data, page=2).role == ROLE_FURNITURE
     assert "role" not in Block("b-aaaaaaaaaaaa", "paragraph", "x").to_json()  # body is the default
-    validate("source_map.schema.json", {
-        "schema": "mnote.resource_source_map.v1", "provider": "pymupdf", "providerVersion": "x",
-        "resourceKind": "pdf", "ownerDocumentPath": None, "sourceRootRelativePath": "a.pdf",
-        "sourceHash": "sha256:" + "0" * 64, "fromOcr": False, "sections": [], "warnings": [], "pageCount": 1,
-        "pages": [{"page": 2, "width": 10, "height": 10, "blocks": [data]}]})
+    validate(
+        "source_map.schema.json",
+        {
+            "schema": "mnote.resource_source_map.v1",
+            "provider": "pymupdf",
+            "providerVersion": "x",
+            "resourceKind": "pdf",
+            "ownerDocumentPath": None,
+            "sourceRootRelativePath": "a.pdf",
+            "sourceHash": "sha256:" + "0" * 64,
+            "fromOcr": False,
+            "sections": [],
+            "warnings": [],
+            "pageCount": 1,
+            "pages": [{"page": 2, "width": 10, "height": 10, "blocks": [data]}],
+        },
+    )
 
 
 def _page(n: int, last: str, header: str | None = None) -> list[PageBlock]:
-    out = [PageBlock(n, [72, 90, 540, 700], "body text of the page " + str(n)), PageBlock(n, [72, 735, 200, 745], last)]
+    out = [
+        PageBlock(n, [72, 90, 540, 700], "body text of the page " + str(n)),
+        PageBlock(n, [72, 735, 200, 745], last),
+    ]
     if header:
         out.insert(0, PageBlock(n, [72, 50, 300, 60], header))
     return out
@@ -87,8 +114,9 @@ def test_a_short_body_line_repeated_at_the_last_baseline_is_not_furniture():
     """gnuplot.pdf: "Syntax:" ends 9 of 311 pages at the body's last baseline; the other pages end with other text."""
     blocks: list[PageBlock] = []
     for n in range(1, 41):
-        blocks += _page(n, "Syntax:" if n % 8 == 0 else "a different closing line " + "xy" * n,
-                        header=f"gnuplot 5.4 {n}")
+        blocks += _page(
+            n, "Syntax:" if n % 8 == 0 else "a different closing line " + "xy" * n, header=f"gnuplot 5.4 {n}"
+        )
     flags = furniture_flags(blocks, {n: 792.0 for n in range(1, 41)})
     marked = {blocks[i].text for i, f in enumerate(flags) if f}
     assert all(t.startswith("gnuplot 5.4") for t in marked) and len(marked) == 40
@@ -128,18 +156,25 @@ def test_search_leaves_furniture_out_unless_asked(spec_index: Path, validate):
     roles = {r[0]: r[1] for r in conn.execute("SELECT block_id, role FROM evidence_block")}
     assert [roles[r["evidenceId"]] for r in body["results"]] == ["body"] * 10
     assert all("role" not in r for r in body["results"])
-    status, body = call(lambda r: search(r, ctx), {"query": "MIME database", "topK": 10, "includeFurniture": True})
+    status, body = call(
+        lambda r: search(r, ctx), {"query": "MIME database", "topK": 10, "includeFurniture": True}
+    )
     assert status == 200
     validate("search_response.schema.json", body)
     furniture = [r for r in body["results"] if roles[r["evidenceId"]] == ROLE_FURNITURE]
-    assert furniture and all(r["role"] == ROLE_FURNITURE and r["source"]["precision"] == "bbox" for r in furniture)
+    assert furniture and all(
+        r["role"] == ROLE_FURNITURE and r["source"]["precision"] == "bbox" for r in furniture
+    )
     status, bad = call(lambda r: search(r, ctx), {"query": "MIME", "includeFurniture": "yes"})
     assert status == 400 and "includeFurniture" in bad["error"]["message"]
     # still anchored and readable
     status, got = call(lambda r: read(r, ctx), {"blockId": furniture[0]["evidenceId"]})
     assert status == 200 and got["anchor"]["text"] == HEADER and got["anchor"]["source"]["bbox"]
-    stored = json.loads(conn.execute("SELECT locator_json FROM evidence_block WHERE block_id = ?",
-                                     [furniture[0]["evidenceId"]]).fetchone()[0])
+    stored = json.loads(
+        conn.execute(
+            "SELECT locator_json FROM evidence_block WHERE block_id = ?", [furniture[0]["evidenceId"]]
+        ).fetchone()[0]
+    )
     assert stored["page"] >= 2
 
 

@@ -20,8 +20,8 @@ def test_block_line_range_matches_the_source_lines():
     [block] = [b for b in art.blocks if "retention period" in b.text]
     assert block.type == "list_item"
     first, last = block.line_range
-    assert "retention period for audit evidence" in "\n".join(lines[first - 1:last])
-    assert art.text[block.char_range[0]:block.char_range[1]] == lines[first - 1]
+    assert "retention period for audit evidence" in "\n".join(lines[first - 1 : last])
+    assert art.text[block.char_range[0] : block.char_range[1]] == lines[first - 1]
     assert art.section_by_id()[block.section_id].path == ["Evidence Kernel", "Decisions"]
 
 

@@ -37,7 +37,7 @@ def test_known_sentence_has_page_and_bbox_on_the_words():
         words = doc[1].search_for("retention period for audit evidence")
     assert words, "PyMuPDF should find the words themselves"
     assert overlap(block.bbox, tuple(words[0])) > 0.9
-    assert art.text[block.char_range[0]:block.char_range[1]] == block.text
+    assert art.text[block.char_range[0] : block.char_range[1]] == block.text
 
 
 def test_sections_come_from_the_outline():
@@ -63,11 +63,14 @@ def test_ligatures_are_expanded():
     assert any(b.text == "Evidence Kernel Specification" for b in art.blocks)
 
 
-@pytest.mark.parametrize("rel, code", [
-    ("Inbox/Broken Files.assets/corrupt.pdf", "pdf_corrupt"),
-    ("Inbox/Broken Files.assets/encrypted.pdf", "pdf_encrypted"),
-    ("Inbox/Broken Files.assets/not-really.pdf", "not_a_pdf"),
-])
+@pytest.mark.parametrize(
+    "rel, code",
+    [
+        ("Inbox/Broken Files.assets/corrupt.pdf", "pdf_corrupt"),
+        ("Inbox/Broken Files.assets/encrypted.pdf", "pdf_encrypted"),
+        ("Inbox/Broken Files.assets/not-really.pdf", "not_a_pdf"),
+    ],
+)
 def test_bad_pdfs_raise_coded_errors(rel, code):
     with pytest.raises(ProviderError) as exc:
         parse(FIXTURES, rel)

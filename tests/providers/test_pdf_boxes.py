@@ -9,9 +9,9 @@ import copy
 import pymupdf
 import pytest
 
+from mnote_evidence.build.core.quote_match import holds_words, match_form, match_tokens, quote_in, similarity
 from mnote_evidence.build.parse.providers import pdf as provider
 from mnote_evidence.build.parse.providers.pdf_boxes import box_text, check_boxes
-from mnote_evidence.build.core.quote_match import holds_words, match_form, match_tokens, quote_in, similarity
 from tests.conftest import REPO
 
 REAL = REPO / "tests" / "real_documents"
@@ -24,15 +24,24 @@ def page_blocks(path, number: int):
     return provider._page_blocks_fast(page, textpage, number), textpage.extractWORDS()
 
 
-@pytest.mark.parametrize("path", ["manuals/R-FAQ.pdf", "manuals/libtasn1.pdf", "manuals/shared-mime-info-spec.pdf",
-                                  "ocr/gnupg-help-zh_CN.pdf"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "manuals/R-FAQ.pdf",
+        "manuals/libtasn1.pdf",
+        "manuals/shared-mime-info-spec.pdf",
+        "ocr/gnupg-help-zh_CN.pdf",
+    ],
+)
 def test_every_block_of_a_real_manual_holds_its_words(path):
     doc = pymupdf.open(REAL / path)
     checked = 0
     for number in range(1, min(doc.page_count, 12) + 1):
         blocks, words = page_blocks(REAL / path, number)
         check_boxes(blocks, words)
-        assert all(b.box_holds_text is True for b in blocks), [b.text[:60] for b in blocks if not b.box_holds_text]
+        assert all(b.box_holds_text is True for b in blocks), [
+            b.text[:60] for b in blocks if not b.box_holds_text
+        ]
         checked += len(blocks)
     assert checked >= 20
 
@@ -49,7 +58,12 @@ def test_a_wrong_box_is_caught():
     assert not any(b.box_holds_text for b in swapped)
     shrunk = copy.copy(long[0])
     x0, y0, x1, y1 = shrunk.bbox
-    shrunk.bbox = [x0, y0, x1, y0 + (y1 - y0) / 3]  # only the first line(s): the rest of the words are outside
+    shrunk.bbox = [
+        x0,
+        y0,
+        x1,
+        y0 + (y1 - y0) / 3,
+    ]  # only the first line(s): the rest of the words are outside
     check_boxes([shrunk], words)
     assert shrunk.box_holds_text is False
 
@@ -66,7 +80,18 @@ def test_hyphenated_words_across_lines_are_rejoined_in_the_box():
 
 def test_normalisation():
     assert match_tokens("Thread scope 线程作用域 charac-\nteristics ﬁle Ａ_b") == [
-        "thread", "scope", "线", "程", "作", "用", "域", "characteristics", "file", "a", "b"]
+        "thread",
+        "scope",
+        "线",
+        "程",
+        "作",
+        "用",
+        "域",
+        "characteristics",
+        "file",
+        "a",
+        "b",
+    ]
     assert match_form("可以\n安全") == match_form("可以安全")
     form = match_form("The Upsilon particle is well-known.")
     assert quote_in("upsilon PARTICLE", form) and not quote_in("psi", form)

@@ -8,18 +8,107 @@ import sys
 
 import yaml
 
-from mnote_evidence.build.markdown.properties import read_properties
 from mnote_evidence.build.markdown.plain_yaml import plain_mapping
+from mnote_evidence.build.markdown.properties import read_properties
 
-KEYS = ["title", "tags", "aliases", "date", "x_y", "a-b", "Title", "yes", "No", "on", "null", "NULL", "y",
-        "1a", "k:", "-k", "key ", " key", "é", "_k"]
-SCALARS = ["Project Plan 2027", "项目 计划", "Hello, world", "it's", 'say "hi"', "http://example.com/a?b=c",
-           "a: b", "a:", ":a", "#x", "a #x", "a#x", "1", "1.5", "-3", "+3", ".5", "0x1F", "1_000", "2024-01-01",
-           "1:20", "yes", "Yes", "YES", "yEs", "no", "on", "Off", "true", "False", "null", "~", "<<", "=", "",
-           "[a]", "{a: b}", "*ref", "&anchor x", "!tag x", "|", ">", "%x", "@x", "`x", "?x", "a?", "a - b", "a, b",
-           "e", "inf", ".inf", "nan", ".nan", "a\u2028b", "a\x85b", "a\u00a0b", "a\ufeffb", "a\x7fb", "\U0001f600",
-           "a  b", "a\\b", "a/b", "v1.0", "_1", "a\tb", "'quoted'", '"quoted"', "a]", "a}", "a,b", "#tag",
-           "project/alpha", "🙂 emoji"]
+KEYS = [
+    "title",
+    "tags",
+    "aliases",
+    "date",
+    "x_y",
+    "a-b",
+    "Title",
+    "yes",
+    "No",
+    "on",
+    "null",
+    "NULL",
+    "y",
+    "1a",
+    "k:",
+    "-k",
+    "key ",
+    " key",
+    "é",
+    "_k",
+]
+SCALARS = [
+    "Project Plan 2027",
+    "项目 计划",
+    "Hello, world",
+    "it's",
+    'say "hi"',
+    "http://example.com/a?b=c",
+    "a: b",
+    "a:",
+    ":a",
+    "#x",
+    "a #x",
+    "a#x",
+    "1",
+    "1.5",
+    "-3",
+    "+3",
+    ".5",
+    "0x1F",
+    "1_000",
+    "2024-01-01",
+    "1:20",
+    "yes",
+    "Yes",
+    "YES",
+    "yEs",
+    "no",
+    "on",
+    "Off",
+    "true",
+    "False",
+    "null",
+    "~",
+    "<<",
+    "=",
+    "",
+    "[a]",
+    "{a: b}",
+    "*ref",
+    "&anchor x",
+    "!tag x",
+    "|",
+    ">",
+    "%x",
+    "@x",
+    "`x",
+    "?x",
+    "a?",
+    "a - b",
+    "a, b",
+    "e",
+    "inf",
+    ".inf",
+    "nan",
+    ".nan",
+    "a\u2028b",
+    "a\x85b",
+    "a\u00a0b",
+    "a\ufeffb",
+    "a\x7fb",
+    "\U0001f600",
+    "a  b",
+    "a\\b",
+    "a/b",
+    "v1.0",
+    "_1",
+    "a\tb",
+    "'quoted'",
+    '"quoted"',
+    "a]",
+    "a}",
+    "a,b",
+    "#tag",
+    "project/alpha",
+    "🙂 emoji",
+]
 
 
 def _random_front_matter(rng: random.Random) -> str:
@@ -38,8 +127,21 @@ def _random_front_matter(rng: random.Random) -> str:
             for _ in range(rng.randint(0, 3)):
                 lines.append(f"{rng.choice([indent, indent, ' '])}- {rng.choice(SCALARS)}")
         else:
-            lines.append(rng.choice(["", "  ", "# comment", "---", "key:value", "  nested: x", "- item",
-                                     f"{key}: |", "  block"]))
+            lines.append(
+                rng.choice(
+                    [
+                        "",
+                        "  ",
+                        "# comment",
+                        "---",
+                        "key:value",
+                        "  nested: x",
+                        "- item",
+                        f"{key}: |",
+                        "  block",
+                    ]
+                )
+            )
     return rng.choice(["\n", "\r\n"] if rng.random() < 0.05 else ["\n"]).join(lines)
 
 
@@ -63,8 +165,11 @@ def test_whatever_it_accepts_loads_the_same_with_pyyaml():
 
 def test_the_usual_forms_are_read_without_pyyaml():
     usual = {
-        "title: Project Plan 2027\naliases: [Roadmap, The Plan]\ntags: [planning, project/alpha]\n":
-            {"title": "Project Plan 2027", "aliases": ["Roadmap", "The Plan"], "tags": ["planning", "project/alpha"]},
+        "title: Project Plan 2027\naliases: [Roadmap, The Plan]\ntags: [planning, project/alpha]\n": {
+            "title": "Project Plan 2027",
+            "aliases": ["Roadmap", "The Plan"],
+            "tags": ["planning", "project/alpha"],
+        },
         "tags: [t1]": {"tags": ["t1"]},
         "tags:\n  - a\n  - 中文\naliases:\n- x\n": {"tags": ["a", "中文"], "aliases": ["x"]},
         "title: Hello, world\nempty:\n": {"title": "Hello, world", "empty": None},
@@ -88,10 +193,14 @@ def test_what_it_declines_pyyaml_reads_with_the_same_properties_and_warnings():
 def test_a_plain_front_matter_note_is_parsed_without_importing_pyyaml(tmp_path):
     note = tmp_path / "n.md"
     note.write_text("---\ntitle: T\ntags: [a, b]\n---\n# Heading\n\nText.\n", encoding="utf-8")
-    code = ("import sys, pathlib; from mnote_evidence.build.parse.providers.markdown import MarkdownProvider; "
-            "from mnote_evidence.build.parse.providers.base import ParseInput; from mnote_evidence.build.workspace.scan import file_sha256; "
-            f"p = pathlib.Path({str(note)!r}); "
-            "a = MarkdownProvider().parse(ParseInput(p.parent, p.name, file_sha256(p))); "
-            "print('yaml' in sys.modules, a.title)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    code = (
+        "import sys, pathlib; from mnote_evidence.build.parse.providers.markdown import MarkdownProvider; "
+        "from mnote_evidence.build.parse.providers.base import ParseInput; from mnote_evidence.build.workspace.scan import file_sha256; "
+        f"p = pathlib.Path({str(note)!r}); "
+        "a = MarkdownProvider().parse(ParseInput(p.parent, p.name, file_sha256(p))); "
+        "print('yaml' in sys.modules, a.title)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["False", "T"], out

@@ -22,6 +22,7 @@ Inline <img src="x" onerror="window.__pwned = 2; alert('onerror')"> image and <b
 A harmless paragraph that must still render.
 """
 
+
 def hostile_pdf(path: Path) -> None:
     import pymupdf
 
@@ -48,10 +49,10 @@ def site(tmp_path_factory):
 def block_id(out: Path, like: str) -> str:
     conn = sqlite3.connect(out / "evidence.sqlite")
     try:
-        row = conn.execute("SELECT block_id FROM evidence_block WHERE text LIKE ? ORDER BY id", [like]).fetchone()
+        row = conn.execute(
+            "SELECT block_id FROM evidence_block WHERE text LIKE ? ORDER BY id", [like]
+        ).fetchone()
         assert row, f"no block like {like!r}"
         return row[0]
     finally:
         conn.close()
-
-

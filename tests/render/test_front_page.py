@@ -40,9 +40,14 @@ def crumbs_of(html: str) -> str:
 def linking_notes(out: Path, target: str) -> set[str]:
     conn = sqlite3.connect(out / "evidence.sqlite")
     try:
-        return {p for (p,) in conn.execute(
-            "SELECT r.source_root_relative_path FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-            "WHERE l.target_path = ?", [target])}
+        return {
+            p
+            for (p,) in conn.execute(
+                "SELECT r.source_root_relative_path FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+                "WHERE l.target_path = ?",
+                [target],
+            )
+        }
     finally:
         conn.close()
 
@@ -117,11 +122,17 @@ def test_backlinks_show_the_linking_sentence_with_the_link_marked(site):
     # Kickoff's block is two sentences; only the one with the link is shown, its words marked
     assert "<q>Back to <mark>Evidence Kernel</mark>.</q>" in side
     assert "Attendees agreed" not in side
-    assert "<q>Read the <mark>Evidence Kernel</mark> spec; the provider matrix table spans a page break.</q>" in side
+    assert (
+        "<q>Read the <mark>Evidence Kernel</mark> spec; the provider matrix table spans a page break.</q>"
+        in side
+    )
     # a Markdown link's label, found as a word of its own ("spec", not the start of "specification")
     # each backlink is named by the linking note's title (its first heading here), its folder beside it
-    assert re.search(r'<a href="Meeting%20Notes/Kickoff.html#b-[a-z0-9-]+">Kickoff meeting</a> '
-                     r'<small class="muted">Projects/Meeting Notes</small>', side)
+    assert re.search(
+        r'<a href="Meeting%20Notes/Kickoff.html#b-[a-z0-9-]+">Kickoff meeting</a> '
+        r'<small class="muted">Projects/Meeting Notes</small>',
+        side,
+    )
     pdf_side = side_of(read(out, PDF_PAGE))
     assert "<q>The kernel specification is attached: <mark>spec</mark>.</q>" in pdf_side
 
@@ -133,9 +144,13 @@ def test_every_note_has_an_outline(workspace, tmp_path):
     side = side_of(read(out, NOTE))
     outline = side.split('aria-label="Outline"', 1)[1].split("</nav>", 1)[0]
     conn = sqlite3.connect(out / "evidence.sqlite")
-    headings = [t for (t,) in conn.execute(
-        "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
-        "WHERE r.source_root_relative_path = 'Projects/Evidence Kernel.md' AND b.kind = 'heading' ORDER BY ordinal")]
+    headings = [
+        t
+        for (t,) in conn.execute(
+            "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path = 'Projects/Evidence Kernel.md' AND b.kind = 'heading' ORDER BY ordinal"
+        )
+    ]
     assert headings == ["Evidence Kernel", "Decisions", "Related"]
     assert re.findall(r'<a href="#b-[a-z0-9-]+">([^<]+)</a>', outline) == headings
     assert "No headings in this note." in side_of(read(out, "Inbox/Plain.html"))
@@ -177,7 +192,9 @@ def test_one_edited_note_rewrites_its_page_its_backlink_pages_and_the_front_page
     # the home note itself: its page, the pages whose backlinks quote the edited block, the front page
     before = mtimes()
     readme = workspace / "README.md"
-    readme.write_text(readme.read_text("utf-8").replace("Old material lives", "Older material lives"), "utf-8")
+    readme.write_text(
+        readme.read_text("utf-8").replace("Old material lives", "Older material lives"), "utf-8"
+    )
     report = run_build(workspace, out, site=True).site
     changed = {p.relative_to(out).as_posix() for p, m in before.items() if p.stat().st_mtime_ns != m}
     assert changed == {"README.html", "Archive/Old Ideas.html", "index.html"}
@@ -191,6 +208,8 @@ def test_one_edited_note_rewrites_its_page_its_backlink_pages_and_the_front_page
     kickoff.write_text("---\ntitle: Kickoff A\n---\n" + text, "utf-8")
     run_build(workspace, out, site=True)
     assert ">Kickoff A</a>" in side_of(read(out, NOTE))
-    kickoff.write_text("---\ntitle: Kickoff B\n---\n" + text, "utf-8")  # the linking block itself is unchanged
+    kickoff.write_text(
+        "---\ntitle: Kickoff B\n---\n" + text, "utf-8"
+    )  # the linking block itself is unchanged
     run_build(workspace, out, site=True)
     assert ">Kickoff B</a>" in side_of(read(out, NOTE)) and ">Kickoff A</a>" not in side_of(read(out, NOTE))

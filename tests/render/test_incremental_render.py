@@ -84,6 +84,9 @@ def test_an_edit_rewrites_exactly_the_pages_showing_it(tmp_path):
     changed = _rebuild_and_check(root, out, tmp_path)
     html = {k for k in changed if k.endswith(".html")}
     assert "E.html" in html and not html & {"A.html", "B.html", "C.html", "D.html"}
-    assert {k for k in html if k.startswith("_tags/")} == {"_tags/topic.html", "_tags/other-tag.html",
-                                                          "_tags/index.html"}
+    assert {k for k in html if k.startswith("_tags/")} == {
+        "_tags/topic.html",
+        "_tags/other-tag.html",
+        "_tags/index.html",
+    }
     assert "F.html" not in html  # F's page shows its own tag only: unchanged

@@ -16,8 +16,13 @@ from tests.render.conftest import block_id
 from tests.render.test_site_browser import HIGHLIGHT, open_page, outline_color
 
 PAGES = {"front": "index.html", "note": "Projects/Evidence Kernel.html", "pdf": SPEC_PDF + ".html"}
-OTHERS = {"docx": CHEM_DOCX + ".html", "image": "研究/Rust 并发.assets/thread-scope.png.html", "ask": "ask.html",
-          "error": "Inbox/Broken Files.assets/encrypted.pdf.html", "obsidian": "Obsidian/Project Plan.html"}
+OTHERS = {
+    "docx": CHEM_DOCX + ".html",
+    "image": "研究/Rust 并发.assets/thread-scope.png.html",
+    "ask": "ask.html",
+    "error": "Inbox/Broken Files.assets/encrypted.pdf.html",
+    "obsidian": "Obsidian/Project Plan.html",
+}
 
 # Elements that stick out of the window, except inside a box that scrolls or clips them.
 OVERFLOWING = """() => {
@@ -35,7 +40,7 @@ OVERFLOWING = """() => {
 
 
 def luminance(css_rgb: str) -> float:
-    r, g, b = (int(v) / 255 for v in css_rgb[css_rgb.index("(") + 1:css_rgb.index(")")].split(",")[:3])
+    r, g, b = (int(v) / 255 for v in css_rgb[css_rgb.index("(") + 1 : css_rgb.index(")")].split(",")[:3])
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
@@ -90,8 +95,9 @@ def test_dark_mode_follows_the_system_and_keeps_the_highlight(site, page):
         assert luminance(page.evaluate(colours)[0]) < 0.15
         shoot(page, f"layout-{name}-dark")
     open_page(page, out, OTHERS["obsidian"])  # Obsidian's ==highlights== stay readable: light text, dark mark
-    mark_bg, mark_ink = page.eval_on_selector(".note mark", "el => [getComputedStyle(el).backgroundColor, "
-                                                           "getComputedStyle(el).color]")
+    mark_bg, mark_ink = page.eval_on_selector(
+        ".note mark", "el => [getComputedStyle(el).backgroundColor, getComputedStyle(el).color]"
+    )
     assert luminance(mark_ink) - luminance(mark_bg) > 0.45, (mark_bg, mark_ink)
     shoot(page, "layout-obsidian-dark")
 

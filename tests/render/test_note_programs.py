@@ -50,8 +50,11 @@ $$
 
 def _pages(out: Path) -> dict[str, bytes]:
     """Every page; the front page without the time of its last change (each build has its own)."""
-    pages = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-             if p.is_file() and p.suffix == ".html" and not p.name.startswith(".")}
+    pages = {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.suffix == ".html" and not p.name.startswith(".")
+    }
     pages["index.html"] = re.sub(rb"last change [0-9-]+ [0-9:]+ UTC", b"", pages["index.html"])
     return pages
 
@@ -66,13 +69,16 @@ def test_site_is_the_same_with_the_programs_and_the_note_parsed_once(tmp_path, m
         program = real_load(*args)
         hits.append(program is not None)
         return program
-    monkeypatch.setattr(MarkdownIt, "parse",
-                        lambda self, src, env=None: parses.append(src) or real_parse(self, src, env))
+
+    monkeypatch.setattr(
+        MarkdownIt, "parse", lambda self, src, env=None: parses.append(src) or real_parse(self, src, env)
+    )
     monkeypatch.setattr(pages, "load_program", load)
     run_build(root, tmp_path / "a", site=True)  # jobs=1: parse and render in this process
     with connect(tmp_path / "a") as conn:
-        notes = conn.execute("SELECT count(*) FROM evidence_resource WHERE kind = 'markdown' AND status = 'ok'"
-                             ).fetchone()[0]
+        notes = conn.execute(
+            "SELECT count(*) FROM evidence_resource WHERE kind = 'markdown' AND status = 'ok'"
+        ).fetchone()[0]
     # every note's page ran the program its parse left, and the front page the home note's again (a program
     # is not removed as it is read): no note is parsed twice
     assert notes > 10 and hits == [True] * (notes + 1)
@@ -86,8 +92,17 @@ def test_site_is_the_same_with_the_programs_and_the_note_parsed_once(tmp_path, m
     assert "Obsidian/Everything.html" in a and a.keys() == b.keys()
     assert [p for p in a if a[p] != b[p]] == []
     page = a["Obsidian/Everything.html"].decode()
-    for shown in ('class="callout callout-note"', "<math", 'class="tag"', 'class="footnote', "broken-link",
-                  'rel="noopener noreferrer"', "embed-note", "author-anchor", "&lt;b onclick"):
+    for shown in (
+        'class="callout callout-note"',
+        "<math",
+        'class="tag"',
+        'class="footnote',
+        "broken-link",
+        'rel="noopener noreferrer"',
+        "embed-note",
+        "author-anchor",
+        "&lt;b onclick",
+    ):
         assert shown in page, shown
 
 
@@ -110,9 +125,16 @@ def test_a_program_is_used_only_for_its_text_and_blocks(tmp_path):
 
 def test_the_notes_of_a_parse_task_share_one_file(tmp_path):
     """A file per note cost more to create and remove than its note to compile (issue 17)."""
-    notes = [(f"# Note {i}\n\nSee [[N{i}]].\n", [Block(id=f"b-h{i}", type="heading", text=f"Note {i}"),
-                                                  Block(id=f"b-p{i}", type="paragraph", text=f"See [[N{i}]].")])
-             for i in range(5)]
+    notes = [
+        (
+            f"# Note {i}\n\nSee [[N{i}]].\n",
+            [
+                Block(id=f"b-h{i}", type="heading", text=f"Note {i}"),
+                Block(id=f"b-p{i}", type="paragraph", text=f"See [[N{i}]]."),
+            ],
+        )
+        for i in range(5)
+    ]
     broken = ("# Two\n\nblocks\n", [Block(id="b-x", type="heading", text="Two")])  # 2 blocks, 1 indexed
     note_programs.store_programs(tmp_path, [*notes[:3], broken, *notes[3:]])
     assert len(list(tmp_path.iterdir())) == 1

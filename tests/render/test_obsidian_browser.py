@@ -30,7 +30,9 @@ def test_author_anchor_and_math_render_without_scripts(site, page):
     ship = block_id(out, "The kernel ships in March.")
     assert in_viewport(page, f'[id="{ship}"]') and outline_color(page, f'[id="{ship}"]') == HIGHLIGHT
     # the author's own name for the block: no "changed since cited" notice
-    assert page.eval_on_selector('[id="^ship-date"]', "s => getComputedStyle(s, '::before').content") == "none"
+    assert (
+        page.eval_on_selector('[id="^ship-date"]', "s => getComputedStyle(s, '::before').content") == "none"
+    )
     boxes = page.eval_on_selector_all("math", "els => els.map(e => e.getBoundingClientRect().toJSON())")
     assert len(boxes) == 2 and all(b["width"] > 5 and b["height"] > 5 for b in boxes)
     display = page.eval_on_selector("div.math math", "m => getComputedStyle(m).display")
@@ -44,7 +46,9 @@ def test_author_anchor_and_math_render_without_scripts(site, page):
 def test_review_page_embeds_and_missing_markers(site, page):
     _, out = site
     open_page(page, out, "Obsidian/Review.html")
-    assert page.eval_on_selector_all(".missing-marker", "els => els.filter(e => e.offsetWidth > 0).length") == 3
+    assert (
+        page.eval_on_selector_all(".missing-marker", "els => els.filter(e => e.offsetWidth > 0).length") == 3
+    )
     page.eval_on_selector_all(".embed img", "els => els.forEach(i => i.scrollIntoView())")
     page.wait_for_timeout(300)
     loaded = page.eval_on_selector_all(".embed img", "els => els.map(i => i.complete && i.naturalWidth > 0)")

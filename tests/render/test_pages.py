@@ -27,7 +27,9 @@ def test_a_resource_of_an_unknown_kind_fails_loudly(site, tmp_path):
     shutil.copy(out / "evidence.sqlite", db)
     conn = sqlite3.connect(db)
     with conn:  # an index written by another version: a kind this build has no page for
-        conn.execute("UPDATE evidence_resource SET kind = 'slides' WHERE source_root_relative_path = ?", [CHEM_DOCX])
+        conn.execute(
+            "UPDATE evidence_resource SET kind = 'slides' WHERE source_root_relative_path = ?", [CHEM_DOCX]
+        )
     conn.close()
     with pytest.raises(UnknownKind) as exc:
         render_site(root, tmp_path / "site", db, RenderOptions())
@@ -54,7 +56,9 @@ def test_the_cli_reports_an_unknown_kind_without_a_traceback(site, tmp_path):
     shutil.copytree(site[1], work)
     conn = sqlite3.connect(work / "evidence.sqlite")
     with conn:
-        conn.execute("UPDATE evidence_resource SET kind = 'slides' WHERE source_root_relative_path = ?", [CHEM_DOCX])
+        conn.execute(
+            "UPDATE evidence_resource SET kind = 'slides' WHERE source_root_relative_path = ?", [CHEM_DOCX]
+        )
     conn.close()
     (work / STATE_FILE).unlink()  # the site must be rendered again
     result = CliRunner().invoke(main, ["build", str(ws), "--out", str(work), "--jobs", "1", "--no-ocr"])

@@ -11,9 +11,10 @@ import sqlite3
 import pytest
 
 from mnote_evidence.build.core.ids import resource_id
-from mnote_evidence.build.render import backlinks, copies, data, page_pool, site, state as site_state
-from mnote_evidence.build.render.backlinks import sentence_around
 from mnote_evidence.build.core.urls import page_path
+from mnote_evidence.build.render import backlinks, copies, data, page_pool, site
+from mnote_evidence.build.render import state as site_state
+from mnote_evidence.build.render.backlinks import sentence_around
 
 
 def _render_site(built) -> site._Site:
@@ -25,8 +26,10 @@ def _labels_of_note(conn: sqlite3.Connection, path: str) -> dict[tuple[str, str]
     """The way the labels were read before: every link of the linking note, once per note."""
     found: dict[tuple[str, str], list[str]] = {}
     for block_id, target_path, label in conn.execute(
-            "SELECT source_block_id, target_path, label FROM evidence_link WHERE resource_id = ? "
-            "AND target_path IS NOT NULL AND label IS NOT NULL ORDER BY rowid", [resource_id(path)]):
+        "SELECT source_block_id, target_path, label FROM evidence_link WHERE resource_id = ? "
+        "AND target_path IS NOT NULL AND label IS NOT NULL ORDER BY rowid",
+        [resource_id(path)],
+    ):
         found.setdefault((block_id, target_path), []).append(label)
     return found
 
@@ -50,7 +53,9 @@ def test_backlink_sentences_read_per_page_equal_those_read_per_linking_note(buil
 def test_a_page_reads_its_backlinks_labels_with_one_query(built):
     s = _render_site(built)
     try:
-        res = max(s.resources, key=lambda r: len({b.from_path for b in data.backlinks(s.conn, r.resource_id)}))
+        res = max(
+            s.resources, key=lambda r: len({b.from_path for b in data.backlinks(s.conn, r.resource_id)})
+        )
         links = data.backlinks(s.conn, res.resource_id)
         assert len({link.from_path for link in links}) >= 2  # linked from several notes
         queries: list[str] = []
@@ -72,7 +77,10 @@ def test_a_page_keyed_where_it_is_rendered_has_the_page_and_key_of_the_two_done_
     try:
         assert len(s.resources) >= 10
         for res in s.resources:
-            assert s.render_keyed(res, _salt()) == (s.render_resource(res), site._page_key(s, res, _salt())), res.path
+            assert s.render_keyed(res, _salt()) == (
+                s.render_resource(res),
+                site._page_key(s, res, _salt()),
+            ), res.path
     finally:
         s.conn.close()
 
@@ -89,7 +97,9 @@ def test_a_first_render_records_the_keys_the_caller_would_have_computed(built, t
         pages = site_state.load(fresh)["pages"]
         assert report.pages_written == len(s.resources)
         for res in s.resources:
-            assert site_state.entry_key(pages[page_path(res.path)]) == site._page_key(s, res, _salt()), res.path
+            assert site_state.entry_key(pages[page_path(res.path)]) == site._page_key(s, res, _salt()), (
+                res.path
+            )
     finally:
         s.conn.close()
 
@@ -99,7 +109,9 @@ def test_a_first_render_reads_each_pages_backlinks_once(built, tmp_path, monkeyp
     calls: list = []
     original = data.backlinks
     monkeypatch.setattr(data, "backlinks", lambda *a: calls.append(a) or original(*a))
-    report = site.render_site(workspace, tmp_path / "site", out / "evidence.sqlite", site.RenderOptions(jobs=1))
+    report = site.render_site(
+        workspace, tmp_path / "site", out / "evidence.sqlite", site.RenderOptions(jobs=1)
+    )
     assert report.pages_written >= 10
     assert len(calls) == len({a[1] for a in calls}) == report.pages_written  # key and page: one read
 
@@ -134,9 +146,9 @@ def test_source_copies_resolve_each_folder_once_and_never_leave_the_workspace(tm
 def test_a_notes_map_gives_the_title_and_block_shape_of_its_artifact_and_builds_blocks_only_on_use(built):
     import json
 
+    from mnote_evidence.build.parse.sidecars import artifact_from_source_map
     from mnote_evidence.build.render import note_map
     from mnote_evidence.build.render.note_programs import shape_of
-    from mnote_evidence.build.parse.sidecars import artifact_from_source_map
 
     s = _render_site(built)
     try:
@@ -167,7 +179,9 @@ def test_a_first_render_builds_no_note_blocks_when_the_parse_left_every_program(
         for res in s.resources:
             if res.kind == "markdown" and res.status == "ok":
                 text, _ = decode_note((s.root / res.path).read_bytes())
-                note_programs.store_programs(fresh / note_programs.PROGRAMS_DIR, [(text, s._artifact(res).blocks)])
+                note_programs.store_programs(
+                    fresh / note_programs.PROGRAMS_DIR, [(text, s._artifact(res).blocks)]
+                )
     finally:
         s.conn.close()
     built_blocks, compiled = [], []
@@ -189,24 +203,39 @@ def test_templates_read_a_dicts_items_as_jinja_does():
 
     class O:
         url = "attr"
+
     assert template.render(d={"url": "a&b", "items": "shadowed"}, o=O()) == "a&amp;b|True|False|attr"
     assert env.from_string("{{ d['items'] }}").render(d={"items": "x"}) == "x"
     assert env.from_string("{{ d.items() | list }}").render(d={"k": 1}) == "[(&#39;k&#39;, 1)]"
 
 
-_PANEL_LOOP = ('{% for b in backlinks %}<li><a href="{{ b.url }}">{{ b.name }}</a>{% if b.folder %} <small class="muted">'
-               '{{ b.folder }}</small>{% endif %}\n    <q>{{ b.sentence.before }}{% if b.sentence.mark %}<mark>'
-               '{{ b.sentence.mark }}</mark>{% endif %}{{ b.sentence.after }}</q></li>{% endfor %}')
+_PANEL_LOOP = (
+    '{% for b in backlinks %}<li><a href="{{ b.url }}">{{ b.name }}</a>{% if b.folder %} <small class="muted">'
+    "{{ b.folder }}</small>{% endif %}\n    <q>{{ b.sentence.before }}{% if b.sentence.mark %}<mark>"
+    "{{ b.sentence.mark }}</mark>{% endif %}{{ b.sentence.after }}</q></li>{% endfor %}"
+)
 
 
 def test_backlinks_items_drawn_in_python_are_those_the_template_loop_drew(built):
     """`backlinks.items_html` replaced the panel's Jinja loop (`_PANEL_LOOP`, as it was): the same bytes."""
     env = site._environment()
     loop = env.from_string(_PANEL_LOOP)
-    odd = [{"url": "a%20b.html#x", "name": 'A <b> & "c"', "folder": "", "text": "",
-            "sentence": backlinks.Snippet("<i>before</i> ", "", "")},
-           {"url": "../d/e.html", "name": "E", "folder": "d/<f>", "text": "",
-            "sentence": backlinks.Snippet("x ", "'mark'", " & after")}]
+    odd = [
+        {
+            "url": "a%20b.html#x",
+            "name": 'A <b> & "c"',
+            "folder": "",
+            "text": "",
+            "sentence": backlinks.Snippet("<i>before</i> ", "", ""),
+        },
+        {
+            "url": "../d/e.html",
+            "name": "E",
+            "folder": "d/<f>",
+            "text": "",
+            "sentence": backlinks.Snippet("x ", "'mark'", " & after"),
+        },
+    ]
     assert backlinks.items_html(odd) == loop.render(backlinks=odd)
     s = _render_site(built)
     try:

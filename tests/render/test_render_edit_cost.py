@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from mnote_evidence.build.index import row_cache
-from mnote_evidence.build.render import copies, data, front, site, state as site_state
+from mnote_evidence.build.render import copies, data, front, site
+from mnote_evidence.build.render import state as site_state
 from tests.conftest import run_build
 from tests.test_edit_cost import EDITED, _aged_build, _count, _edit  # the same edit as the build's cost tests
 
@@ -32,10 +33,19 @@ def _fresh_render(workspace: Path, out: Path, fresh: Path) -> dict[str, bytes]:
 
 
 def _site_files(out: Path) -> dict[str, bytes]:
-    skip = {"evidence.sqlite", site.STATE_FILE, site_state.PAGES_FILE, ".build.lock", row_cache.ROWS_BASE,
-            row_cache.ROWS_DELTA}  # the build's state, not the site's
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name not in skip and ".mnote" not in p.relative_to(out).parts}
+    skip = {
+        "evidence.sqlite",
+        site.STATE_FILE,
+        site_state.PAGES_FILE,
+        ".build.lock",
+        row_cache.ROWS_BASE,
+        row_cache.ROWS_DELTA,
+    }  # the build's state, not the site's
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name not in skip and ".mnote" not in p.relative_to(out).parts
+    }
 
 
 @pytest.fixture
@@ -47,8 +57,9 @@ def templates(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-def test_an_edit_hashes_no_template_and_a_changed_template_is_hashed_again(workspace, tmp_path, templates,
-                                                                           monkeypatch):
+def test_an_edit_hashes_no_template_and_a_changed_template_is_hashed_again(
+    workspace, tmp_path, templates, monkeypatch
+):
     out = tmp_path / "out"
     _aged_build(workspace, out)
     hashed: list = []
@@ -74,8 +85,9 @@ def test_an_edit_hashes_no_template_and_a_changed_template_is_hashed_again(works
 
     # a template whose output changes: every page is written again, as a fresh build writes it
     base = templates / "base.html"
-    base.write_text(base.read_text("utf-8").replace("</head>", "<meta name=\"x-test\" content=\"1\">\n</head>"),
-                    "utf-8")
+    base.write_text(
+        base.read_text("utf-8").replace("</head>", '<meta name="x-test" content="1">\n</head>'), "utf-8"
+    )
     report = run_build(workspace, out, site=True)
     assert len(hashed) == 2 and report.site.pages_unchanged == 0
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
@@ -89,13 +101,17 @@ def test_the_templates_hash_is_not_taken_from_a_state_of_other_files(tmp_path):
     digest, signed = site_state.templates_hash(folder, {})
     assert digest == _fresh_hash(folder) and signed[1] == digest
     assert site_state.templates_hash(folder, {"templates": signed}) == (digest, signed)
-    assert site_state.templates_hash(folder, {"templates": [signed[0], "forged"]})[0] == "forged"  # same files
+    assert (
+        site_state.templates_hash(folder, {"templates": [signed[0], "forged"]})[0] == "forged"
+    )  # same files
     (folder / "b.html").write_text("two", "utf-8")  # a file added
     assert site_state.templates_hash(folder, {"templates": signed})[0] == _fresh_hash(folder) != digest
     moved = tmp_path / "moved"
     shutil.copytree(folder, moved)  # the same files elsewhere: another signature
-    assert site_state.templates_hash(moved, {"templates": site_state.templates_hash(folder, {})[1]})[1][0] != \
-        site_state.templates_hash(folder, {})[1][0]
+    assert (
+        site_state.templates_hash(moved, {"templates": site_state.templates_hash(folder, {})[1]})[1][0]
+        != site_state.templates_hash(folder, {})[1][0]
+    )
     for bad in ({"templates": "x"}, {"templates": [1]}, {"templates": [signed[0], 5]}):
         assert site_state.templates_hash(folder, bad)[0] == _fresh_hash(folder)
 
@@ -103,6 +119,7 @@ def test_the_templates_hash_is_not_taken_from_a_state_of_other_files(tmp_path):
 def _fresh_hash(folder: Path) -> str:
     """The hash as render_site computed it before the signature was kept (every file read)."""
     import hashlib
+
     h = hashlib.sha256()
     for path in sorted(folder.rglob("*")):
         if path.is_file():
@@ -140,8 +157,14 @@ def test_the_state_keeps_a_page_key_as_a_string_and_reads_an_older_states_object
     assert all(e.get("tag") for e in state["pages"].values() if isinstance(e, dict))
     # the state as builds before wrote it: one file, an object per page; an edit reads it the same way
     older = {k: v for k, v in state.items() if k not in ("format", "base", "removed", "_base")}
-    older["pages"] = {p: ({"key": site_state.entry_key(e), "source": site_state.entry_source(e)}
-                          if isinstance(e, str) else e) for p, e in state["pages"].items()}
+    older["pages"] = {
+        p: (
+            {"key": site_state.entry_key(e), "source": site_state.entry_source(e)}
+            if isinstance(e, str)
+            else e
+        )
+        for p, e in state["pages"].items()
+    }
     (old / site.STATE_FILE).write_text(json.dumps(older), "utf-8")
     (old / site_state.PAGES_FILE).unlink()
     loaded = site._load_state(old)
@@ -159,12 +182,15 @@ def test_the_state_keeps_a_page_key_as_a_string_and_reads_an_older_states_object
 
 
 def _state_files(out: Path) -> tuple[dict, dict]:
-    return (json.loads((out / site.STATE_FILE).read_text("utf-8")),
-            json.loads((out / site_state.PAGES_FILE).read_text("utf-8")))
+    return (
+        json.loads((out / site.STATE_FILE).read_text("utf-8")),
+        json.loads((out / site_state.PAGES_FILE).read_text("utf-8")),
+    )
 
 
 def test_an_edit_writes_the_changed_entries_over_the_base_and_a_full_render_reads_them_the_same(
-        workspace, tmp_path):
+    workspace, tmp_path
+):
     out = tmp_path / "out"
     _aged_build(workspace, out)
     head, base = _state_files(out)
@@ -175,7 +201,10 @@ def test_an_edit_writes_the_changed_entries_over_the_base_and_a_full_render_read
     head, _ = _state_files(out)
     assert (out / site_state.PAGES_FILE).read_bytes() == base_bytes  # the base stands
     page = EDITED.replace(".md", ".html")
-    assert page in head["pages"] and 1 <= len(head["pages"]) <= report.site.pages_written + report.site.tag_pages + 1
+    assert (
+        page in head["pages"]
+        and 1 <= len(head["pages"]) <= report.site.pages_written + report.site.tag_pages + 1
+    )
     merged = site._load_state(out)["pages"]
     assert merged[page] == head["pages"][page] and len(merged) == len(base["pages"])
     # what a full render of the same index records, entry for entry
@@ -198,7 +227,12 @@ def test_a_state_without_its_base_is_no_state(workspace, tmp_path):
     assert kept["pages"]
     base = out / site_state.PAGES_FILE
     good = base.read_bytes()
-    for broken in (b"", b"[]", good.replace(b'"id": "', b'"id": "0'), None):  # torn, wrong shape, other id, gone
+    for broken in (
+        b"",
+        b"[]",
+        good.replace(b'"id": "', b'"id": "0'),
+        None,
+    ):  # torn, wrong shape, other id, gone
         base.unlink(missing_ok=True)
         if broken is not None:
             base.write_bytes(broken)
@@ -265,10 +299,33 @@ def test_a_source_copy_resolves_the_source_alone_and_never_leaves_the_workspace(
 
 def test_the_front_pages_one_pass_lists_what_the_separate_passes_listed():
     statuses = ["ok", "error", "stale", "ok", "unsupported"]
-    rows = [data.Resource.from_values([f"id{i}", f"n/{i}.md", None, "markdown", statuses[i % 5], None, None, "",
-                                       None, None, "E1" if i % 5 == 1 else None, "bad" if i % 5 == 1 else None,
-                                       None, 0, json.dumps([{"code": "w", "message": str(i)}] * (i % 3)),
-                                       i, None, None, None, None]) for i in range(40)]
+    rows = [
+        data.Resource.from_values(
+            [
+                f"id{i}",
+                f"n/{i}.md",
+                None,
+                "markdown",
+                statuses[i % 5],
+                None,
+                None,
+                "",
+                None,
+                None,
+                "E1" if i % 5 == 1 else None,
+                "bad" if i % 5 == 1 else None,
+                None,
+                0,
+                json.dumps([{"code": "w", "message": str(i)}] * (i % 3)),
+                i,
+                None,
+                None,
+                None,
+                None,
+            ]
+        )
+        for i in range(40)
+    ]
     ctx = front.FrontPage.of(rows, lambda note: None, False).context()
     assert ctx["errors"] == [{"res": r, "url": f"n/{r.path[2:-3]}.html"} for r in rows if r.status == "error"]
     assert ctx["warnings"] == [(r, w) for r in rows for w in r.warnings] and len(ctx["warnings"]) > 10
@@ -283,8 +340,10 @@ def test_a_tag_entry_changed_in_place_is_saved_over_the_base(tmp_path):
     """`tag_pages.write` sets the tag index's `counts` on its entry: the base keeps its own copy."""
     out = tmp_path / "out"
     out.mkdir()
-    pages = {"a.html": site_state.page_entry("k1", "a.md"),
-             "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 1}}}
+    pages = {
+        "a.html": site_state.page_entry("k1", "a.md"),
+        "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 1}},
+    }
     site_state.save(out, {"stamp": [1]}, pages, {})
     loaded = site_state.load(out)
     tags = site_state.tag_entries(loaded["pages"])
@@ -294,7 +353,8 @@ def test_a_tag_entry_changed_in_place_is_saved_over_the_base(tmp_path):
     again = site_state.load(out)
     assert again["pages"]["_tags/index.html"]["counts"] == {"x": 2} and again["stamp"] == [2]
     assert json.loads((out / site.STATE_FILE).read_text("utf-8"))["pages"] == {
-        "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 2}}}
+        "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 2}}
+    }
 
 
 def test_a_render_with_nothing_to_do_reads_no_base(workspace, tmp_path, monkeypatch):

@@ -21,11 +21,10 @@ import sqlite3
 from pathlib import Path
 
 from mnote_evidence.build.core import fsutil
+from mnote_evidence.build.core.urls import page_path
 from mnote_evidence.build.markdown import syntax as markdown_syntax
 from mnote_evidence.build.render import data, page_pool
 from mnote_evidence.build.render.site import RenderOptions, _Site, render_site
-from mnote_evidence.build.core.urls import page_path
-
 from tests.conftest import run_build
 
 SMALL, LARGE = 24, 192
@@ -35,8 +34,10 @@ def _workspace(root: Path, n: int) -> Path:
     rnd = random.Random(7)
     for i in range(n):
         links = " ".join(f"See [[note-{rnd.randrange(n):04d}]]." for _ in range(2))
-        text = (f"---\ntags: [t{i % 6}]\n---\n# Note {i}\n\nFirst paragraph of note {i} with #topic{i % 4}. {links}\n\n"
-                f"## Details\n\nSecond paragraph, plain words about item {i}.\n\n- a list item\n- another one\n")
+        text = (
+            f"---\ntags: [t{i % 6}]\n---\n# Note {i}\n\nFirst paragraph of note {i} with #topic{i % 4}. {links}\n\n"
+            f"## Details\n\nSecond paragraph, plain words about item {i}.\n\n- a list item\n- another one\n"
+        )
         path = root / f"f{i // 10:03d}" / f"note-{i:04d}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, "utf-8")
@@ -58,8 +59,11 @@ def _counted_render(root: Path, out: Path, site_dir: Path, monkeypatch) -> tuple
         conn = connect(path)
         conn.set_trace_callback(lambda sql: statements.__setitem__(0, statements[0] + 1))
         return conn
+
     monkeypatch.setattr(data, "connect_ro", counting)
-    monkeypatch.setattr(markdown_syntax, "_kept", {})  # the build's parses (kept for a few notes): every size parses
+    monkeypatch.setattr(
+        markdown_syntax, "_kept", {}
+    )  # the build's parses (kept for a few notes): every size parses
     profile = cProfile.Profile()
     profile.enable()
     report = render_site(root, site_dir, out / "evidence.sqlite", RenderOptions(jobs=1))
@@ -74,10 +78,16 @@ def test_render_work_and_page_bytes_per_page_do_not_grow_with_the_workspace(tmp_
     for n in (SMALL, LARGE):
         root, out = _built(tmp_path, n)
         calls, statements = _counted_render(root, out, tmp_path / f"site{n}", monkeypatch)
-        pages = [(tmp_path / f"site{n}" / page_path(f"f{i // 10:03d}/note-{i:04d}.md")).stat().st_size
-                 for i in range(n)]
-        per_page[n] = {"calls": calls / n, "statements": statements / n, "bytes": sum(pages) / n,
-                       "largest": max(pages)}
+        pages = [
+            (tmp_path / f"site{n}" / page_path(f"f{i // 10:03d}/note-{i:04d}.md")).stat().st_size
+            for i in range(n)
+        ]
+        per_page[n] = {
+            "calls": calls / n,
+            "statements": statements / n,
+            "bytes": sum(pages) / n,
+            "largest": max(pages),
+        }
     small, large = per_page[SMALL], per_page[LARGE]
     assert small["statements"] > 3 and small["calls"] > 1000  # the counts see the real work
     # linear: a fixed cost spread over more pages, never more per page (slack: links and titles vary)
@@ -150,6 +160,7 @@ def test_a_broken_pool_leaves_every_page_written_and_no_temp_files(tmp_path, mon
             assert any(w is not None for _, _, w, _ in answer) and list(pool_dir.rglob("*.tmp"))
             raise BrokenProcessPool("a worker died")
         done(site, answer, problems, advance, keys)
+
     monkeypatch.setattr(page_pool, "_done", breaking)
     report = render_site(root, pool_dir, out / "evidence.sqlite", RenderOptions(jobs=2))
     assert report.pages_written == SMALL and not report.problems and calls[0] == 2

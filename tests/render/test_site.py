@@ -7,8 +7,8 @@ import shutil
 import sqlite3
 from urllib.parse import unquote
 
-from mnote_evidence.build.render.site import STATE_FILE
 from mnote_evidence.build.core.urls import page_path
+from mnote_evidence.build.render.site import STATE_FILE
 from tests.conftest import SPEC_PDF, run_build
 from tests.render.conftest import block_id
 
@@ -17,8 +17,15 @@ PDF_PAGE = SPEC_PDF + ".html"
 
 def test_every_resource_and_note_has_a_page(site):
     root, out = site
-    for rel in ("index.html", "README.html", "研究/化学笔记.html", PDF_PAGE, "Unfiled/budget.csv.html",
-                "Inbox/Broken Files.assets/encrypted.pdf.html", "研究/Rust 并发.assets/thread-scope.png.html"):
+    for rel in (
+        "index.html",
+        "README.html",
+        "研究/化学笔记.html",
+        PDF_PAGE,
+        "Unfiled/budget.csv.html",
+        "Inbox/Broken Files.assets/encrypted.pdf.html",
+        "研究/Rust 并发.assets/thread-scope.png.html",
+    ):
         assert (out / rel).is_file(), rel
     assert (out / SPEC_PDF).read_bytes() == (root / SPEC_PDF).read_bytes()  # original for download
     encrypted = (out / "Inbox/Broken Files.assets/encrypted.pdf.html").read_text("utf-8")
@@ -68,8 +75,10 @@ def test_hostile_markup_is_text_not_markup(site):
 def test_every_block_has_its_anchor(site):
     _, out = site
     conn = sqlite3.connect(out / "evidence.sqlite")
-    rows = conn.execute("SELECT r.source_root_relative_path, b.block_id FROM evidence_block b "
-                        "JOIN evidence_resource r USING (resource_id)").fetchall()
+    rows = conn.execute(
+        "SELECT r.source_root_relative_path, b.block_id FROM evidence_block b "
+        "JOIN evidence_resource r USING (resource_id)"
+    ).fetchall()
     pages = {}
     for path, bid in rows:
         html = pages.setdefault(path, (out / page_path(path)).read_text("utf-8"))
@@ -89,9 +98,13 @@ def test_incremental_render_touches_only_changed_pages(workspace, tmp_path):
     # the note's page only: README links it plainly, showing nothing of its content (issue 17: keyed on what a
     # page shows; tests/render/test_incremental_render.py has the embeds and fragments that do re-render)
     with sqlite3.connect(out / "evidence.sqlite") as conn:
-        linking = {r[0] for r in conn.execute(
-            "SELECT r.source_root_relative_path FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-            "WHERE l.target_path = 'Archive/Old Ideas.md'")}
+        linking = {
+            r[0]
+            for r in conn.execute(
+                "SELECT r.source_root_relative_path FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
+                "WHERE l.target_path = 'Archive/Old Ideas.md'"
+            )
+        }
     assert linking == {"README.md"}
     assert report.site.pages_written == 1 and report.site.page_images == 0
     changed = {p for p, m in mtimes.items() if p.stat().st_mtime_ns != m} - {out / "index.html"}

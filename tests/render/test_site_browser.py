@@ -10,8 +10,7 @@ import sqlite3
 
 import pytest
 
-from tests.conftest import CHEM_DOCX, SPEC_PDF, run_build
-from tests.conftest import shoot
+from tests.conftest import CHEM_DOCX, SPEC_PDF, run_build, shoot
 from tests.render.conftest import block_id
 
 PDF_PAGE = SPEC_PDF + ".html"
@@ -26,8 +25,11 @@ def open_page(page, out, rel: str, query: str = "", fragment: str = ""):
 
 
 def in_viewport(page, selector: str) -> bool:
-    return page.eval_on_selector(selector, """el => { const r = el.getBoundingClientRect();
-        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }""")
+    return page.eval_on_selector(
+        selector,
+        """el => { const r = el.getBoundingClientRect();
+        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }""",
+    )
 
 
 def outline_color(page, selector: str) -> str:
@@ -46,14 +48,19 @@ def test_pdf_block_url_highlights_the_box_on_the_words(site, page):
     assert in_viewport(page, sel)
     assert outline_color(page, sel) == HIGHLIGHT
     conn = sqlite3.connect(out / "evidence.sqlite")
-    bbox = json.loads(conn.execute("SELECT bbox_json FROM evidence_block WHERE block_id = ?", [bid]).fetchone()[0])
+    bbox = json.loads(
+        conn.execute("SELECT bbox_json FROM evidence_block WHERE block_id = ?", [bid]).fetchone()[0]
+    )
     width, height = 595.0, 842.0
     page.wait_for_function("document.querySelector('#page-2 img').complete")
     img = rect(page, "#page-2 img")
     box = rect(page, sel)
-    expected = {"x": img["x"] + bbox[0] / width * img["width"], "y": img["y"] + bbox[1] / height * img["height"],
-                "width": (bbox[2] - bbox[0]) / width * img["width"],
-                "height": (bbox[3] - bbox[1]) / height * img["height"]}
+    expected = {
+        "x": img["x"] + bbox[0] / width * img["width"],
+        "y": img["y"] + bbox[1] / height * img["height"],
+        "width": (bbox[2] - bbox[0]) / width * img["width"],
+        "height": (bbox[3] - bbox[1]) / height * img["height"],
+    }
     for key in expected:
         assert abs(box[key] - expected[key]) <= 2, (key, box[key], expected[key])
     # and the image really shows those words there: the rendered page image is 2x PDF points
@@ -127,7 +134,9 @@ def test_old_anchor_lands_on_successor_after_edit(workspace, tmp_path, page):
     run_build(workspace, out, site=True)
     old = block_id(out, "The retention period for audit evidence comes from section 3%")
     note = workspace / "Projects/Evidence Kernel.md"
-    note.write_text(note.read_text("utf-8").replace("comes from section 3", "is defined in section 3"), "utf-8")
+    note.write_text(
+        note.read_text("utf-8").replace("comes from section 3", "is defined in section 3"), "utf-8"
+    )
     run_build(workspace, out, site=True)
     new = block_id(out, "The retention period for audit evidence is defined in section 3%")
     assert new != old
@@ -155,7 +164,9 @@ def test_image_ocr_overlay_lands_on_the_text_at_any_size(site, page, width):
     _, out = site
     bid = block_id(out, "线程作用域")
     conn = sqlite3.connect(out / "evidence.sqlite")
-    bbox = json.loads(conn.execute("SELECT bbox_json FROM evidence_block WHERE block_id = ?", [bid]).fetchone()[0])
+    bbox = json.loads(
+        conn.execute("SELECT bbox_json FROM evidence_block WHERE block_id = ?", [bid]).fetchone()[0]
+    )
     page.set_viewport_size({"width": width, "height": 700})
     open_page(page, out, "研究/Rust 并发.assets/thread-scope.png.html", fragment=bid)
     page.wait_for_function("document.querySelector('#page-1 img').complete")
@@ -170,9 +181,12 @@ def test_image_ocr_overlay_lands_on_the_text_at_any_size(site, page, width):
 
 def highlighted(page) -> list[dict]:
     """Every element drawn with the highlight outline, with its box."""
-    return page.evaluate("""accent => [...document.querySelectorAll('*')]
+    return page.evaluate(
+        """accent => [...document.querySelectorAll('*')]
         .filter(e => { const s = getComputedStyle(e); return s.outlineStyle !== 'none' && s.outlineColor === accent; })
-        .map(e => ({tag: e.tagName, id: e.id, box: e.getBoundingClientRect().toJSON()}))""", HIGHLIGHT)
+        .map(e => ({tag: e.tagName, id: e.id, box: e.getBoundingClientRect().toJSON()}))""",
+        HIGHLIGHT,
+    )
 
 
 def _edit_docx(path, starts: str, change) -> None:
@@ -194,7 +208,9 @@ def test_old_docx_anchors_land_on_one_paragraph_or_the_page_top(workspace, tmp_p
     run_build(workspace, out, site=True)
     rewritten = block_id(out, "吗啉是一种同时含氧和氮的六元杂环%")
     edited = block_id(out, "N-甲基吡咯烷酮（NMP）是一种强极性非质子溶剂%")
-    _edit_docx(docx_path, "吗啉是一种", lambda _: "Completely different English text about corrosion inhibitors.")
+    _edit_docx(
+        docx_path, "吗啉是一种", lambda _: "Completely different English text about corrosion inhibitors."
+    )
     _edit_docx(docx_path, "N-甲基吡咯烷酮", lambda t: t + "（已修订）")
     run_build(workspace, out, site=True)
     middle = block_id(out, "N-甲基吡咯烷酮%（已修订）")

@@ -19,8 +19,8 @@ from mnote_evidence.build.core.assets import asset_dir
 from mnote_evidence.build.core.text import QueryError, fts_query, query_terms
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
-from mnote_evidence.functions.search import snippet
 from mnote_evidence.functions.handlers.evidence import search
+from mnote_evidence.functions.search import snippet
 from tests.conftest import shoot
 from tests.servers import free_port, start, start_serve, stop
 
@@ -71,7 +71,7 @@ def api_results(out: Path, query: str, top_k: int = FIRST_ASK) -> list[dict]:
 
 def site_relative(url: str, root: str) -> str:
     assert url.startswith(root), (url, root)
-    return unquote(url[len(root):])
+    return unquote(url[len(root) :])
 
 
 @pytest.mark.parametrize("ranges", [True, False], ids=["range-host", "python-http-server"])
@@ -86,10 +86,14 @@ def test_static_host_search_matches_the_api_and_opens_the_anchor(site, page, ran
             data = page.evaluate("q => window.mnoteEvidence.search(q)", query)
             expected = api_results(out, query)
             assert [r["evidenceId"] for r in data["results"]] == [r["evidenceId"] for r in expected]
-            assert [site_relative(urljoin(page.url, r["source"]["openAction"]["url"]), base)
-                    for r in data["results"]] == [unquote(r["source"]["openAction"]["url"]) for r in expected]
+            assert [
+                site_relative(urljoin(page.url, r["source"]["openAction"]["url"]), base)
+                for r in data["results"]
+            ] == [unquote(r["source"]["openAction"]["url"]) for r in expected]
             assert hrefs[0] == urljoin(page.url, data["results"][0]["source"]["openAction"]["url"])
-            marks = page.eval_on_selector_all("#search-results .result mark", "els => els.map(e => e.textContent)")
+            marks = page.eval_on_selector_all(
+                "#search-results .result mark", "els => els.map(e => e.textContent)"
+            )
             assert marks and all(m.lower() in query.lower() for m in marks), marks
             assert "matching passage" in page.inner_text("#search-results .result-count")
             stats = page.evaluate("window.mnoteEvidence.searchStats()")
@@ -111,7 +115,8 @@ def test_static_host_search_matches_the_api_and_opens_the_anchor(site, page, ran
 def box_texts(page) -> list[str]:
     """The count line and the "n more in this file" buttons, as shown."""
     return [page.inner_text("#search-results .result-count")] + page.eval_on_selector_all(
-        "#search-results .more-in-file, #search-results .more-results", "els => els.map(e => e.textContent)")
+        "#search-results .more-in-file, #search-results .more-results", "els => els.map(e => e.textContent)"
+    )
 
 
 def test_served_search_box_opens_the_same_anchors_as_the_static_host(site, page):
@@ -169,11 +174,17 @@ def test_kind_filter_and_grouping(site, page):
         assert more is not None and "more in this file" in more.inner_text()
         hidden = page.eval_on_selector_all("#search-results .group-rest .result", "els => els.length")
         more.click()
-        assert page.eval_on_selector_all("#search-results .result", "els => els.filter(e => e.offsetParent).length") \
+        assert (
+            page.eval_on_selector_all(
+                "#search-results .result", "els => els.filter(e => e.offsetParent).length"
+            )
             == groups + hidden
+        )
         page.select_option("form.search select[name=kind]", "markdown")
-        page.wait_for_function("[...document.querySelectorAll('#search-results small')].every("
-                               "s => s.textContent.includes('.md'))")
+        page.wait_for_function(
+            "[...document.querySelectorAll('#search-results small')].every("
+            "s => s.textContent.includes('.md'))"
+        )
         assert page.console_errors == []
     finally:
         stop(proc)
@@ -188,7 +199,9 @@ def more_until_done(page) -> int:
     while page.query_selector("#search-results .more-results"):
         before = len(all_result_ids(page))
         page.click("#search-results .more-results")
-        deadline = time.monotonic() + 30  # polled from here: the served page's CSP forbids wait_for_function's eval
+        deadline = (
+            time.monotonic() + 30
+        )  # polled from here: the served page's CSP forbids wait_for_function's eval
         while len(all_result_ids(page)) <= before and page.query_selector("#search-results .more-results"):
             assert time.monotonic() < deadline, "More results added nothing"
             page.wait_for_timeout(50)
@@ -202,10 +215,13 @@ PARITY_QUERIES = ["线程作用域", "evidence", "the", "吗啉", "线程"]  # C
 def comparable(answer: dict, url=lambda u: unquote(u)) -> dict:
     """An answer's page as both paths must give it: ids in order, opened URLs, snippets, quotes, totals,
     pages, groups."""
-    return {"ids": [r["evidenceId"] for r in answer["results"]],
-            "urls": [url(r["source"]["openAction"]["url"]) for r in answer["results"]],
-            "snippets": [r["snippet"] for r in answer["results"]], "quotes": [r["quote"] for r in answer["results"]],
-            **{k: answer.get(k) for k in ("total", "totalIsLowerBound", "nextOffset", "groups")}}
+    return {
+        "ids": [r["evidenceId"] for r in answer["results"]],
+        "urls": [url(r["source"]["openAction"]["url"]) for r in answer["results"]],
+        "snippets": [r["snippet"] for r in answer["results"]],
+        "quotes": [r["quote"] for r in answer["results"]],
+        **{k: answer.get(k) for k in ("total", "totalIsLowerBound", "nextOffset", "groups")},
+    }
 
 
 def assert_same_pages(page, out: Path, queries: list[str], requests: list[dict]) -> int:
@@ -224,8 +240,11 @@ def assert_same_pages(page, out: Path, queries: list[str], requests: list[dict])
                 assert got == want, request
                 if "groupBy" not in request:  # what the box asks: the same page, a total counted less deep
                     lean = comparable(page.evaluate("r => window.mnoteEvidence.search(r)", request), relative)
-                    assert {**lean, "total": None, "totalIsLowerBound": None} == \
-                        {**want, "total": None, "totalIsLowerBound": None}, request
+                    assert {**lean, "total": None, "totalIsLowerBound": None} == {
+                        **want,
+                        "total": None,
+                        "totalIsLowerBound": None,
+                    }, request
                     assert lean["total"] <= want["total"] and (lean["totalIsLowerBound"] or lean == want)
                 if want["nextOffset"] is None or request.get("offset"):
                     break
@@ -241,10 +260,17 @@ def test_static_pages_and_groups_are_the_apis(site, page):
     try:
         quiet(page)
         page.goto(base + "index.html")
-        seconds = assert_same_pages(page, out, PARITY_QUERIES,
-                                    [{"topK": 2}, {"topK": 3, "resourceKinds": ["markdown"]},
-                                     {"topK": 2, "groupBy": "document", "perDocument": 2},
-                                     {"topK": 1, "groupBy": "document"}])
+        seconds = assert_same_pages(
+            page,
+            out,
+            PARITY_QUERIES,
+            [
+                {"topK": 2},
+                {"topK": 3, "resourceKinds": ["markdown"]},
+                {"topK": 2, "groupBy": "document", "perDocument": 2},
+                {"topK": 1, "groupBy": "document"},
+            ],
+        )
         assert seconds >= 10  # second pages were compared, for every kind of query
         assert page.console_errors == []
     finally:
@@ -264,11 +290,19 @@ def crowded_site(tmp_path_factory) -> Path:
     for n in range(40):
         folder = root / ("线程" if n % 3 else "notes")
         folder.mkdir(parents=True, exist_ok=True)
-        paras = ["线程作用域 thread scope evidence.", f"第 {n} 条：线程池和线程作用域的区别 evidence of thread pools.",
-                 "吗啉的线程 the morpholine thread.", "The thread scope of note %d, evidence retained." % n]
-        (folder / f"note {n}.md").write_text(f"# Note {n}\n\n" + "\n\n".join(paras * (1 + n % 3)) + "\n", "utf-8")
+        paras = [
+            "线程作用域 thread scope evidence.",
+            f"第 {n} 条：线程池和线程作用域的区别 evidence of thread pools.",
+            "吗啉的线程 the morpholine thread.",
+            "The thread scope of note %d, evidence retained." % n,
+        ]
+        (folder / f"note {n}.md").write_text(
+            f"# Note {n}\n\n" + "\n\n".join(paras * (1 + n % 3)) + "\n", "utf-8"
+        )
     long = " ".join(f"word{i} 线程作用域说明{i}" if i == 60 else f"filler{i} 填充" for i in range(120))
-    (root / "notes/long.md").write_text(f"# Long\n\n{long} thread scope evidence {long}\n", "utf-8")  # cut quotes
+    (root / "notes/long.md").write_text(
+        f"# Long\n\n{long} thread scope evidence {long}\n", "utf-8"
+    )  # cut quotes
     doc = pymupdf.open()
     for _ in range(12):
         doc.new_page().insert_text((72, 100), "thread scope evidence on every page", fontsize=11)
@@ -288,11 +322,20 @@ def test_static_pages_and_groups_are_the_apis_past_the_ranked_window(crowded_sit
         ctx = Context(db=EvidenceDB(crowded_site / "evidence.sqlite"), site_base="")
         first = search({"query": "thread", "topK": 10}, ctx)
         assert first["totalIsLowerBound"] and first["total"] >= 250  # the window is the handler's
-        seconds = assert_same_pages(page, crowded_site, ["线程", "thread scope", "线程作用域"],
-                                    [{"topK": 10}, {"topK": 7, "offset": 49}, {"topK": 10, "offset": 240},
-                                     {"topK": 5, "folder": "线程"}, {"topK": 4, "resourceKinds": ["pdf"]},
-                                     {"topK": 3, "groupBy": "document", "perDocument": 2},
-                                     {"topK": 4, "groupBy": "document", "offset": 4}])
+        seconds = assert_same_pages(
+            page,
+            crowded_site,
+            ["线程", "thread scope", "线程作用域"],
+            [
+                {"topK": 10},
+                {"topK": 7, "offset": 49},
+                {"topK": 10, "offset": 240},
+                {"topK": 5, "folder": "线程"},
+                {"topK": 4, "resourceKinds": ["pdf"]},
+                {"topK": 3, "groupBy": "document", "perDocument": 2},
+                {"topK": 4, "groupBy": "document", "offset": 4},
+            ],
+        )
         assert seconds >= 3
         assert page.console_errors == []
     finally:
@@ -317,17 +360,41 @@ def test_more_results_reaches_every_passage(site, page, path):
         stop(proc)
 
 
-INPUTS = ["吗啉", "线程作用域", "线", "Thread scope 线程作用域", "retention period", "  ", "AND OR NOT", '"quoted" (x)*',
-          "吡咯烷 boiling point", "ｒｅｔｅｎｔｉｏｎ", "N-甲基吡咯烷酮", "café naïve", "under_score 2024 v1.2", "日本語のテキスト",
-          "한국어 검색", "mixed中文English混合", "\x00", "ｶﾀｶﾅ", "①②", "𠀀𠀁 test", "e\u0301t\u00e9", "Ünïcödé ß"]
+INPUTS = [
+    "吗啉",
+    "线程作用域",
+    "线",
+    "Thread scope 线程作用域",
+    "retention period",
+    "  ",
+    "AND OR NOT",
+    '"quoted" (x)*',
+    "吡咯烷 boiling point",
+    "ｒｅｔｅｎｔｉｏｎ",
+    "N-甲基吡咯烷酮",
+    "café naïve",
+    "under_score 2024 v1.2",
+    "日本語のテキスト",
+    "한국어 검색",
+    "mixed中文English混合",
+    "\x00",
+    "ｶﾀｶﾅ",
+    "①②",
+    "𠀀𠀁 test",
+    "e\u0301t\u00e9",
+    "Ünïcödé ß",
+]
 
 
 def test_js_builds_the_same_fts_query_as_python(site, page):
     _, out = site
     page.goto((out / "index.html").as_uri())
     for text in INPUTS:
-        js = page.evaluate("""q => { try { return [window.mnoteSearchQuery.ftsQuery(q), null]; }
-                                      catch (e) { return [null, e.message]; } }""", text)
+        js = page.evaluate(
+            """q => { try { return [window.mnoteSearchQuery.ftsQuery(q), null]; }
+                                      catch (e) { return [null, e.message]; } }""",
+            text,
+        )
         try:
             py = [fts_query(text), None]
         except QueryError as exc:
@@ -336,16 +403,23 @@ def test_js_builds_the_same_fts_query_as_python(site, page):
         assert page.evaluate("q => window.mnoteSearchQuery.queryTerms(q)", text) == query_terms(text), text
 
 
-SNIPPET_CASES = [("The retention period for audit evidence is seven years from the end of the fiscal year.", "retention period"),
-                 ("补充吗啉的毒理数据。吗啉是一种杂环化合物，沸点 129 °C。" * 8, "吗啉 沸点"),
-                 ("Café NAÏVE résumé straße and more words " * 6, "cafe naive"),
-                 ("𠀀𠀁 test emoji 😀 test 线程作用域 after " * 10, "test 线程"),
-                 ("Nothing matches here at all, a long sentence " * 8, "zebra"),
-                 ("wordwordword retention, retentionist retention. " * 9, "retention")]
+SNIPPET_CASES = [
+    (
+        "The retention period for audit evidence is seven years from the end of the fiscal year.",
+        "retention period",
+    ),
+    ("补充吗啉的毒理数据。吗啉是一种杂环化合物，沸点 129 °C。" * 8, "吗啉 沸点"),
+    ("Café NAÏVE résumé straße and more words " * 6, "cafe naive"),
+    ("𠀀𠀁 test emoji 😀 test 线程作用域 after " * 10, "test 线程"),
+    ("Nothing matches here at all, a long sentence " * 8, "zebra"),
+    ("wordwordword retention, retentionist retention. " * 9, "retention"),
+]
 
 
 def js_snippet(page, text: str, query: str) -> dict:
-    return page.evaluate("([t, terms]) => window.mnoteSearchQuery.snippet(t, terms)", [text, query_terms(query)])
+    return page.evaluate(
+        "([t, terms]) => window.mnoteSearchQuery.snippet(t, terms)", [text, query_terms(query)]
+    )
 
 
 def test_js_snippet_windows_and_highlights_the_terms(site, page):
@@ -353,15 +427,19 @@ def test_js_snippet_windows_and_highlights_the_terms(site, page):
     page.goto((out / "index.html").as_uri())
     for text, query in SNIPPET_CASES:
         snip = js_snippet(page, text, query)
-        assert len(snip["text"]) <= 162 + 2 and snip["text"].strip("…") in " ".join(text.split())  # +2: astral
+        assert len(snip["text"]) <= 162 + 2 and snip["text"].strip("…") in " ".join(
+            text.split()
+        )  # +2: astral
         marked = page.evaluate("""s => s.highlights.map(h => s.text.slice(h[0], h[1]))""", snip)
         if query == "zebra":
             assert marked == []
             continue
         assert marked, query
         for m in marked:  # whole words for Latin terms, substrings for CJK, never a bigram of the index
-            assert any(m.lower() in t.lower() or t.lower() in m.lower() for t in ("retention", "period", "吗啉",
-                       "沸点", "café", "naïve", "test", "线程")), m
+            assert any(
+                m.lower() in t.lower() or t.lower() in m.lower()
+                for t in ("retention", "period", "吗啉", "沸点", "café", "naïve", "test", "线程")
+            ), m
         assert "retentionist" not in marked and "wordwordword" not in marked
 
 
@@ -384,13 +462,21 @@ def test_js_constants_are_the_handlers():
     import re
 
     from mnote_evidence.functions.handlers import evidence
-    from mnote_evidence.functions.search import fts, results as search_results
+    from mnote_evidence.functions.search import fts
+    from mnote_evidence.functions.search import results as search_results
 
     source = (asset_dir("site_templates") / "_static/search_query.js").read_text("utf-8")
     js = {name: int(value) for name, value in re.findall(r"\b([A-Z_]+) = (\d+)\b", source)}
-    want = {"CANDIDATES_PER_RESULT": fts.CANDIDATES_PER_RESULT, "MIN_CANDIDATES": fts.MIN_CANDIDATES,
-            "MAX_WINDOW": fts.MAX_WINDOW, "RANK_WINDOW": fts.RANK_WINDOW, "MAX_DEPTH": search_results.MAX_DEPTH,
-            "COUNT_CAP": search_results.COUNT_CAP, "MAX_TOP_K": evidence.MAX_TOP_K,
-            "DEFAULT_TOP_K": evidence.DEFAULT_TOP_K, "DEFAULT_PER_DOCUMENT": evidence.DEFAULT_PER_DOCUMENT,
-            "MAX_PER_DOCUMENT": evidence.MAX_PER_DOCUMENT}
+    want = {
+        "CANDIDATES_PER_RESULT": fts.CANDIDATES_PER_RESULT,
+        "MIN_CANDIDATES": fts.MIN_CANDIDATES,
+        "MAX_WINDOW": fts.MAX_WINDOW,
+        "RANK_WINDOW": fts.RANK_WINDOW,
+        "MAX_DEPTH": search_results.MAX_DEPTH,
+        "COUNT_CAP": search_results.COUNT_CAP,
+        "MAX_TOP_K": evidence.MAX_TOP_K,
+        "DEFAULT_TOP_K": evidence.DEFAULT_TOP_K,
+        "DEFAULT_PER_DOCUMENT": evidence.DEFAULT_PER_DOCUMENT,
+        "MAX_PER_DOCUMENT": evidence.MAX_PER_DOCUMENT,
+    }
     assert {k: js.get(k) for k in want} == want

@@ -53,8 +53,12 @@ class RapidOcrEngine:
         words = result.word_results or [None] * len(result.txts)
         for text, score, quad, pieces in zip(result.txts, result.scores, result.boxes, words):
             xs, ys = [p[0] for p in quad], [p[1] for p in quad]
-            box = [round(float(min(xs)), 1), round(float(min(ys)), 1), round(float(max(xs)), 1),
-                   round(float(max(ys)), 1)]
+            box = [
+                round(float(min(xs)), 1),
+                round(float(min(ys)), 1),
+                round(float(max(xs)), 1),
+                round(float(max(ys)), 1),
+            ]
             text = normalize_line(respaced(text, word_pieces(pieces)) if pieces else text)
             if text:
                 lines.append(OcrLine(text, box, round(float(score), 4)))
@@ -63,7 +67,10 @@ class RapidOcrEngine:
 
 def word_pieces(pieces) -> list[tuple[str, float, float]]:
     """RapidOCR's word results as (text, x0, x1) in the line's order (quads -> horizontal extent)."""
-    return [(text, float(min(p[0] for p in quad)), float(max(p[0] for p in quad))) for text, _score, quad in pieces]
+    return [
+        (text, float(min(p[0] for p in quad)), float(max(p[0] for p in quad)))
+        for text, _score, quad in pieces
+    ]
 
 
 class TesseractEngine:
@@ -72,18 +79,26 @@ class TesseractEngine:
 
     def version(self) -> str:
         out = subprocess.run([self._binary(), "--version"], capture_output=True, text=True).stdout
-        return "tesseract-" + (out.split()[1] if out else "unknown") + f"-{self.languages}+n{NORMALIZE_REVISION}"
+        return (
+            "tesseract-" + (out.split()[1] if out else "unknown") + f"-{self.languages}+n{NORMALIZE_REVISION}"
+        )
 
     @staticmethod
     def _binary() -> str:
         found = shutil.which("tesseract")
         if not found:
-            raise OcrUnavailable("tesseract is not installed: apt-get install tesseract-ocr tesseract-ocr-chi-sim")
+            raise OcrUnavailable(
+                "tesseract is not installed: apt-get install tesseract-ocr tesseract-ocr-chi-sim"
+            )
         return found
 
     def recognise(self, image: Path) -> list[OcrLine]:
-        proc = subprocess.run([self._binary(), str(image), "-", "-l", self.languages, "tsv"],
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [self._binary(), str(image), "-", "-l", self.languages, "tsv"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"tesseract failed: {proc.stderr.strip()[:300]}")
         groups: dict[tuple, list[dict]] = {}

@@ -45,15 +45,21 @@ GRID = 1000.0
 def _config(settings: OcrSettings) -> tuple[str, str]:
     token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:
-        raise ProviderError("mineru_token_missing", f"MinerU was requested but {TOKEN_ENV} is not set; set it in "
-                            "the environment (it is never stored) or choose a local OCR engine")
+        raise ProviderError(
+            "mineru_token_missing",
+            f"MinerU was requested but {TOKEN_ENV} is not set; set it in "
+            "the environment (it is never stored) or choose a local OCR engine",
+        )
     url = (settings.mineru_url or os.environ.get(URL_ENV, "")).rstrip("/")
     if not url:
-        raise ProviderError("mineru_url_missing", f"MinerU was requested but no URL is configured "
-                            f"(--mineru-url or {URL_ENV})")
+        raise ProviderError(
+            "mineru_url_missing", f"MinerU was requested but no URL is configured (--mineru-url or {URL_ENV})"
+        )
     if not settings.allow_upload:
-        raise ProviderError("mineru_upload_not_allowed", "MinerU would upload this file to a remote service; "
-                            "pass --allow-upload to permit it")
+        raise ProviderError(
+            "mineru_upload_not_allowed",
+            "MinerU would upload this file to a remote service; pass --allow-upload to permit it",
+        )
     return url, token
 
 
@@ -65,20 +71,34 @@ def _check(resp: httpx.Response, step: str) -> dict:
     except ValueError as exc:
         raise ProviderError("mineru_failed", f"MinerU {step}: response is not JSON") from exc
     if body.get("code") != 0:
-        raise ProviderError("mineru_failed", f"MinerU {step}: code {body.get('code')}: {str(body.get('msg'))[:200]}")
+        raise ProviderError(
+            "mineru_failed", f"MinerU {step}: code {body.get('code')}: {str(body.get('msg'))[:200]}"
+        )
     return body.get("data") or {}
 
 
-def extract(path: Path, settings: OcrSettings, page_sizes: dict[int, tuple[float, float]]) -> dict[int, list[OcrLine]]:
+def extract(
+    path: Path, settings: OcrSettings, page_sizes: dict[int, tuple[float, float]]
+) -> dict[int, list[OcrLine]]:
     """OCR lines per 1-based page, boxes in each page's own units."""
     url, token = _config(settings)
     import httpx  # only when MinerU is configured and used: every build imports this module (ocr/run.py)
 
     try:
-        with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as api, \
-                httpx.Client(timeout=120) as plain:
-            data = _check(api.post("/api/v4/file-urls/batch", json={
-                "files": [{"name": path.name, "is_ocr": True, "data_id": path.name}], "language": "ch"}), "upload request")
+        with (
+            httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as api,
+            httpx.Client(timeout=120) as plain,
+        ):
+            data = _check(
+                api.post(
+                    "/api/v4/file-urls/batch",
+                    json={
+                        "files": [{"name": path.name, "is_ocr": True, "data_id": path.name}],
+                        "language": "ch",
+                    },
+                ),
+                "upload request",
+            )
             batch, upload = data.get("batch_id"), (data.get("file_urls") or [None])[0]
             if not batch or not upload:
                 raise ProviderError("mineru_failed", "MinerU upload request: no batch_id or upload URL")
@@ -103,7 +123,9 @@ def _wait(api: httpx.Client, batch: str) -> str:
         if state == "done" and result.get("full_zip_url"):
             return result["full_zip_url"]
         if state == "failed":
-            raise ProviderError("mineru_failed", f"MinerU could not parse the file: {str(result.get('err_msg'))[:200]}")
+            raise ProviderError(
+                "mineru_failed", f"MinerU could not parse the file: {str(result.get('err_msg'))[:200]}"
+            )
         time.sleep(POLL_SECONDS)
     raise ProviderError("mineru_timeout", f"MinerU did not finish within {TIMEOUT_SECONDS} s")
 
@@ -123,7 +145,11 @@ def _content_lines(zip_bytes: bytes, page_sizes: dict[int, tuple[float, float]])
         if not text or page not in page_sizes or not (isinstance(bbox, list) and len(bbox) == 4):
             continue
         w, h = page_sizes[page]
-        box = [round(bbox[0] / GRID * w, 2), round(bbox[1] / GRID * h, 2),
-               round(bbox[2] / GRID * w, 2), round(bbox[3] / GRID * h, 2)]
+        box = [
+            round(bbox[0] / GRID * w, 2),
+            round(bbox[1] / GRID * h, 2),
+            round(bbox[2] / GRID * w, 2),
+            round(bbox[3] / GRID * h, 2),
+        ]
         out.setdefault(page, []).append(OcrLine(text, box, 1.0))
     return out

@@ -107,7 +107,7 @@ def _fragment_joins(tokens: list[str], touching: list[bool]) -> list[bool]:
     for end in range(len(tokens)):  # runs of tokens connected by touching boundaries
         if end < len(touching) and touching[end]:
             continue
-        if sum(lone[start:end + 1]) >= 2:
+        if sum(lone[start : end + 1]) >= 2:
             join[start:end] = [True] * (end - start)
         else:
             for k in range(start, end):

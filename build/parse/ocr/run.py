@@ -10,12 +10,12 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnote_evidence.build.parse.libraries import image_ops, mupdf, pillow
 from mnote_evidence.build.core.model import ProviderError
+from mnote_evidence.build.parse.libraries import image_ops, mupdf, pillow
 from mnote_evidence.build.parse.ocr import mineru
 from mnote_evidence.build.parse.ocr.engines import ENGINE_NAMES, ENGINES, OcrUnavailable
 from mnote_evidence.build.parse.ocr.normalize import OcrLine
@@ -28,20 +28,24 @@ if TYPE_CHECKING:  # loaded with the first PDF or image read (build/parse/librar
 _SETUP_CODES = {"mineru_token_missing", "mineru_url_missing", "mineru_upload_not_allowed"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def engine_for(name: str):
     """One engine object per process: models load once per worker, not once per image."""
     if name not in ENGINES:
-        raise ProviderError("ocr_engine_unknown", f"unknown OCR engine '{name}'; use one of "
-                            f"{', '.join(ENGINE_NAMES)}")
+        raise ProviderError(
+            "ocr_engine_unknown", f"unknown OCR engine '{name}'; use one of {', '.join(ENGINE_NAMES)}"
+        )
     return ENGINES[name]()
 
 
-@lru_cache(maxsize=None)
+@cache
 def engine_version(settings: OcrSettings) -> str:
     if settings.engine == "mineru":
-        return mineru.VERSION + (f"|fallback:{engine_version(replace(settings, engine=settings.fallback))}"
-                                 if settings.fallback else "")
+        return mineru.VERSION + (
+            f"|fallback:{engine_version(replace(settings, engine=settings.fallback))}"
+            if settings.fallback
+            else ""
+        )
     try:
         return engine_for(settings.engine).version()
     except (OcrUnavailable, ImportError, OSError):
@@ -72,7 +76,9 @@ def _with_fallback(settings: OcrSettings, remote, local):
         raise
 
 
-def image_lines(root: Path, settings: OcrSettings, path: Path, source_hash: str, size: tuple[int, int]) -> list[OcrLine]:
+def image_lines(
+    root: Path, settings: OcrSettings, path: Path, source_hash: str, size: tuple[int, int]
+) -> list[OcrLine]:
     """OCR lines of an image file, boxes in pixels of the image as displayed (EXIF rotation applied)."""
     version = engine_version(settings)
     key = source_hash.removeprefix("sha256:")
@@ -91,17 +97,24 @@ def image_lines(root: Path, settings: OcrSettings, path: Path, source_hash: str,
     return lines
 
 
-def pdf_page_lines(root: Path, settings: OcrSettings, doc: pymupdf.Document, path: Path, source_hash: str,
-                   pages: list[int]) -> dict[int, list[OcrLine]]:
+def pdf_page_lines(
+    root: Path, settings: OcrSettings, doc: pymupdf.Document, path: Path, source_hash: str, pages: list[int]
+) -> dict[int, list[OcrLine]]:
     """OCR lines of some pages of a PDF, boxes in PDF points (top-left origin)."""
     version = engine_version(settings)
-    keys = {n: hashlib.sha256(f"{source_hash}|page {n}|{settings.pdf_dpi} dpi".encode()).hexdigest() for n in pages}
+    keys = {
+        n: hashlib.sha256(f"{source_hash}|page {n}|{settings.pdf_dpi} dpi".encode()).hexdigest()
+        for n in pages
+    }
     found = {n: cached_lines(root, settings, version, keys[n]) for n in pages}
     missing = [n for n, lines in found.items() if lines is None]
     if missing:
         sizes = {n: (doc[n - 1].rect.width, doc[n - 1].rect.height) for n in missing}
-        fresh = _with_fallback(settings, lambda: mineru.extract(path, settings, sizes),
-                               lambda s: {n: _render_and_read(s, doc[n - 1]) for n in missing})
+        fresh = _with_fallback(
+            settings,
+            lambda: mineru.extract(path, settings, sizes),
+            lambda s: {n: _render_and_read(s, doc[n - 1]) for n in missing},
+        )
         for n in missing:
             found[n] = fresh.get(n, [])
             store_lines(root, settings, version, keys[n], found[n])
@@ -119,6 +132,14 @@ def _render_and_read(settings: OcrSettings, page: pymupdf.Page) -> list[OcrLine]
         page.get_pixmap(matrix=fitz.Matrix(zoom, zoom), colorspace=fitz.csGRAY).save(png)
         lines = _local(settings, png)
     rect = page.rect
-    return [OcrLine(line.text, [round(min(max(v * scale, 0), lim), 2) for v, lim in
-                                zip(line.bbox, (rect.width, rect.height, rect.width, rect.height))],
-                    line.confidence) for line in lines]
+    return [
+        OcrLine(
+            line.text,
+            [
+                round(min(max(v * scale, 0), lim), 2)
+                for v, lim in zip(line.bbox, (rect.width, rect.height, rect.width, rect.height))
+            ],
+            line.confidence,
+        )
+        for line in lines
+    ]

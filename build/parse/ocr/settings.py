@@ -40,6 +40,10 @@ def cached_lines(root: Path, settings: OcrSettings, engine_version: str, key: st
     return [OcrLine(**line) for line in doc["lines"]]
 
 
-def store_lines(root: Path, settings: OcrSettings, engine_version: str, key: str, lines: list[OcrLine]) -> None:
+def store_lines(
+    root: Path, settings: OcrSettings, engine_version: str, key: str, lines: list[OcrLine]
+) -> None:
     doc = {"engine": engine_version, "lines": [line.__dict__ for line in lines]}
-    atomic_write_text(cache_path(root, settings, engine_version, key), json.dumps(doc, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        cache_path(root, settings, engine_version, key), json.dumps(doc, ensure_ascii=False) + "\n"
+    )

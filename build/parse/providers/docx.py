@@ -32,15 +32,27 @@ import re
 import zipfile
 from pathlib import Path
 
-from mnote_evidence.build.core.ids import BlockIdAllocator
 from mnote_evidence.build.core.formats import format_named
-from mnote_evidence.build.parse.providers import provider_version
+from mnote_evidence.build.core.ids import BlockIdAllocator
+from mnote_evidence.build.core.model import (
+    KIND_OFFICE,
+    Block,
+    ParsedResourceArtifact,
+    ProviderError,
+    Warning_,
+)
 from mnote_evidence.build.parse.libraries import python_docx
-from mnote_evidence.build.core.model import KIND_OFFICE, Block, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.providers import provider_version
 from mnote_evidence.build.parse.providers.base import ParseInput
-from mnote_evidence.build.parse.providers.docx_parts import (W, notes, paragraph_text, raw_document, references,
-                                                       text_box_paragraphs)
+from mnote_evidence.build.parse.providers.docx_parts import (
+    W,
+    notes,
+    paragraph_text,
+    raw_document,
+    references,
+    text_box_paragraphs,
+)
 from mnote_evidence.build.parse.sections import SectionTree
 from mnote_evidence.build.parse.zipbudget import OverBudget, check_inflated_size
 
@@ -68,9 +80,12 @@ def check_zip(path: Path) -> None:
     except (zipfile.BadZipFile, OSError) as exc:
         raise ProviderError("docx_corrupt", f"damaged .docx (zip) file: {exc}") from exc
     if total > MAX_UNCOMPRESSED:
-        raise ProviderError("docx_zip_bomb", f"refusing to inflate {total / 2**20:.0f} MiB "
-                            f"(limit {MAX_UNCOMPRESSED / 2**20:.0f} MiB); the file is a zip bomb "
-                            "or far larger than any real document")
+        raise ProviderError(
+            "docx_zip_bomb",
+            f"refusing to inflate {total / 2**20:.0f} MiB "
+            f"(limit {MAX_UNCOMPRESSED / 2**20:.0f} MiB); the file is a zip bomb "
+            "or far larger than any real document",
+        )
 
 
 def heading_levels(styles_root) -> dict[str, int]:
@@ -137,16 +152,29 @@ class DocxProvider:
     def _open(self, path: Path) -> tuple[object, object, list[Warning_]]:
         """(body element, styles root, warnings): python-docx first, the raw XML when it refuses."""
         try:
-            document = python_docx().Document(str(path))  # loaded with the first Word file (build/parse/libraries.py)
+            document = python_docx().Document(
+                str(path)
+            )  # loaded with the first Word file (build/parse/libraries.py)
             return document.element.body, document.styles.element, []
         except Exception as exc:  # PackageNotFoundError, KeyError (missing part), malformed XML...
             refusal = f"{type(exc).__name__}: {exc}"
         body, styles = raw_document(path)
         if body is None:
-            raise ProviderError("docx_corrupt", f"python-docx cannot open it ({refusal}) and word/document.xml "
-                                "has no readable body")
-        return body, styles, [Warning_("docx_repaired", f"python-docx refused the package ({refusal[:200]}); "
-                                       "the text was read from word/document.xml directly")]
+            raise ProviderError(
+                "docx_corrupt",
+                f"python-docx cannot open it ({refusal}) and word/document.xml has no readable body",
+            )
+        return (
+            body,
+            styles,
+            [
+                Warning_(
+                    "docx_repaired",
+                    f"python-docx refused the package ({refusal[:200]}); "
+                    "the text was read from word/document.xml directly",
+                )
+            ],
+        )
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         check_zip(item.full_path)
@@ -166,9 +194,19 @@ class DocxProvider:
             start = length + len(prefix)
             parts.append(prefix + text + "\n\n")
             length += len(prefix) + len(text) + 2
-            blocks.append(tree.add(Block(new_id(kind, text), kind, text,
-                                         paragraph_index=max(paragraph_index, 1),
-                                         para_id=para_id, char_range=[start, start + len(text)], note=note)))
+            blocks.append(
+                tree.add(
+                    Block(
+                        new_id(kind, text),
+                        kind,
+                        text,
+                        paragraph_index=max(paragraph_index, 1),
+                        para_id=para_id,
+                        char_range=[start, start + len(text)],
+                        note=note,
+                    )
+                )
+            )
 
         def add_attached(el) -> None:
             """Text boxes anchored in body paragraph `el`, then the notes and comments it references."""
@@ -211,7 +249,13 @@ class DocxProvider:
         if not blocks:
             raise ProviderError("docx_no_text", "Word document has no text to index")
         return ParsedResourceArtifact(
-            kind=KIND_OFFICE, provider=self.name, provider_version=self.version(),
-            source_path=item.path, source_hash=item.source_hash, text="".join(parts),
-            blocks=blocks, sections=tree.sections, warnings=warnings,
+            kind=KIND_OFFICE,
+            provider=self.name,
+            provider_version=self.version(),
+            source_path=item.path,
+            source_hash=item.source_hash,
+            text="".join(parts),
+            blocks=blocks,
+            sections=tree.sections,
+            warnings=warnings,
         )

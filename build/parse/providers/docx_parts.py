@@ -25,9 +25,16 @@ W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
 NOTE_KINDS = {"footnote": "footnotes", "endnote": "endnotes", "comment": "comments"}  # block type -> rel type
-_DEFAULT_PART = {"footnotes": "word/footnotes.xml", "endnotes": "word/endnotes.xml", "comments": "word/comments.xml"}
-_REFERENCE = {f"{W}footnoteReference": "footnote", f"{W}endnoteReference": "endnote",
-              f"{W}commentReference": "comment"}
+_DEFAULT_PART = {
+    "footnotes": "word/footnotes.xml",
+    "endnotes": "word/endnotes.xml",
+    "comments": "word/comments.xml",
+}
+_REFERENCE = {
+    f"{W}footnoteReference": "footnote",
+    f"{W}endnoteReference": "endnote",
+    f"{W}commentReference": "comment",
+}
 _SKIPPED = (f"{W}txbxContent", f"{MC}Fallback")
 
 _TEXT_TAGS = (f"{W}t", f"{W}tab", f"{W}br", f"{W}cr", f"{W}noBreakHyphen")
@@ -114,8 +121,9 @@ def notes(path: Path, w14_para_id: str) -> dict[str, dict[str, Note]]:
                 paras = list(el.iter(f"{W}p"))
                 text = "\n".join(t for p in paras if (t := paragraph_text(p).strip()))
                 if text:
-                    out[kind][el.get(f"{W}id")] = Note(text, paras[0].get(w14_para_id) if paras else None,
-                                                       el.get(f"{W}author") or None)
+                    out[kind][el.get(f"{W}id")] = Note(
+                        text, paras[0].get(w14_para_id) if paras else None, el.get(f"{W}author") or None
+                    )
     return out
 
 

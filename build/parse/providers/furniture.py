@@ -38,7 +38,9 @@ MAX_FURNITURE_CHARS = 120
 _ROMAN = r"[ivxlcdm]{1,7}"
 PAGE_NUMBER = re.compile(
     rf"^(?:(?:page|p\.|seite|página|第)\s*)?[-–—(\[]?\s*(?:\d{{1,4}}|{_ROMAN})\s*[-–—)\]]?"
-    rf"(?:\s*(?:of|/|von|de|页|頁)\s*\d{{1,4}})?\s*(?:页|頁)?$", re.I)
+    rf"(?:\s*(?:of|/|von|de|页|頁)\s*\d{{1,4}})?\s*(?:页|頁)?$",
+    re.I,
+)
 _DIGITS = re.compile(r"\d+")
 
 
@@ -105,7 +107,12 @@ def furniture_flags(blocks: list[PageBlock], heights: dict[int, float]) -> list[
         flags[i] = candidate[i] or (len(text) <= MAX_FURNITURE_CHARS and bool(_DIGITS.search(text)))
     offset = _page_offset(blocks, flags)
     for i, _band, _y in edges:  # a lone page number where the others are not (gnuplot's index page)
-        if not flags[i] and offset is not None and texts[i].isdigit() and int(texts[i]) - blocks[i].page == offset:
+        if (
+            not flags[i]
+            and offset is not None
+            and texts[i].isdigit()
+            and int(texts[i]) - blocks[i].page == offset
+        ):
             flags[i] = True
     return flags
 

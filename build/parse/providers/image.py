@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import warnings
 
-from mnote_evidence.build.core.ids import BlockIdAllocator
 from mnote_evidence.build.core.formats import format_named
-from mnote_evidence.build.parse.providers import provider_version
+from mnote_evidence.build.core.ids import BlockIdAllocator
+from mnote_evidence.build.core.model import (
+    KIND_IMAGE,
+    Block,
+    Page,
+    ParsedResourceArtifact,
+    ProviderError,
+    Warning_,
+)
 from mnote_evidence.build.parse.libraries import image_ops, pillow
-from mnote_evidence.build.core.model import KIND_IMAGE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_
 from mnote_evidence.build.parse.ocr.run import engine_version, image_lines
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.pixels import too_many_pixels
+from mnote_evidence.build.parse.providers import provider_version
 from mnote_evidence.build.parse.providers.base import ParseInput
-
 
 
 def image_size(item: ParseInput) -> tuple[int, int]:
@@ -53,7 +59,9 @@ class ImageProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return provider_version(format_named("image"), self.ocr)  # the registry keeps it (build/core/formats.py)
+        return provider_version(
+            format_named("image"), self.ocr
+        )  # the registry keeps it (build/core/formats.py)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         width, height = image_size(item)
@@ -68,14 +76,32 @@ class ImageProvider:
             start = length
             parts.append(line.text + "\n\n")
             length += len(line.text) + 2
-            blocks.append(Block(new_id("ocr_line", line.text), "ocr_line", line.text, page=1, bbox=line.bbox,
-                                char_range=[start, start + len(line.text)], confidence=line.confidence))
+            blocks.append(
+                Block(
+                    new_id("ocr_line", line.text),
+                    "ocr_line",
+                    line.text,
+                    page=1,
+                    bbox=line.bbox,
+                    char_range=[start, start + len(line.text)],
+                    confidence=line.confidence,
+                )
+            )
         warnings = [] if blocks else [Warning_("ocr_no_text", "OCR found no text in this image")]
         return self._artifact(item, "".join(parts), blocks, page, warnings, from_ocr=True)
 
     def _artifact(self, item, text, blocks, page, warnings, from_ocr) -> ParsedResourceArtifact:
         provider = self.ocr.engine if from_ocr else self.name
         return ParsedResourceArtifact(
-            kind=KIND_IMAGE, provider=provider, provider_version=self.version(), source_path=item.path,
-            source_hash=item.source_hash, text=text, blocks=blocks, sections=[], pages=[page],
-            warnings=warnings, from_ocr=from_ocr)
+            kind=KIND_IMAGE,
+            provider=provider,
+            provider_version=self.version(),
+            source_path=item.path,
+            source_hash=item.source_hash,
+            text=text,
+            blocks=blocks,
+            sections=[],
+            pages=[page],
+            warnings=warnings,
+            from_ocr=from_ocr,
+        )

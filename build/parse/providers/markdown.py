@@ -15,20 +15,26 @@ its front matter `title`, else its first heading.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from markdown_it.token import Token
 
 from mnote_evidence.build.core.ids import BlockIdAllocator
-from mnote_evidence.build.markdown.syntax import keep_parsed, markdown_parser
-from mnote_evidence.build.core.model import KIND_MARKDOWN, Block, ParsedResourceArtifact, ProviderError, Warning_
-from mnote_evidence.build.parse.ocr.settings import OcrSettings
-from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.core.model import (
+    KIND_MARKDOWN,
+    Block,
+    ParsedResourceArtifact,
+    ProviderError,
+    Warning_,
+)
+from mnote_evidence.build.core.text import join_lines
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.markdown.properties import Properties, read_properties
+from mnote_evidence.build.markdown.syntax import keep_parsed, markdown_parser
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
-from mnote_evidence.build.core.text import join_lines
 
 # 2: notes in UTF-16/32 and legacy encodings are decoded (providers/encoding.py)
 # 3: Obsidian-flavoured Markdown: callouts, tasks, footnotes, math, tags, block anchors, front matter
@@ -130,7 +136,11 @@ def _paragraph(tokens: list[Token], i: int, stack: list[Token]) -> BlockToken:
         kind = "heading"
     elif tok.type == "callout_title_open":
         kind = "callout_title"
-    elif kind == "list_item" and tokens[i - 1].type == "list_item_open" and "checked" in (tokens[i - 1].meta or {}):
+    elif (
+        kind == "list_item"
+        and tokens[i - 1].type == "list_item_open"
+        and "checked" in (tokens[i - 1].meta or {})
+    ):
         kind, text = "task", ("[x] " if tokens[i - 1].meta["checked"] else "[ ] ") + text
     elif kind == "footnote":
         note = f"footnote {footnote_label(stack[-1])}"
@@ -138,7 +148,9 @@ def _paragraph(tokens: list[Token], i: int, stack: list[Token]) -> BlockToken:
     return BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], links, anchor, note)
 
 
-def block_tokens(tokens: list[Token], front_matter: Callable[[str], Properties] = read_properties) -> list[BlockToken]:
+def block_tokens(
+    tokens: list[Token], front_matter: Callable[[str], Properties] = read_properties
+) -> list[BlockToken]:
     """The evidence blocks of a token stream, in document order (footnotes last, as shown).
     `front_matter` reads the properties block (the renderer passes what the index holds: the
     YAML is read once, by the provider)."""
@@ -165,8 +177,11 @@ def block_tokens(tokens: list[Token], front_matter: Callable[[str], Properties] 
             out.append(BlockToken(i, kind, text, [tok.map[0] + 1, tok.map[1]], []))
         elif action == _FRONT:
             props = front_matter(tok.content)
-            out.append(BlockToken(i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links,
-                                  properties=props))
+            out.append(
+                BlockToken(
+                    i, "properties", props.text, [tok.map[0] + 1, tok.map[1]], props.links, properties=props
+                )
+            )
         else:
             i = _table_block(tokens, i, out)
         i += 1
@@ -187,8 +202,9 @@ def _table_block(tokens: list[Token], start: int, out: list[BlockToken]) -> int:
             links.extend(cell_links)
         i += 1
     span = tokens[start].map or [0, 0]
-    out.append(BlockToken(start, "table", "\n".join(" | ".join(r) for r in rows),
-                          [span[0] + 1, span[1]], links))
+    out.append(
+        BlockToken(start, "table", "\n".join(" | ".join(r) for r in rows), [span[0] + 1, span[1]], links)
+    )
     return i
 
 
@@ -223,8 +239,9 @@ class MarkdownProvider:
         text, warnings = decode_note(data)
         return self.parse_text(item.path, item.source_hash, text, warnings)
 
-    def parse_text(self, path: str, source_hash: str, text: str,
-                   warnings: list[Warning_] | None = None) -> ParsedResourceArtifact:
+    def parse_text(
+        self, path: str, source_hash: str, text: str, warnings: list[Warning_] | None = None
+    ) -> ParsedResourceArtifact:
         tokens = markdown_parser().parse(text)
         offsets = _line_offsets(text)
         new_block_id = BlockIdAllocator(path)
@@ -242,8 +259,13 @@ class MarkdownProvider:
                 if props.warning:
                     warnings.append(props.warning)
             if bt.anchor in anchors:
-                warnings.append(Warning_("duplicate_block_anchor", f"^{bt.anchor} marks more than one block "
-                                         f"(line {bt.line_range[0]}); links land on the first"))
+                warnings.append(
+                    Warning_(
+                        "duplicate_block_anchor",
+                        f"^{bt.anchor} marks more than one block "
+                        f"(line {bt.line_range[0]}); links land on the first",
+                    )
+                )
                 bt.anchor = None
             elif bt.anchor:
                 anchors.add(bt.anchor)
@@ -253,14 +275,29 @@ class MarkdownProvider:
             start, end = offsets[first - 1], offsets[min(last, len(offsets) - 1)]
             while end > start and text[end - 1] in "\r\n":
                 end -= 1
-            block = Block(id=new_block_id(bt.type, bt.text), type=bt.type, text=bt.text, line_range=bt.line_range,
-                          char_range=[start, end], links=bt.links, note=bt.note, anchor=bt.anchor)
+            block = Block(
+                id=new_block_id(bt.type, bt.text),
+                type=bt.type,
+                text=bt.text,
+                line_range=bt.line_range,
+                char_range=[start, end],
+                links=bt.links,
+                note=bt.note,
+                anchor=bt.anchor,
+            )
             # footnotes are listed after the last section but belong to none of them (not to the last)
             blocks.append(block if bt.type == "footnote" else tree.add(block))
         if title is None:
             title = next((b.text for b in blocks if b.type == "heading"), None)
         return ParsedResourceArtifact(
-            kind=KIND_MARKDOWN, provider=self.name, provider_version=self.version(),
-            source_path=path, source_hash=source_hash, text=text, blocks=blocks,
-            sections=tree.sections, warnings=warnings, title=title,
+            kind=KIND_MARKDOWN,
+            provider=self.name,
+            provider_version=self.version(),
+            source_path=path,
+            source_hash=source_hash,
+            text=text,
+            blocks=blocks,
+            sections=tree.sections,
+            warnings=warnings,
+            title=title,
         )

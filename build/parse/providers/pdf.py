@@ -21,18 +21,25 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from mnote_evidence.build.core.ids import BlockIdAllocator
 from mnote_evidence.build.core.formats import format_named
-from mnote_evidence.build.parse.providers import provider_version
-from mnote_evidence.build.parse.libraries import mupdf
+from mnote_evidence.build.core.ids import BlockIdAllocator
 from mnote_evidence.build.core.model import (
-    KIND_PDF, ROLE_BODY, ROLE_FURNITURE, Block, Page, ParsedResourceArtifact, ProviderError, Warning_,
+    KIND_PDF,
+    ROLE_BODY,
+    ROLE_FURNITURE,
+    Block,
+    Page,
+    ParsedResourceArtifact,
+    ProviderError,
+    Warning_,
 )
+from mnote_evidence.build.core.text import join_lines, normalise
+from mnote_evidence.build.parse.libraries import mupdf
 from mnote_evidence.build.parse.ocr.run import engine_version, pdf_page_lines
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.providers import provider_version
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
-from mnote_evidence.build.core.text import join_lines, normalise
 
 if TYPE_CHECKING:  # PyMuPDF itself loads with the first PDF opened (build/parse/libraries.py)
     import pymupdf
@@ -56,7 +63,9 @@ class _RawBlock:
     lines: int
     kind: str = "paragraph"
     confidence: float | None = None
-    role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (build/parse/providers/furniture.py)
+    role: str = (
+        ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (build/parse/providers/furniture.py)
+    )
     box_holds_text: bool | None = None  # set for native text blocks by build/parse/providers/pdf_boxes.py
 
 
@@ -82,15 +91,18 @@ def needs_ocr(page: pymupdf.Page, native_chars: int) -> bool:
 def open_pdf(data: bytes) -> pymupdf.Document:
     """Open PDF bytes or raise a ProviderError with a precise code."""
     if b"%PDF-" not in data[:1024]:
-        raise ProviderError("not_a_pdf", "file has a .pdf name but is not a PDF (no %PDF- header); "
-                            "check what it really is and rename it")
+        raise ProviderError(
+            "not_a_pdf",
+            "file has a .pdf name but is not a PDF (no %PDF- header); check what it really is and rename it",
+        )
     try:
         doc = mupdf().open(stream=data, filetype="pdf")
     except Exception as exc:  # MuPDF raises several types for broken files
         raise ProviderError("pdf_corrupt", f"PyMuPDF cannot open it: {exc}") from exc
     if doc.needs_pass:
-        raise ProviderError("pdf_encrypted", "PDF is password-protected; save an unprotected copy "
-                            "to index it")
+        raise ProviderError(
+            "pdf_encrypted", "PDF is password-protected; save an unprotected copy to index it"
+        )
     if doc.page_count == 0:
         raise ProviderError("pdf_corrupt", "PDF has no readable pages (truncated or damaged file)")
     return doc
@@ -98,8 +110,12 @@ def open_pdf(data: bytes) -> pymupdf.Document:
 
 def _clamp(bbox, rect) -> list[float]:
     x0, y0, x1, y1 = bbox
-    return [round(max(x0, rect.x0), 2), round(max(y0, rect.y0), 2),
-            round(min(x1, rect.x1), 2), round(min(y1, rect.y1), 2)]
+    return [
+        round(max(x0, rect.x0), 2),
+        round(max(y0, rect.y0), 2),
+        round(min(x1, rect.x1), 2),
+        round(min(y1, rect.y1), 2),
+    ]
 
 
 def _raw_blocks(page: pymupdf.Page, number: int, entries, sizes: list[float] | None) -> list[_RawBlock]:
@@ -176,9 +192,13 @@ def _font_heading_starts(raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
         return []
     body = chars.most_common(1)[0][0]
     candidates = [
-        (pos, b) for pos, b in enumerate(raw)
-        if b.role == ROLE_BODY and b.size >= body * 1.15 and b.size - body >= 1.0
-        and len(b.text) <= _MAX_HEADING_CHARS and b.lines <= 3
+        (pos, b)
+        for pos, b in enumerate(raw)
+        if b.role == ROLE_BODY
+        and b.size >= body * 1.15
+        and b.size - body >= 1.0
+        and len(b.text) <= _MAX_HEADING_CHARS
+        and b.lines <= 3
     ]
     sizes = sorted({round(b.size * 2) / 2 for _, b in candidates}, reverse=True)[:6]
     level_of = {s: i + 1 for i, s in enumerate(sizes)}
@@ -193,7 +213,9 @@ class PdfProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return provider_version(format_named("pdf"), self.ocr)  # the registry keeps it (build/core/formats.py)
+        return provider_version(
+            format_named("pdf"), self.ocr
+        )  # the registry keeps it (build/core/formats.py)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         data = item.full_path.read_bytes()
@@ -222,34 +244,53 @@ class PdfProvider:
             raw = self._with_ocr(doc, item, raw, to_ocr, pages)
         if not raw:
             if doc.is_repaired:
-                raise ProviderError("pdf_corrupt", "PDF is damaged (MuPDF had to repair it) and no text "
-                                    "could be recovered; re-export or re-download it")
+                raise ProviderError(
+                    "pdf_corrupt",
+                    "PDF is damaged (MuPDF had to repair it) and no text "
+                    "could be recovered; re-export or re-download it",
+                )
             if doc.is_encrypted:
                 raise ProviderError("pdf_encrypted", "PDF is encrypted and no text could be extracted")
             if not self.ocr.enabled:
-                raise ProviderError("pdf_no_text", "PDF has no text layer and OCR is off (--no-ocr); "
-                                    "build with OCR to read scanned pages")
+                raise ProviderError(
+                    "pdf_no_text",
+                    "PDF has no text layer and OCR is off (--no-ocr); build with OCR to read scanned pages",
+                )
             raise ProviderError("pdf_no_text", "PDF has no extractable text, and OCR found none either")
         mark_furniture(raw, pages)
         starts = _outline_starts(toc, raw) if toc else _font_heading_starts(raw)
         text, blocks, sections = _blocks(item.path, raw, starts)
-        warnings = [Warning_("pdf_repaired", "PDF is damaged; MuPDF repaired it and some text may be "
-                             "missing")] if doc.is_repaired else []
+        warnings = (
+            [Warning_("pdf_repaired", "PDF is damaged; MuPDF repaired it and some text may be missing")]
+            if doc.is_repaired
+            else []
+        )
         return ParsedResourceArtifact(
-            kind=KIND_PDF, provider=self.name, provider_version=self.version(),
-            source_path=item.path, source_hash=item.source_hash, text=text,
-            blocks=blocks, sections=sections, pages=pages, warnings=warnings, from_ocr=bool(to_ocr),
+            kind=KIND_PDF,
+            provider=self.name,
+            provider_version=self.version(),
+            source_path=item.path,
+            source_hash=item.source_hash,
+            text=text,
+            blocks=blocks,
+            sections=sections,
+            pages=pages,
+            warnings=warnings,
+            from_ocr=bool(to_ocr),
         )
 
-    def _with_ocr(self, doc, item: ParseInput, raw: list[_RawBlock], numbers: list[int],
-                  pages: list[Page]) -> list[_RawBlock]:
+    def _with_ocr(
+        self, doc, item: ParseInput, raw: list[_RawBlock], numbers: list[int], pages: list[Page]
+    ) -> list[_RawBlock]:
         """OCR lines of the scanned pages, merged into reading order after each page's native text."""
         lines = pdf_page_lines(item.root, self.ocr, doc, item.full_path, item.source_hash, numbers)
         source = f"ocr:{engine_version(self.ocr)}"
         for number in numbers:
             pages[number - 1].source = source
-            raw.extend(_RawBlock(number, line.bbox, line.text, 0.0, 1, "ocr_line", line.confidence)
-                       for line in lines[number])
+            raw.extend(
+                _RawBlock(number, line.bbox, line.text, 0.0, 1, "ocr_line", line.confidence)
+                for line in lines[number]
+            )
         return sorted(raw, key=lambda b: b.page)  # stable: native blocks first on each page
 
 
@@ -257,7 +298,9 @@ def mark_furniture(raw: list[_RawBlock], pages: list[Page]) -> None:
     """Set `role = "furniture"` on running headers, footers and page numbers."""
     from mnote_evidence.build.parse.providers.furniture import PageBlock, furniture_flags  # see `_parse_doc`
 
-    flags = furniture_flags([PageBlock(b.page, b.bbox, b.text) for b in raw], {p.page: p.height for p in pages})
+    flags = furniture_flags(
+        [PageBlock(b.page, b.bbox, b.text) for b in raw], {p.page: p.height for p in pages}
+    )
     for b, flag in zip(raw, flags):
         if flag:
             b.role = ROLE_FURNITURE
@@ -293,8 +336,20 @@ def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]])
         prefix = "#" * min(tree.current.level, 6) + " " if kind == "heading" else ""
         start = emit("\n\n" + prefix)
         end = emit(b.text)
-        blocks.append(tree.add(Block(new_id(kind, b.text), kind, b.text, page=b.page,
-                                     bbox=b.bbox, char_range=[start, end], confidence=b.confidence,
-                                     role=b.role, box_holds_text=b.box_holds_text)))
+        blocks.append(
+            tree.add(
+                Block(
+                    new_id(kind, b.text),
+                    kind,
+                    b.text,
+                    page=b.page,
+                    bbox=b.bbox,
+                    char_range=[start, end],
+                    confidence=b.confidence,
+                    role=b.role,
+                    box_holds_text=b.box_holds_text,
+                )
+            )
+        )
     emit("\n")
     return "".join(parts), blocks, tree.sections

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from mnote_evidence.build.core.quote_match import holds_words
 
@@ -35,8 +36,11 @@ def _inside(words: Sequence[tuple], bbox: Sequence[float], centres: list[float] 
     lo, hi = 0, len(words)
     if centres is not None:
         lo, hi = bisect_left(centres, y0 - SLACK), bisect_right(centres, y1 + SLACK)
-    return [w for w in words[lo:hi]
-            if x0 - SLACK <= (w[0] + w[2]) / 2 <= x1 + SLACK and y0 - SLACK <= (w[1] + w[3]) / 2 <= y1 + SLACK]
+    return [
+        w
+        for w in words[lo:hi]
+        if x0 - SLACK <= (w[0] + w[2]) / 2 <= x1 + SLACK and y0 - SLACK <= (w[1] + w[3]) / 2 <= y1 + SLACK
+    ]
 
 
 def box_text(words: Sequence[tuple], bbox: Sequence[float], centres: list[float] | None = None) -> str:
