@@ -121,6 +121,9 @@ class BuildOptions:
     rehash: bool = (
         False  # hash every file, not only those whose size or mtime changed (build/workspace/scan.py)
     )
+    # process-wide: keep the build's long-lived objects out of the cyclic GC while it runs (`_long_lived`);
+    # the command line turns it on, a program embedding the library opts in
+    tune_gc: bool = False
 
     @property
     def page_images(self) -> PageImageSettings:
@@ -318,7 +321,8 @@ class _Build:
 
         def arrived(path: str, result: Any) -> None:
             adopt_prepared(result)
-            gc.freeze()  # see `_long_lived`
+            if self.options.tune_gc:
+                gc.freeze()  # see `_long_lived`
             in_order(path, result)
 
         parse_all(
@@ -495,24 +499,26 @@ class _Build:
 
 
 class _Collection:
-    """When the cyclic GC may run during a build (`_long_lived`)."""
+    """When the cyclic GC may run during a build (`_long_lived`); does nothing unless `tuned`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tuned: bool) -> None:
+        self.tuned = tuned
         self.enabled = gc.isenabled()  # as the caller had it: never switched on here if it was off
 
     def settled(self, resume: bool = True) -> None:
         """The previous rows and the scanned files are in: frozen; collection back on if `resume`."""
-        gc.freeze()
-        if resume:
-            self.resume()
+        if self.tuned:
+            gc.freeze()
+            if resume:
+                self.resume()
 
     def resume(self) -> None:
-        if self.enabled:
+        if self.tuned and self.enabled:
             gc.enable()
 
 
 @contextmanager
-def _long_lived() -> Iterator[_Collection]:
+def _long_lived(tuned: bool) -> Iterator[_Collection]:
     """The parsed artifacts live until the index is written (millions of objects at 10,000 notes; written
     from empty, each until its rows are in, `_Build._record`, or to the end when LightRAG reads them):
     each is moved out of the cyclic GC's generations as it arrives (`gc.freeze`, O(1)), since every full
@@ -529,7 +535,10 @@ def _long_lived() -> Iterator[_Collection]:
     written (`_Collection.resume`, before the render): what it allocates meanwhile (the parser's
     imports, one note's parse) is small, and the ~40 collections it triggered (~5 ms) ran over
     objects that live on. Whatever cyclic garbage is left meanwhile is collected once it is back on."""
-    collection = _Collection()
+    collection = _Collection(tuned)
+    if not tuned:
+        yield collection
+        return
     gc.freeze()  # what this process imported before the build
     gc.disable()
     try:
@@ -545,7 +554,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     root = root.resolve()
     if not root.is_dir():
         raise NotAWorkspace(root)
-    with _build_lock(options.out), _long_lived() as collection, _Build.opened(root, options) as run:
+    with _build_lock(options.out), _long_lived(options.tune_gc) as collection, _Build.opened(root, options) as run:
         files = scan(root, exclude=[options.out], known=None if options.rehash else run.prev.resources)
         run.report.hashed = sum(1 for f in files if f.sha256 and f.hashed)
         # the previous build's rows and the files just scanned; an edit collects after its index write

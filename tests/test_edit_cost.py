@@ -523,9 +523,20 @@ def test_a_build_freezes_what_it_imported_and_the_previous_rows_and_thaws_them(
 
     monkeypatch.setattr(pipeline, "load_previous", spy)
     _edit(workspace)
-    run_build(workspace, out)
+    run_build(workspace, out, tune_gc=True)
     assert frozen and frozen[0] > 0
     assert gc.get_freeze_count() == 0
+
+
+def test_a_library_build_leaves_the_garbage_collector_as_it_found_it(workspace, tmp_path):
+    """Without `tune_gc` (the library's default) the build never freezes or switches off the GC."""
+    import gc
+
+    seen: list = []
+    report = run_build(workspace, tmp_path / "out",
+                       on_progress=lambda event: seen.append((gc.isenabled(), gc.get_freeze_count())))
+    assert report.parsed > 0 and seen
+    assert set(seen) == {(True, 0)} and gc.isenabled() and gc.get_freeze_count() == 0
 
 
 def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, tmp_path):
@@ -718,7 +729,7 @@ def _collections_of_an_edit(workspace, tmp_path, monkeypatch) -> tuple[list, dic
     gc.callbacks.append(callback)
     gc.set_threshold(1)
     try:
-        report = pipeline.build(workspace, pipeline.BuildOptions(out=out, site=False))
+        report = pipeline.build(workspace, pipeline.BuildOptions(out=out, site=False, tune_gc=True))
     finally:
         gc.set_threshold(*threshold)
         gc.callbacks.remove(callback)

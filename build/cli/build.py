@@ -108,6 +108,7 @@ def build_command(
         sidecars=sidecars,
         on_progress=bars,
         rehash=rehash,
+        tune_gc=True,  # this process is ours: the build may keep its long-lived objects out of the GC
     )
     try:
         report = run_library(lambda: build(workspace, options))
