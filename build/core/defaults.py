@@ -1,8 +1,7 @@
-"""The build's defaults, defined once (README, "Driving the build from Python").
+"""The build's defaults, defined once (docs/reference/python.md).
 
-`BuildOptions` (build/pipeline.py) uses them and the CLI shows them in `--help`.
-Kept in a module that imports nothing heavy, so the command line can read them
-without loading the parsers (`ask` and `search` start fast). The page-image
+`BuildOptions` (build/pipeline.py) uses them and the CLI shows them in `--help`. Kept in a module that
+imports nothing heavy, so the command line reads them without loading the parsers. The page-image
 defaults live with the renderer (`render/page_images.py`), OCR's in `OcrSettings`.
 """
 
@@ -16,15 +15,13 @@ DEFAULT_OUT = Path("_site")  # output folder: evidence.sqlite and the site
 
 def usable_cpus() -> int:
     """The CPUs this process may run on (its affinity), the default for `--jobs` (parser, page and
-    page-image processes). Not fewer on a busy machine: measured on a 2-core machine at load 8-9,
-    2 processes built 1,000 notes 1.3x faster than 1 (each process gets its share of the CPU),
-    and each pool starts only for enough work to repay it (README, "Parallelism and durability")."""
+    page-image processes); not reduced on a busy machine: each process still gets its share of the CPU."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
 
 
-DEFAULT_JOBS = usable_cpus()  # parser, page and page-image processes
+DEFAULT_JOBS = usable_cpus()
 DEFAULT_MAX_FILE_MB = 200.0  # larger files are recorded `file_too_large`, not parsed
 DEFAULT_MAX_PAGE_IMAGES = 1000  # page images rendered per PDF; later pages are listed with their text only

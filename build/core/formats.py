@@ -1,16 +1,10 @@
 """The one registry of file formats the build reads (SPEC §3): suffix -> kind, provider, page renderer.
 
-Every piece of format knowledge lives here and nowhere else: which suffixes are read, the
-resource kind (how locators look, SPEC §7), the provider module that parses them (SPEC §3)
-and the page rule the site renderer uses (SPEC §8, `render/pages.py`). Adding a format is
-one provider module under `build/parse/providers/` plus one `Format(...)` line in `FORMATS`
-(README, "Adding a format").
-
-Invariants: a suffix belongs to at most one format (checked at import); a file whose suffix
-is not registered is kind `other` and is recorded `unsupported`, never sent to a provider
-of another format. This module is data only: the query side reads kinds and suffixes from it
-without loading a parser. `build/parse/providers/` turns an entry into a provider and its
-version (library, revision, OCR engine) without importing the provider module.
+Adding a format is one provider module under `build/parse/providers/` plus one `Format(...)` line in
+`FORMATS` (docs/architecture.md). Invariants: a suffix belongs to at most one format (checked at
+import); a file whose suffix is not registered is kind `other` and recorded `unsupported`, never sent
+to a provider of another format. Data only: the query side reads kinds and suffixes without loading a
+parser, and `build/parse/providers/` gets a provider's version without importing its module.
 """
 
 from __future__ import annotations
@@ -27,11 +21,9 @@ class Format:
     kind: Kind
     provider: str  # "<module under build/parse/providers>:<class>", imported on first use
     page: str  # the page rule in render/pages.py that renders its resources
-    # The provider's version (`provider_version`): its library's version, this code's revision of the
-    # provider (bumped when the same bytes would give other output), the OCR engine's when it reads
-    # images. Kept here, not in the provider module: every build asks every provider's version, and
-    # importing the PDF, Word and image providers for it cost a one-note edit ~1 ms. `library` None:
-    # the provider class says (`Provider.version`), imported for it.
+    # The provider's version (`provider_version`): its library's version, this code's revision of the provider
+    # (bumped when the same bytes would give other output), the OCR engine's when it reads images. Here, not
+    # in the provider module: every build asks every version. `library` None: the provider class says.
     library: str | None = None
     revision: str = ""
     ocr: bool = False
@@ -39,11 +31,9 @@ class Format:
 
 FORMATS: tuple[Format, ...] = (
     Format("markdown", NOTE_SUFFIXES, Kind.MARKDOWN, "markdown:MarkdownProvider", page="note"),
-    # pdf revision 6: page furniture gets role "furniture"; 7: boxHoldsText (build/parse/providers/pdf_boxes.py)
     Format(
         "pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf", library="pymupdf", revision="7", ocr=True
     ),
-    # docx revision 2: notes, comments, text boxes; repaired packages
     Format(
         "docx",
         (".docx",),
@@ -53,7 +43,6 @@ FORMATS: tuple[Format, ...] = (
         library="python-docx",
         revision="2",
     ),
-    # image revision 3: images past 200 MP are refused from the header (image_too_large)
     Format(
         "image",
         (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp"),
@@ -92,7 +81,7 @@ def format_for(path: str) -> Format | None:
 
 
 def kind_for(path: str) -> Kind:
-    fmt = BY_SUFFIX.get(suffix_of(path).lower())  # as format_for, without a second call: asked for every file
+    fmt = BY_SUFFIX.get(suffix_of(path).lower())  # format_for inlined: asked for every file
     return fmt.kind if fmt else Kind.OTHER
 
 

@@ -1,12 +1,11 @@
-"""Writing output files: atomic replacement, modes that follow the umask, and storage
-errors (disk full, permission denied) as one clear line (SPEC §9).
+"""Writing output files: atomic replacement, modes that follow the umask, and storage errors (disk
+full, permission denied) as one clear line (SPEC §9).
 
-Invariants: a write either replaces the file whole or leaves the old one, and its data is on
-disk before it is renamed into place; writes inside `durable_batch()` share one sync per batch
-(what a crash can lose then is described there; a temp file written by another process,
-`stage_bytes`, joins the batch through `adopt`); a new file gets mode 0666 & ~umask like any file the user
-creates (not mkstemp's 0600), so a web server running as another user can read
-the site; an existing file's mode is kept.
+Invariants: a write either replaces the file whole or leaves the old one, and its data is on disk
+before it is renamed into place; writes inside `durable_batch()` share one sync per batch (a temp file
+written by another process, `stage_bytes`, joins it through `adopt`); a new file gets mode
+0666 & ~umask (not mkstemp's 0600), so a web server running as another user can read the site; an
+existing file's mode is kept.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# errno -> what to tell the user
 _STORAGE_ERRNOS = {
     errno.ENOSPC: "the disk is full",
     errno.EDQUOT: "the disk quota is exceeded",
@@ -167,16 +165,13 @@ _batch: ContextVar[_Batch | None] = ContextVar("mnote_write_batch", default=None
 
 @contextmanager
 def durable_batch() -> Iterator[None]:
-    """Atomic writes inside this block are made durable together: one sync per batch instead of
-    an fsync per file (on a build of 10,000 notes the per-file fsyncs cost more than any other call).
+    """Atomic writes inside this block are made durable together: one sync per batch, not one per file.
 
-    Crash safety, as with a lone `atomic_write_bytes`: every file is replaced whole by a rename,
-    and only after its data is on disk (a power cut never leaves an empty or partial file under
-    the real name), so readers see the old file or the new one. What a crash can lose is the batch
-    not yet committed (up to `BATCH_FILES` files): their temp files (`.NAME.*.tmp`) may be left
-    behind and the old files stay in place. Callers record a file as done (the site's state file,
-    the database rows pointing at sidecars) only after the batch is committed, so the next build
-    redoes what was lost. A batch inside a batch joins the outer one; an error still commits the
+    Every file is still replaced whole by a rename, only after its data is on disk, so readers see the
+    old file or the new one. A crash can lose the batch not yet committed (up to `BATCH_FILES` files):
+    their temp files (`.NAME.*.tmp`) may be left and the old files stay. Callers record a file as done
+    (the site's state file, the rows pointing at sidecars) only after the batch commits, so the next
+    build redoes what was lost. A batch inside a batch joins the outer one; an error still commits the
     files already written whole."""
     if _batch.get() is not None:
         yield
@@ -213,10 +208,9 @@ FSYNC_EACH_MAX = 32  # a batch of at most this many files (or folders) fsyncs ea
 
 
 def _sync(paths: list[Path]) -> None:
-    """Flush files (or folders) to disk: an fsync of each for a few (`FSYNC_EACH_MAX`: a one-note
-    edit's page, sidecars and their folders), else one `syncfs` per file system where Linux has it
-    (a `syncfs` also flushes whatever else is waiting to be written on that file system, by any
-    process: on a busy machine it cost a one-note edit 0.1-1.5 s against a few ms of fsyncs)."""
+    """Flush files (or folders) to disk: an fsync of each for a few (`FSYNC_EACH_MAX`: a one-note edit's
+    files), else one `syncfs` per file system where Linux has it (a `syncfs` also flushes every other
+    process's pending writes there, too slow for a small batch on a busy machine)."""
     if len(paths) > FSYNC_EACH_MAX:
         devices: dict[int, Path] = {}
         for path in paths:

@@ -18,15 +18,15 @@ _ID_CHARS = 12
 
 
 _B32 = "abcdefghijklmnopqrstuvwxyz234567"
-_PAIRS = [a + b for a in _B32 for b in _B32]  # 10 bits -> 2 chars
+_PAIRS = [a + b for a in _B32 for b in _B32]
 _SHIFTS = tuple(70 - 10 * i for i in range(8))  # of each 10 bits of the first 80, first to last
 
 
 def short_hash(*parts: str, length: int = _ID_CHARS) -> str:
     """First `length` (even, <= 16) chars of the lower-case base32 of sha256(parts joined by US).
 
-    Same characters as `base64.b32encode(digest)[:length].lower()`, computed with a pair
-    table: b32encode is pure Python in 3.11 and showed up in profiles of long documents."""
+    Same characters as `base64.b32encode(digest)[:length].lower()`, computed with a pair table
+    (b32encode is pure Python, slow on long documents)."""
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
     bits = int.from_bytes(digest[:10], "big")
     return "".join([_PAIRS[(bits >> shift) & 1023] for shift in _SHIFTS[: length // 2]])

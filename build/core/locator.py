@@ -1,17 +1,13 @@
 """`EvidenceLocator` (schema `mnote.evidence_locator.v1`, SPEC §7): defined here and only here.
 
-A block's locator follows from columns the index stores anyway (its page, box, ranges, section; its
-resource's path, kind, owner, source map and page URL), so `evidence.sqlite` does not store it: the
-`evidence_block` view's `locator_json` column is `LOCATOR_SQL` over those columns (`index/schema.py`).
-Every reader (the handlers, Datasette, the static site's search box in the browser) reads that column,
-so they all get the same locator, and the file stays self-contained: plain SQLite with its built-in
-JSON functions (3.35 in the browser, sql.js-httpvfs) computes it, no code of ours is needed.
-
-Invariants (as the locators stored by schema 4 and earlier, which `tests/test_locator.py` keeps as the
-oracle): keys in schema order; absent things are absent (`json_patch` onto an object drops the NULL
-members of its patch), except `ownerDocumentPath`, which is `null` for a resource no note owns;
-a PDF box that does not hold its block's words (`box_holds_text = 0`) is left out and the precision is
-`page`; numbers are the stored JSON tokens (`json()` copies them as written).
+`evidence.sqlite` does not store locators: the `evidence_block` view's `locator_json` is `LOCATOR_SQL`
+over columns the index stores anyway (`index/schema.py`). Every reader (the handlers, Datasette, the
+search box in the browser) reads that column and gets the same locator, computed by plain SQLite with
+its built-in JSON functions (3.35 in the browser): no code of ours is needed.
+Invariants (`tests/test_locator.py` keeps stored locators as the oracle): keys in schema order; absent
+things are absent (`json_patch` drops NULL members), except `ownerDocumentPath`, `null` for a resource
+no note owns; a PDF box that does not hold its block's words (`box_holds_text = 0`) is left out and
+the precision is `page`; numbers are the stored JSON tokens (`json()` copies them as written).
 """
 
 from __future__ import annotations

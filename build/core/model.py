@@ -1,13 +1,10 @@
 """The data every stage passes along: one definition, matching `schemas/`.
 
-Providers produce a `ParsedResourceArtifact`; the sidecar stage serialises it to
-`source-map.json` (schema `mnote.resource_source_map.v1`); the indexer turns its
-blocks into rows and `EvidenceLocator`s (schema `mnote.evidence_locator.v1`).
-The rows the build writes and reads back are typed here too: `ResourceRow`
-(`evidence_resource`), `NoteLink` (a link as a note's parse found it),
-`LinkRow` (`evidence_link`) and `EdgeRow` (`evidence_edge`); the link's block
-is `source_block_id` everywhere, as in the tables (SPEC §6).
-Nothing else invents these shapes.
+Providers produce a `ParsedResourceArtifact`; the sidecar stage serialises it to `source-map.json`;
+the indexer turns its blocks into rows and `EvidenceLocator`s. The rows the build writes and reads back
+are typed here too: `ResourceRow` (`evidence_resource`), `NoteLink` (a link as a note's parse found it),
+`LinkRow` (`evidence_link`) and `EdgeRow` (`evidence_edge`); the link's block is `source_block_id`
+everywhere, as in the tables (SPEC §6). Nothing else invents these shapes.
 """
 
 # No `from __future__ import annotations` here: TypedDict must see `NotRequired[...]` evaluated.
@@ -42,13 +39,13 @@ KIND_IMAGE = Kind.IMAGE
 KIND_OFFICE = Kind.OFFICE
 KIND_OTHER = Kind.OTHER
 
-# Files that are notes (kind markdown): the URL scheme (SPEC §8) and the format registry (build/core/formats.py) use these.
+# Files that are notes (kind markdown): the URL scheme (SPEC §8) and the format registry use these.
 NOTE_SUFFIXES = (".md", ".markdown")
 
 
 def suffix_of(path: str) -> str:
-    """`posixpath.splitext(path)[1]` (leading dots of the name are not a suffix) at a third of its cost:
-    a build asks it several times for every file of the workspace (`formats.py`, `urls.py`)."""
+    """`posixpath.splitext(path)[1]` (leading dots of the name are not a suffix), cheaper: a build asks
+    it several times for every file of the workspace."""
     name = path.rpartition("/")[2].lstrip(".")
     dot = name.rfind(".")
     return name[dot:] if dot > 0 else ""
@@ -59,7 +56,6 @@ def suffix_of(path: str) -> str:
 ROLE_BODY = "body"
 ROLE_FURNITURE = "furniture"
 
-# evidence_resource.status
 STATUS_OK = "ok"
 STATUS_STALE = "stale"
 STATUS_ERROR = "error"
@@ -280,7 +276,7 @@ class ResourceRow:
         return out
 
     # the `evidence_resource` columns in this class's field order: `SELECT <SQL_COLUMNS>` rows go to
-    # `from_values`, positionally (reading 10,000 rows by column name cost a 10,000-note edit 0.05 s)
+    # `from_values` by position (cheaper than by column name)
     SQL_COLUMNS: ClassVar[str] = (
         "resource_id, source_root_relative_path, owner_document_path, kind, status, provider, provider_version, "
         "source_hash, artifact_path, source_map_path, error_code, error_message, page_count, block_count, "
@@ -294,7 +290,7 @@ class ResourceRow:
         """The `evidence_resource` rows as `SQL_COLUMNS` value tuples (for `from_values`): every row, or
         those with these resource ids; in path order if `by_path` (SQLite's BINARY order of UTF-8)."""
         cursor = conn.cursor()
-        cursor.row_factory = None  # plain tuples, read by position
+        cursor.row_factory = None
         sql = f"SELECT {cls.SQL_COLUMNS} FROM evidence_resource"
         if ids is not None:
             sql += " WHERE resource_id IN (SELECT value FROM json_each(?))"

@@ -1,15 +1,10 @@
-"""Build progress as data: the library reports `ProgressEvent`s through a callback.
+"""Build progress as data: the library reports `ProgressEvent`s through a callback; it never draws.
 
-The pipeline never draws anything. `BuildOptions.on_progress` receives, for every stage
-in this order: scan, notes, parse, knowledge (only with a LightRAG server), index, then
-render and page_images (only when the site is built), a first event with `done == 0`, a
-last event with `done == total`, and events in between as work completes. `total` is
-known from the first event on (scan sends its two events once the walk has counted the
-files); it may be 0 (nothing to do: then the first event is also the last).
-Single-step stages (index, knowledge) count 1. The CLI draws its progress bars from
-these events; a program can log or forward them.
-
-Invariants: `0 <= done <= total`; events of one stage are contiguous and `done` never
+`BuildOptions.on_progress` receives, for every stage in this order: scan, notes, parse, knowledge (only
+with a LightRAG server), index, then render and page_images (only when the site is built), a first
+event with `done == 0`, a last with `done == total`, and events in between as work completes. `total`
+is known from the first event on and may be 0 (then the first event is also the last); single-step
+stages count 1. Invariants: `0 <= done <= total`; events of one stage are contiguous and `done` never
 decreases within it; a callback that raises stops the build (it is the caller's code).
 """
 

@@ -1,4 +1,4 @@
-"""Quote matching, defined once: is a quote's wording in a text? (SPEC §10, issue 15: verified quotes).
+"""Quote matching, defined once: is a quote's wording in a text? (SPEC §10).
 
 Used at build time (does the text PyMuPDF reads inside a PDF block's box hold the block's words?,
 `build/parse/providers/pdf_boxes.py`) and at query time (is a search result's or citation's quote in its

@@ -1,21 +1,12 @@
 """Opening `evidence.sqlite` for reading, and telling when a build changed it (SPEC §6, §9).
 
-Every reader (previous-build loader, renderer, build summary, handlers, the
-Datasette plugin) opens the file the same way: read-only by URI, so a reader can
-never write or create it, with rows addressable by column name, and with SQLite's
-locking on (never `immutable=1` for a file a build may update: an incremental build
-writes it in place inside one rollback-journal transaction, `build/index/writer.py`;
-a reader's shared lock makes it read the state before or after that commit, never a
-mix). "Did a build change it?" is "did its inode or mtime change?" (`file_identity`).
-
-A build killed inside its transaction leaves a hot `-journal`. A `mode=ro`
-connection cannot roll it back and fails every read with SQLITE_READONLY_ROLLBACK,
-so `recover_hot_journal` (called by `connect_ro` and on every lease of
-`functions/core/db.py`'s live connections) opens the file read-write once, which makes
-SQLite roll the journal back (the previous build's state, as the kill-safety
-argument in README "What a build does" says). Where the file cannot be written
-(a read-only deployment) the read fails and handlers answer 503 `index_unavailable`
-(`unavailable`), never a 500.
+Every reader opens the file the same way: read-only by URI (it can never write or create it), rows
+addressable by column name, SQLite's locking on (never `immutable=1` for a file a build may update in
+place: a shared lock reads the state before or after a commit, never a mix). "Did a build change
+it?" is "did its inode or mtime change?" (`file_identity`). A killed build's hot `-journal` makes
+every `mode=ro` read fail (SQLITE_READONLY_ROLLBACK), so `recover_hot_journal` (from `connect_ro` and
+every lease of `functions/core/db.py`) opens the file read-write once, which rolls it back; where the
+file cannot be written the read fails and handlers answer 503 `index_unavailable`, never a 500.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """Text normalisation and the CJK-aware FTS segmentation shared by index and query.
 
-SQLite's stock `unicode61` tokenizer treats a whole run of Chinese characters as
-one token, so 线程作用域 inside 线程作用域的规则 is not found; `trigram` finds
-substrings but nothing shorter than three characters (吗啉, 线程). We segment CJK
-runs into overlapping bigrams *before* indexing (what search engines' CJK
-analyzers do) and keep unicode61 for everything else:
-
-    "Thread scope 线程作用域"  ->  "Thread scope 线程 程作 作用 用域 域"
-
-The trailing unigram makes every character the start of some token, so a
-one-character query works as a prefix query. A query is segmented the same way
-and each CJK run becomes an FTS5 phrase, which matches the consecutive bigrams
-of the substring exactly. The file stays self-contained: no custom tokenizer is
-needed to read or query it.
-
-`SEGMENTATION_VERSION` names the output of `segment_for_index` (and the query
-form `fts_query` expects). Change it with them: the next build re-segments every
-FTS row from the stored block text, without re-parsing a file, and readers
-refuse an index of another segmentation (`build/versions.py`). The indexer
-reads both through this module at call time, so a test can swap the pair.
+CJK runs are segmented into overlapping bigrams plus a trailing unigram before indexing, unicode61
+tokenizes the rest: "Thread scope 线程作用域" -> "Thread scope 线程 程作 作用 用域 域". Every character
+starts some token, so a one-character query works as a prefix query; a query's CJK run becomes an FTS5
+phrase of its bigrams. No custom tokenizer is needed to read or query the file.
+`SEGMENTATION_VERSION` names the output of `segment_for_index` (and the form `fts_query` expects):
+change it with them, and the next build re-segments every FTS row from the stored text while readers
+refuse an index of another segmentation. The indexer reads both through this module at call time.
 """
 
 from __future__ import annotations
@@ -38,16 +26,14 @@ _CJK_CLASS = (
 )
 SEGMENTATION_VERSION = "1"  # bigrams + trailing unigram per CJK run, NFKC, unicode61 for the rest
 
-# A CJK run, captured: `split` keeps the runs (its odd items). The one pattern of this class: each
-# compile of it costs ~2 ms (a 64K-character set), paid by every process that imports this module.
+# A CJK run, captured: `split` keeps the runs (its odd items). One pattern, compiled once: a compile of its
+# 64K-character set is slow.
 CJK_RUN = re.compile(f"([{_CJK_CLASS}]+)")
 
 
 def nfkc(text: str) -> str:
-    """Unicode NFKC. ASCII is its own NFKC: that (most notes' text) is not scanned again. A block's
-    text is normalised for its id (`ids.py`), then for its FTS value (`segment_for_index`), in the
-    same parse worker: the second is the first's result while it is recent (CJK text, full of
-    full-width punctuation, is really rewritten: ~3 us a block)."""
+    """Unicode NFKC. ASCII is its own NFKC and is not scanned again. A block's text is normalised for its
+    id, then for its FTS value in the same worker: the second call hits the cache."""
     if text.isascii():
         return text
     if len(text) > _NFKC_KEPT_CHARS:  # a long block: not held in memory for a saving this small
@@ -58,7 +44,7 @@ def nfkc(text: str) -> str:
 _NFKC_KEPT_CHARS = 1024
 
 
-@lru_cache(maxsize=4096)  # the blocks of a parse task (32 notes) and more; at most 4096 x 2 x 4 KB
+@lru_cache(maxsize=4096)  # the blocks of a parse task and more
 def _nfkc_recent(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
@@ -91,7 +77,7 @@ def join_lines(lines: list[str]) -> str:
 def segment_for_index(text: str) -> str:
     """The string stored in the FTS column for `text`: each CJK run becomes ` 线程 程作 作 ` (its
     bigrams and its last character, spaced off from the text around it)."""
-    if text.isascii():  # no CJK, and already NFKC
+    if text.isascii():
         return text
     parts = CJK_RUN.split(nfkc(text))
     for i in range(1, len(parts), 2):  # the runs (a regex callback per run costs more)

@@ -11,7 +11,7 @@ placed under `_page/` (pages, `<source path>.html`) or `_file/` (copies,
 `<source path>`) instead, both reserved themselves, so every placement is
 injective and disjoint from generated output; every other URL is unchanged.
 Copies of files a browser would execute (`ACTIVE_SUFFIXES`) go under `_file/`
-too, where the site's headers make them inert downloads (`render/headers.py`).
+too, where the site's headers make them inert downloads (`core/headers.py`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def is_reserved(site_path: str) -> bool:
     return first.lower() in RESERVED_DIRS
 
 
-@cache  # pure; called for every resource several times per build
+@cache
 def page_path(source_path: str) -> str:
     """Site file for a source: `docs/Page.md` -> `docs/Page.html`, `x/spec.pdf` -> `x/spec.pdf.html`;
     a page that would land on a reserved name goes to `_page/<source path>.html` (`index.md`)."""

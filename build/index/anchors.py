@@ -1,14 +1,12 @@
 """The anchor map: where a block id that disappeared should now land (SPEC §4).
 
-When a resource is re-parsed, each of its old block ids that is no longer
-produced is "retired" with its most similar successor in the same resource
-(character-bigram Jaccard similarity, searched within a window of nearby
-ordinals so a re-exported 3,000-block PDF stays cheap), or with none when
-nothing is similar enough. A block the author marked `^id` has a known successor:
-the new block with the same `^id` (similarity 1.0), however much its text changed. Aliases chain: if a successor itself retires, every
-alias pointing at it moves on. An id that comes back (an edit undone) is
-un-retired. The site renders each alias as an extra anchor at its successor,
-so citation URLs from any earlier build still land somewhere meaningful.
+When a resource is re-parsed, each old block id it does not produce again is "retired" with its most
+similar successor in the same resource (character-bigram Jaccard similarity within a window of nearby
+ordinals, so a re-exported 3,000-block PDF stays cheap), or with none. A block the author marked `^id`
+has a known successor: the new block with the same `^id` (similarity 1.0). Aliases chain: if a
+successor itself retires, every alias pointing at it moves on; an id that comes back is un-retired.
+The site renders each alias as an extra anchor at its successor, so citation URLs from any earlier
+build still land somewhere meaningful.
 """
 
 from __future__ import annotations

@@ -1,30 +1,12 @@
 """Filling `evidence_fts` from empty (a fresh index, a re-segmentation: `writer.py`) so that the one
 segment it ends as sits at a high FTS5 level, out of reach of the merges of later in-place writes.
 
-Why (FTS5's merge policy, fts5_index.c): each write transaction flushes its new terms as a segment into
-level 0; `layout.merge_step` ('merge' N) picks the level holding the most segments (4 or more) and merges
-ALL of that level's segments into one on the level above. A fill flushed as one segment lands on level 0
-and 'optimize' leaves a lone segment where it is, so from the third edit after a full build the edits'
-merges rewrote the whole index: measured at 10,000 notes (8,659 pages), 20 of the first 30 edits wrote
-256 pages of it (15-88 ms each; into level 1 over edits 3-15, into level 2 from edit 23), and at 1,000
-notes it was rewritten at edits 3-6, 15-18 and 63-66 (levels 1, 2, 3), 4 times further apart each time.
-A segment on level L waits for three others to reach L, about 4^L edits apart, so one on `LEVEL` meets
-the edits' segments only after some 3,000 edits (simulated at 1,000 notes: none in 1,500); until then the
-edits merge only their own small segments (at 10,000 notes: at most 178 rows written, 3 ms, 30 edits).
-
-How, with FTS5's public commands only (nothing writes its structure record): 'optimize' of segments on
-different levels writes its output one level above a new top level (nLevel + 1), and empty levels stay.
-`begin` builds, from a few dummy rows (negative rowids: no block has one; the content table never holds
-them), an incremental merge left half done on level 2 (output on level 3). That unfinished merge is what
-keeps the lift: a flush promotes every smaller segment of the levels above down to level 0 unless a level
-on the way is mid-merge, and automerge (off until `end`) would finish it. `end` deletes the dummy rows
-('delete' markers, newer than the rows) and runs the 'optimize' that rewrites everything once into level
-5; it is the oldest segment then, so the markers and the rows they delete cancel: the index holds exactly
-what the fill inserted (tests/test_fts_fill.py, tests/test_fts_content.py). Cost: that one rewrite (the
-fill alone, one segment, needed none): +0.4 s CPU at 10,000 notes (0.18 -> 0.56 s for the flush and
-'optimize'; the full build VACUUMs the pages it frees). A re-segmentation, filled with FTS5's defaults
-before, gets cheaper: 3.3 -> 2.7 s CPU (the 64 MiB hash, no automerge). An FTS5 that flushes or promotes
-otherwise only leaves the segment on another level: the answers are the same rows either way.
+FTS5 merges ALL of a level's segments once it holds four, so a segment on level L meets the edits'
+segments only after about 4^L edits. With FTS5's public commands only: `begin` leaves an incremental
+merge of dummy rows (negative rowids, which no block has) half done, which keeps the fill's flushes
+from being promoted down; `end` deletes the dummy rows and runs the 'optimize' that writes everything
+once onto `LEVEL`. Invariant: the index holds exactly the rows the fill inserted (the dummy rows and
+their delete markers cancel). Mechanism and costs: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -80,9 +62,6 @@ def end(conn: sqlite3.Connection) -> None:
 
 
 def _set_hash_size(conn: sqlite3.Connection, size: int) -> None:
-    """FTS5 keeps new terms in a hash of this size and writes them out as a new segment when it is full;
-    with its default 1 MiB an index filled from empty is flushed and merged (automerge) over and over
-    before 'optimize' merges it once more. The 470,109 blocks of the 10,000-note index, inserted alone:
-    FTS CPU 2.6 -> 1.9 s, 'optimize' 0.46 -> 0.16 s with 64 MiB. Kept in the FTS config: `end` sets it
-    back to the default, so incremental writes work as before."""
+    """FTS5's 'hashsize': how many new terms it holds before writing them out as a segment. Large while
+    filling from empty (fewer flushes and automerges); `end` sets the default back for incremental writes."""
     _command(conn, "hashsize", size)

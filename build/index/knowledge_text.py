@@ -1,17 +1,12 @@
 """The text each LightRAG document was made from, kept in `knowledge_text` (SPEC §9, §10).
 
-LightRAG cuts a document into chunks that are exact substrings of the text we sent
-(token windows, stripped). Keeping that text lets a citation find where a chunk
-is, by offset, and cite only the blocks whose `charRange` lies there: the blocks'
-char ranges index the same text (the `*.parse.md` / `*.ocr.md` sidecar text, or
-the note itself). Stored as plain text with its sha256, written at insert time: zlib would
-save about 3/4 of its size but cost ~3 ms per megabyte of text on every question
-(bench/citation_truth.py, the 20 ms mapping budget).
-
-Page furniture (running headers, footers, page numbers: blocks of role `furniture`) is left out
-of what LightRAG receives by `ingest_text`, which blanks each furniture block's char range with
-spaces: the text keeps its length, so every other block's `charRange` still indexes it exactly,
-and no chunk can carry a header's words (citations skip furniture blocks as well).
+LightRAG cuts a document into chunks that are exact substrings of the text we sent, so keeping that
+text lets a citation find a chunk by offset and cite only the blocks whose `charRange` lies there (the
+blocks' char ranges index the same text: the sidecar text, or the note itself). Stored as plain text
+with its sha256 (compression would cost time on every question: docs/performance.md).
+`ingest_text` blanks each furniture block's char range (running headers, footers, page numbers) with
+spaces: the text keeps its length, so every other `charRange` still indexes it exactly, and no chunk
+carries a header's words.
 """
 
 from __future__ import annotations

@@ -135,9 +135,8 @@ class LinkTargets:
         ).fetchone()
         return row[0] if row else 1
 
-    # the note links `broken` checks, and the `outside_root` ones (the build summary's other link warning):
-    # one query for both (`report_links`), reading just these rows (their index: evidence_link_report, whose
-    # WHERE is this one); ties in (note, target) keep the written order
+    # the note links `broken` checks and the `outside_root` ones, in one query read through their partial
+    # index (evidence_link_report, whose WHERE is this one); ties in (note, target) keep the written order
     REPORT_LINKS_SQL = (
         "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
         "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "

@@ -1,24 +1,13 @@
-"""Stage 3: the notes' link graph, in proportion to what changed (SPEC §2, §6; README "What a build does").
+"""Stage 3: the notes' link graph, in proportion to what changed (SPEC §2, §6).
 
-Input: every indexable note with its links as just parsed, or `None` when the note is unchanged
-(its links are the ones the previous index holds). Output: who owns each attachment
-(`owner_of`), the `evidence_link` rows of each note whose rows or link edges differ from
-the index's (`IndexChanges.links`, compared by `ResourceRow.links_hash`), and what the site
-must look at again (`render_dirty`). Link edges are not written: the index's
-`evidence_link_edge` view derives them from the rows (schema 6); they are classified here
-(`_edge_type`, the view's `LINK_TYPE_SQL` in Python) only so that a note whose edges change
-type (its target became a note, or changed owner) is marked changed and re-rendered.
-
-A link's resolution depends on the note's path, the link, the scanned file set and the
-alias map (`build/workspace/links.py`). So when the file set and the alias map are those of the
-previous build ("the fast way"), an unchanged note's links resolve as the index says and
-are not resolved again: only changed notes are resolved, and only the notes linking to a
-resource that was rewritten, or whose owner changed, have their edges (whose type depends
-on the target being a note, or owned by the linking note) recomputed. The previous links
-are read by targeted queries (by note, by target: `evidence_link` indexes), never whole.
-Otherwise ("the whole way": a file added, removed or refused, an alias changed, an index of
-another schema) every note's links are resolved again, as a fresh build does.
-Either way a note's rows are written only when their hash changed.
+Input: every indexable note with its links as just parsed, or `None` when it is unchanged (its links
+are the index's). Output: who owns each attachment (`owner_of`), the `evidence_link` rows of each note
+whose rows or link edges differ from the index's (`IndexChanges.links`, by `ResourceRow.links_hash`),
+and what the site must look at again (`render_dirty`). When the file set and alias map are the previous
+build's ("the fast way") only changed notes are resolved, and only notes linking to a rewritten or
+re-owned resource have their edges recomputed, read by targeted queries; otherwise ("the whole way")
+every note is resolved again. Link edges are not stored (the `evidence_link_edge` view derives them):
+`_edge_type` classifies them only so that a note whose edges change type is re-rendered.
 """
 
 from __future__ import annotations
@@ -124,7 +113,7 @@ class LinkStage:
     fast: bool = False
     resolver: LinkResolver | None = None  # built when a note changed; the renderer may reuse it
     # alias -> note of the link rows as this build writes them (unchanged notes' recorded aliases, changed
-    # notes' new ones; notes no longer indexed lose theirs): the renderer's alias map, without a scan
+    # notes' new ones; notes left out of the index lose theirs): the renderer's alias map, without a scan
     aliases: dict[str, str] = field(default_factory=dict)
     _reader: _Previous | None = None
     _changed: set[str] = field(default_factory=set)  # the notes resolved now
@@ -189,9 +178,8 @@ class LinkStage:
     def _quiet(self, same_links: dict[str, list[LinkRow]], changes: IndexChanges) -> set[str]:
         """Of the rewritten notes whose link rows (and edges) are the index's, those whose title and linking
         blocks (id, order, kind, text: each block holding a link or tag) are too, the note `ok` before and
-        after: all that another page shows of a note (a backlink on its target's page: the block's text,
-        the link's label, the note's title; a tag page: its tagged blocks), so those pages are not looked at
-        again. An edit that appends a paragraph re-keyed every page its note links to (and its tags')."""
+        after: all that another page shows of a note (a backlink: the block's text, the link's label, the
+        note's title; a tag page: its tagged blocks), so those pages are not looked at again."""
         updates = {u.row.path: u for u in changes.updates if u.row.path in same_links}
         wanted: dict[str, dict[str, tuple[str, int, str, str]]] = {}
         for note, rows in same_links.items():
@@ -284,7 +272,8 @@ class LinkStage:
             if note not in quiet:
                 dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
                 dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
-        for path in self.prev.resources.keys() - notes:  # no longer a note with links (stale, error, gone)
+        # not a note with links in this build (stale, error, gone)
+        for path in self.prev.resources.keys() - notes:
             prev = self.prev.resources[path]
             if prev.links_hash is not None:
                 changes.links[prev.resource_id] = ([], None)

@@ -28,8 +28,7 @@ class PreviousBuild:
     meta: dict[str, str]
     knowledge: dict[str, dict]  # path -> knowledge_source row
     incompatible_schema: str | None = None  # the other schema version found ("unrecorded" if none)
-    # the file is an SQLite index with our resource table (`writer.is_valid_db`, asked once per build here:
-    # `writer.starts_empty` and `write_index` take this answer instead of opening the file again)
+    # `writer.is_valid_db` of the file, asked once per build: `starts_empty` and `write_index` take it
     valid: bool = False
     knowledge_texts: set[str] = field(default_factory=set)  # paths whose sent text is kept (knowledge_text)
     sent_hashes: dict[str, str] = field(default_factory=dict)  # path -> text_hash of what LightRAG was sent
@@ -45,7 +44,7 @@ def load_previous(db_path: Path) -> PreviousBuild:
     except sqlite3.DatabaseError:
         return empty
     try:
-        if not is_valid_db(db_path, conn=conn):  # on this connection: the file is opened once
+        if not is_valid_db(db_path, conn=conn):
             return empty
         try:
             meta = {r["key"]: r["value"] for r in conn.execute("SELECT key, value FROM build_meta")}

@@ -1,12 +1,9 @@
 """The build report's status counts, errors and warnings, read back from `evidence.sqlite` (SPEC §11).
 
-They are what the index now records for every file, not just this run's: a file that failed in an
-earlier build and is unchanged is still reported. Link warnings (`link_outside_root`, broken links)
-come from one query of the links they may concern (`LinkTargets.report_links`). Every query reads an
-index of just its rows (index/schema.py: evidence_resource_not_ok, evidence_resource_warned,
-evidence_link_report), so an edit's summary costs what it reports, not a scan of the workspace's rows;
-the `ok` count is the table's row count less the others (SQLite takes a whole table's count(*) from the
-cell counts of its smallest index's pages). Used by `pipeline.build`.
+They are what the index records for every file, not just this run's: a file that failed in an earlier
+build and is unchanged is still reported. Every query reads a partial index of just its rows
+(index/schema.py), so an edit's summary costs what it reports; the `ok` count is the table's row count
+less the others. Used by `pipeline.build`.
 """
 
 from __future__ import annotations
@@ -41,7 +38,7 @@ def recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[
             for w in json.loads(ws)
         ]
         targets = LinkTargets(conn)
-        links = targets.report_links()  # one query for both lists
+        links = targets.report_links()
         warnings += [
             {
                 "path": p,

@@ -1,24 +1,12 @@
-"""The index's resource rows, kept beside it for the next build to read (issue 17: an edit's cost).
+"""The index's resource rows, kept beside it for the next build to read (faster than from SQLite).
 
-Every build starts by reading every `evidence_resource` row (`previous.load_previous`): the scan compares
-each file's size and mtime with its row, the renderer lists every file. Read from SQLite, the 10,000
-rows of a 10,000-note workspace cost an edit ~38 ms, 20 ms of it the sqlite3 module making a Python
-object of each of their 200,000 values; read from here ~12 ms: the rows' values (as selected,
-`ResourceRow.SQL_COLUMNS`) marshal'ed by column in a base (`ROWS_BASE`), written after a build that
-wrote the index from empty or once the rows changed since grow many, and the rows written since in a
-delta (`ROWS_DELTA`: by resource id, None for a row deleted), which each build that writes the index
-rewrites (a few rows for an edit).
-
-Trust: the index says which cache it goes with. Every write of the index puts a new random token in
-`build_meta` (`TOKEN_KEY`) inside its transaction; the delta written after the commit carries that token,
-the index file's size and mtime then, and the base's id; the base its id and a checksum. A build uses
-the cache only when all of those match: a build killed between its commit and its delta, a write by
-anything else since (an older mnote-evidence keeps the token but changes the file), a cache of another
-index or of an older copy of this one, a torn or foreign file (the checksum, marshal's own checks),
-another Python's marshal: each reads the rows from SQLite as before, and the build then writes a new
-base. The rows are the same
-values either way (tests/test_row_cache.py compares them over edits, deletions, stale files and
-re-stamped ones). The files are no evidence: nothing but `load_previous` reads them.
+The rows' values (as selected, `ResourceRow.SQL_COLUMNS`) marshal'ed by column in a base (`ROWS_BASE`),
+and the rows written since in a delta (`ROWS_DELTA`: by resource id, None for a row deleted) that each
+build writing the index rewrites; a new base after a write from empty or once the delta grows large.
+Trust: every write of the index puts a new random token in `build_meta` (`TOKEN_KEY`); the delta carries
+that token, the index file's size and mtime and the base's id, the base its id and a checksum. A build
+uses the cache only when all of those match, else it reads the rows from SQLite and writes a new base:
+the rows are the same values either way. The files are no evidence: only `load_previous` reads them.
 """
 
 from __future__ import annotations
@@ -40,7 +28,7 @@ ROWS_BASE = ".mnote-rows-base.marshal"
 ROWS_DELTA = ".mnote-rows-delta.marshal"
 # marshal's format and this layout: another Python reads the rows from SQLite (and writes a new base)
 FORMAT = f"mnote-rows-1-py{sys.version_info[0]}.{sys.version_info[1]}-m{marshal.version}"
-DELTA_MAX = 1000  # rows changed since the base before a new base is written (~40 ms at 10,000 rows)
+DELTA_MAX = 1000  # rows changed since the base before a new base is written
 
 Row = tuple  # one row's values, as `SELECT ResourceRow.SQL_COLUMNS` gives them
 
@@ -70,7 +58,7 @@ def read(db_path: Path, token: str | None) -> tuple[list[Row], Cached] | None:
     if not isinstance(columns, tuple) or base_header != [delta_header[0]]:
         return None
     rows: list[Row] = list(zip(*columns))
-    if delta:  # a changed row in its place, a new one at the end, a deleted one out
+    if delta:
         at = dict(zip(columns[0], range(len(rows))))
         gone = []
         for rid, row in delta.items():
@@ -112,8 +100,8 @@ def _save(db_path: Path, token: str, cached: Cached | None, written: set[str]) -
     finally:
         conn.close()
     base_id = new_token()
-    # equal strings as one object (a path and its owner, the provider, statuses...): marshal writes the
-    # others as references, which load without a new object each (loads 10.6 -> 7.4 ms at 10,000 rows)
+    # equal strings as one object (a path and its owner, the provider, statuses...): marshal writes the others
+    # as references, which load faster
     shared: dict[str, str] = {}
     columns = tuple(
         tuple(shared.setdefault(v, v) if v.__class__ is str else v for v in column) for column in zip(*rows)

@@ -2,10 +2,10 @@
 
 `insert_update` inserts a `ResourceUpdate`'s rows: its `evidence_resource` row and, if it was parsed,
 its blocks (`evidence_block_row`, integer ids from `first_id` on, in block order), their FTS rows
-(the values segmented where it was parsed, `prepare.py`, if of this segmentation), its sections and
-its stored structural edges. Both ways the index is written (`writer.py`: in place, or from empty
-as the build goes, `FreshIndex`) insert through it, so a resource's rows are the same either way.
-Invariants: a block's integer id is `first_id` + its ordinal; no Python call per value (issue 17).
+(segmented where it was parsed, `prepare.py`, if of this segmentation), its sections and its stored
+structural edges. Every way the index is written (`writer.py`) inserts through it, so a resource's rows
+are the same either way. Invariants: a block's integer id is `first_id` + its ordinal; no Python call
+per value.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class ResourceUpdate:
 
     row: ResourceRow
     artifact: ParsedResourceArtifact | None = None
-    # (SEGMENTATION_VERSION, the FTS value of each block), computed where it was parsed (build/parse/prepare.py);
+    # (SEGMENTATION_VERSION, the FTS value of each block), computed where it was parsed (parse/prepare.py);
     # None, or of another version: segmented here
     segmented: tuple[str, list[str]] | None = None
 
@@ -68,7 +68,7 @@ _INSERT_BLOCKS = (
 
 def _block_values(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: int) -> list[tuple]:
     """`evidence_block_row` rows (`BLOCK_COLUMNS`): what the `evidence_block` view and its locator are
-    computed from. One tuple per block, no dict: 470,000 blocks at 10,000 notes (issue 17)."""
+    computed from. One tuple per block, no dict: a large workspace has hundreds of thousands."""
     rid, none2 = row.resource_id, (None, None)
     return [
         (
@@ -137,7 +137,7 @@ def _edge_rows(edges: Iterable[EdgeRow]) -> Iterable[dict]:
 def insert(conn: sqlite3.Connection, table: str, rows: Iterable[dict], ignore: bool = False) -> None:
     """INSERT dict rows into one of our tables (its schema is `index/schema.py`'s); a list or dict value
     is stored as JSON. Plain sqlite3: sqlite-utils would import pandas and numpy when they are installed,
-    a quarter of a second on every build's start-up (issue 17)."""
+    slowing every build's start-up."""
     verb = "INSERT OR IGNORE" if ignore else "INSERT"
     batch: list[dict] = []
     for row in rows:
@@ -151,7 +151,7 @@ def insert(conn: sqlite3.Connection, table: str, rows: Iterable[dict], ignore: b
 
 def _insert_batch(conn: sqlite3.Connection, into: str, batch: list[dict]) -> None:
     """One executemany of `batch`; a row without a column stores NULL there. Column by column with
-    C-level loops (`map`, `zip`): at 10,000 notes a per-value Python call cost seconds (issue 17)."""
+    C-level loops (`map`, `zip`): a Python call per value costs seconds on a large workspace."""
     columns = list(dict.fromkeys(chain.from_iterable(batch)))
     cols = [list(map(methodcaller("get", c), batch)) for c in columns]
     for i, col in enumerate(cols):

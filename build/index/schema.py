@@ -1,8 +1,8 @@
 """`evidence.sqlite` tables (SPEC §6). Columns may grow, never shrink.
 
 SPEC §6's `evidence_block` and `evidence_edge` are views with every column they ever had: what is
-derivable per block is not stored (schema 5, issue 17): a block's locator, section path and JSON
-ranges are computed from `evidence_block_row` and its resource and section (`build/core/locator.py`), its
+derivable per block is not stored: a block's locator, section path and JSON ranges are computed from
+`evidence_block_row` and its resource and section (`build/core/locator.py`), its
 `page_contains_block` / `section_contains_block` edges from its page and section; block text is stored
 once (`evidence_fts` is an external-content index over `evidence_block_row`). Writers write the `_row`
 tables; readers may read either (a view's unused joins cost nothing).
@@ -14,19 +14,7 @@ import sqlite3
 
 from mnote_evidence.build.core.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LOCATOR_SQL, SECTION_PATH_SQL
 
-SCHEMA_VERSION = "7"  # 2: evidence_block.role; 3: evidence_block.box_holds_text; 4: evidence_block.anchor, evidence_resource.title
-# 5: evidence_link.label (a link's words, for backlinks without re-parsing),
-#    evidence_resource.source_size, source_mtime_ns (change detection without re-hashing, build/workspace/scan.py),
-#    evidence_resource.links_hash (a note's links and link edges, compared instead of rewriting them all),
-#    index evidence_link_target;
-#    evidence_block and evidence_edge become views over evidence_block_row and evidence_edge_row (locator_json,
-#    section_path_json, the JSON ranges and per-block edges derived, not stored), evidence_fts external-content,
-#    evidence_resource.page_url
-# 6: link edges derived from evidence_link (the evidence_link_edge view), not stored; evidence_edge_row holds
-#    resource_contains_page only; index evidence_edge_to dropped; evidence_link_target on
-#    (target_path, source_block_id); evidence_block_row.block_id's UNIQUE is the index evidence_block_id
-# 7: indexes for an edit's reads of a few rows (issue 17): evidence_link_alias, evidence_link_tag,
-#    evidence_link_report, evidence_resource_not_ok, evidence_resource_warned (all partial); evidence_anchor_successor
+SCHEMA_VERSION = "7"  # what each schema version added: docs/architecture.md
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link

@@ -1,29 +1,15 @@
-"""Stage 4: write `evidence.sqlite`, atomically and incrementally (README "What a build does").
+"""Stage 4: write `evidence.sqlite`, atomically and incrementally.
 
 Three ways, each all-or-nothing for every reader:
-- in place (an index of this schema exists, segmentation unchanged): the changes are
-  applied to the file itself inside ONE transaction with SQLite's rollback journal
-  (`journal_mode=DELETE`, `synchronous=FULL`; never WAL, see `layout.py`). Each page's
-  old content is in the fsynced `-journal` before the page is overwritten, and deleting
-  the journal is the commit. A kill at any moment leaves the old file (no journal, or a
-  hot journal that the next read-write open rolls back: `sqlite_ro.connect_ro` does so
-  for readers) or the new one. The writer's page cache holds every change until COMMIT
-  (`cache_spill` off), so readers keep reading the old state until the commit's
-  exclusive lock, which they wait out (busy timeout). Cost: O(what changed);
-- from empty, as the build goes (`FreshIndex`; no usable index, or a rebuild for another
-  schema: `starts_empty`): a working copy is opened before the parse, each resource's rows
-  are inserted as the build records it (in its order, so block ids are those of a write at
-  the end), the rest at `finish`; then laid out (`layout.lay_out`) and renamed over the old
-  file. A failure or a kill before the rename leaves the old file and no working copy
-  (`discard`; a killed build's stray temp file goes at the next build). Cost: O(index),
-  overlapping the parse;
-- copy and rename (a re-segmentation that rewrites every FTS row; from empty if the
-  previous file is damaged or empty: `FreshIndex` with nothing added yet): the previous
-  file is copied to a temporary file next to it, the changes are applied there with no
-  journal, laid out and renamed over the old file. Cost: O(index).
-A changed resource replaces only its own rows (`rows.insert_update`, shared by every way); a
-note's links are replaced only when they changed (`IndexChanges.links`, keyed by the note); its
-link edges are the `evidence_link_edge` view's.
+- in place (an index of this schema, segmentation unchanged): ONE transaction under SQLite's rollback
+  journal (`synchronous=FULL`, `cache_spill` off): a kill leaves the old file or the new one, and
+  readers read the old state until the commit. O(change);
+- from empty, as the build goes (`FreshIndex`, `starts_empty`): a working copy filled as each resource
+  is recorded, laid out (`layout.lay_out`) and renamed over the old file. O(index), beside the parse;
+- copy and rename (a re-segmentation; a damaged or empty previous file): the changes applied to a copy
+  with no journal, laid out and renamed. O(index).
+A changed resource replaces only its own rows (`rows.insert_update`, every way); a note's links are
+replaced only when they changed (`IndexChanges.links`). Details: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -53,9 +39,8 @@ class IndexChanges:
     updates: list[ResourceUpdate] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # resource ids to mark stale
     removed: list[str] = field(default_factory=list)  # resource ids to delete
-    # note resource id -> (its evidence_link rows, their and its link edges' hash): replaces what the note had;
-    # ([], None) drops it. Only notes whose links, their resolutions or edge types changed (or were re-parsed)
-    # are here. Link edges are not stored: the evidence_link_edge view derives them (schema.py).
+    # note resource id -> (its evidence_link rows, their and its link edges' hash), replacing what the note
+    # had; ([], None) drops it. Only notes whose links, resolutions or edge types changed (or re-parsed).
     links: dict[str, tuple[list[LinkRow], str | None]] = field(default_factory=dict)
     stamps: list[tuple[int | None, int | None, str]] = field(
         default_factory=list
@@ -280,7 +265,7 @@ class FreshIndex:
 
     def __init__(self, db_path: Path, tmp: Path, conn: sqlite3.Connection):
         self.db_path, self.tmp, self.conn = db_path, tmp, conn
-        self.next_id = 1  # the next evidence_block_row id
+        self.next_id = 1
         self.added: list[str] = []  # resource ids added, in order: a prefix of `changes.updates`
         try:
             conn.execute("BEGIN")
@@ -320,7 +305,8 @@ class FreshIndex:
                     "the updates added are not the first of changes.updates: block ids would differ"
                 )
             resegmented = _apply(self.conn, changes, self)
-            for ddl in self.deferred:  # built once over the filled tables: a sort, not 470,000 b-tree inserts
+            # built once over the filled tables: a sort, not a b-tree insert per row
+            for ddl in self.deferred:
                 self.conn.execute(ddl)
             fts_fill.end(self.conn)  # one FTS segment, out of reach of incremental writes' merges
             self.conn.execute("COMMIT")
@@ -334,7 +320,7 @@ class FreshIndex:
     def discard(self) -> None:
         """Close and remove the working copy (nothing once it is renamed into place)."""
         if self.conn is not None:
-            self.conn.close()  # closing a closed connection (failed after `_lay_out_and_replace` closed it) is a no-op
+            self.conn.close()  # a no-op if `_lay_out_and_replace` closed it already
             self.conn = None
         self.tmp.unlink(missing_ok=True)
 
@@ -344,7 +330,7 @@ BULK_TABLES = (
     "evidence_section",
     "evidence_edge_row",
 )  # written once per block / section
-# indexes of other tables that only readers after the write use (schema 7: an edit's reads of a few rows)
+# indexes of other tables that only readers after the write use
 BULK_INDEXES = (
     "evidence_link_alias",
     "evidence_link_report",
@@ -358,10 +344,8 @@ BULK_CACHE_KIB = 64 * 1024  # page cache of a write from empty (SQLite's default
 def _defer_indexes(conn: sqlite3.Connection) -> list[str]:
     """A write from empty (inside its transaction): drop the secondary indexes of `BULK_TABLES` and
     `BULK_INDEXES` and return their DDL (schema.py's) to create once the rows are in; a larger page
-    cache for the load. `_apply` from empty never looks rows of these tables up (no old rows to read or
-    delete) nor reads through those indexes, so no query needs them meanwhile; a duplicate block id fails
-    the unique index's creation instead of an insert, the build alike. At 10,000 notes (470,000 blocks)
-    this halved the block inserts' time; building `BULK_INDEXES` there takes ~50 ms."""
+    cache for the load. `_apply` from empty never looks rows of these tables up nor reads through those
+    indexes; a duplicate block id fails the unique index's creation instead of an insert, the build alike."""
     conn.execute(f"PRAGMA cache_size = -{BULK_CACHE_KIB}")
     tables, names = ", ".join("?" * len(BULK_TABLES)), ", ".join("?" * len(BULK_INDEXES))
     rows = conn.execute(
@@ -431,7 +415,7 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | 
 
 
 def _write_knowledge_texts(conn: sqlite3.Connection, changes: IndexChanges) -> None:
-    """The text each LightRAG document was made from; rows of files LightRAG no longer holds go."""
+    """The text each LightRAG document was made from; rows of files LightRAG does not hold go."""
     conn.executemany(
         "INSERT OR REPLACE INTO knowledge_text VALUES (?, ?, ?)",
         [(path, *pack_text(text)) for path, text in sorted(changes.knowledge_texts.items())],
