@@ -1,21 +1,12 @@
-"""The heavy libraries that read and draw PDFs, images and Word files, imported on first use (issue 17 point 2).
+"""The heavy libraries that read and draw PDFs, images and Word files, imported on first use.
 
-A build may import any provider (the first file of its format) and the site
-renderer, yet a no-op build, a markdown-only workspace or `--no-site` never opens a PDF, an image
-or a Word file: importing PyMuPDF (~120 ms), python-docx with lxml (~75 ms) and Pillow (~30 ms)
-there was pure start-up. So the modules that use them (`providers/pdf.py`, `providers/image.py`,
-`providers/docx*.py`, `ocr/run.py`, `render/page_images.py`) call these accessors where they first
-open a file, and import the modules themselves only for type checking. Each accessor imports once
-and applies the settings every use relies on:
-
-- MuPDF's own error and warning lines off (a damaged file is a recorded error, not console noise);
-- Pillow's decompression-bomb guard at `pixels.MAX_PIXELS` (Pillow raises only past twice it).
-
-A provider's or OCR engine's version names its library's version, and a build reads every
-provider's version (`versions.current`, the unchanged-file check) whether or not it parses a file
-of that kind: `library_version` reads it from the package metadata, without importing the library
-(nor `importlib.metadata`, whose import alone cost a one-note edit 20 ms, when an installed
-`*.dist-info` folder answers). `tests/test_startup.py` checks which commands load them.
+The modules that use PyMuPDF, python-docx/lxml and Pillow call these accessors where they first open
+a file (and import the modules themselves only for type checking), so a build that opens no such
+file never pays for the import. Each accessor imports once and applies the settings every use relies
+on: MuPDF's own error and warning lines off (a damaged file is a recorded error, not console noise);
+Pillow's decompression-bomb guard at `pixels.MAX_PIXELS`. `library_version` reads a library's
+version from its package metadata without importing it (every build asks every provider's version).
+`tests/test_startup.py` checks which commands load them.
 """
 
 from __future__ import annotations
@@ -36,7 +27,7 @@ def library_version(distribution: str) -> str:
     found = _dist_info_version(distribution)
     if found is not None:
         return found
-    from importlib.metadata import version  # ~20 ms
+    from importlib.metadata import version  # slow to import: only where no dist-info folder answers
 
     return version(distribution)
 
@@ -65,8 +56,7 @@ def _dist_info_version(distribution: str) -> str | None:
 @cache
 def _metadata_folders(path: tuple[str, ...]) -> list[tuple[str, dict[str, list[str]] | None]]:
     """Per `sys.path` entry, its metadata folders by normalised distribution name (None: an entry that
-    exists but is no folder; entries that do not exist are left out). Listed once per process for every
-    library asked (a build asks three: each listing of site-packages, normalised, cost an edit ~1 ms)."""
+    exists but is no folder; entries that do not exist are left out). Listed once per process."""
     out: list[tuple[str, dict[str, list[str]] | None]] = []
     for entry in path:
         try:

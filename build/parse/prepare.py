@@ -1,20 +1,12 @@
-"""A parse's outputs made ready where it ran (a worker process), so the build process only records them
-(issue 17: at 10,000 notes the sidecar JSON and the FTS segmentation were most of its serial work).
+"""A parse's outputs made ready where it ran (a worker process), so the build process only records them.
 
-`Prepare(root, layout, owners)` is called in the worker on each `parse_one` result (build/parse/run.py):
-an artifact becomes a `Prepared` with its sidecars staged (`sidecars.stage_sidecars`: temp files,
-written but neither synced nor renamed) and the FTS value of each block segmented
-(`text.segment_for_index`, tagged with the `SEGMENTATION_VERSION` it was made with); a `ProviderError`
-passes through. `adopt_prepared` runs in the build process as each result arrives: the staged files
-join its `fsutil.durable_batch` (one sync per batch, then the renames: SPEC §2's durability is the
-build process's, as before), and a storage error met in the worker (disk full) is raised there.
-
-With `programs` (a build that renders its site: the renderer's note compiler, passed in by the
-pipeline), the notes of a task are also compiled there for their pages (`Prepare.many`), from the
-tokens their parse just made: the render does not parse them again.
-
-Invariants: the sidecar bytes and FTS values are those a `--jobs 1` build writes (same functions);
-the index uses the segmented values only if their version is the one it writes (`index/rows.fts_values`).
+`Prepare(root, layout, owners)` runs in the worker on each `parse_one` result: an artifact becomes a
+`Prepared` with its sidecars staged (`sidecars.stage_sidecars`: temp files, neither synced nor renamed)
+and each block's FTS value segmented (tagged with its `SEGMENTATION_VERSION`); a `ProviderError`
+passes through. With `programs` the task's notes are also compiled for their pages (`Prepare.many`).
+`adopt_prepared` runs in the build process: the staged files join its `fsutil.durable_batch`, and a
+storage error met in the worker is raised there. Invariants: the sidecar bytes and FTS values are
+those a `--jobs 1` build writes; the index uses the values only if of its segmentation version.
 """
 
 from __future__ import annotations
@@ -66,8 +58,7 @@ class Prepare:
         self, results: list[tuple[str, ParsedResourceArtifact | ProviderError]]
     ) -> list[Prepared | ProviderError]:
         """Each (path, result) of one parse task through `__call__`; then, with `programs`, its notes
-        compiled for their pages by `programs`, while their tokens are
-        still here (the provider just parsed them: `markdown_syntax.keep_parsed`)."""
+        compiled for their pages while their tokens are still here (`markdown_syntax.keep_parsed`)."""
         out = [self(path, result) for path, result in results]
         if self.programs is not None:
             self.programs(

@@ -1,15 +1,11 @@
 """Stage 2: run a provider on one file, never raising, under the parse budgets (SPEC §3, §11).
 
-`parse_one` is the worker entry point: every failure becomes a `ProviderError` with a code
-(`parse_timeout`, `parse_out_of_memory`, `parse_failed`), so one bad file cannot stop the build.
-`parse_in_pool` runs it in worker processes (`build/parse/workers.py`: they die with the build), small
-files (notes) several per task (`parse_many`), and retries the files of a worker that crashed one
-per fresh process, so only the file that really crashes is recorded as `parse_crashed`.
-`parse_all` picks in-process or the pool: the pool only when there are jobs > 1 and enough work
-to repay starting it. With a `prepare` (build/parse/prepare.py) each result is finished where it was
-parsed (sidecars staged, FTS values segmented), in the worker or here alike. With an `on_result`
-each result is handed over as it arrives and not kept (`InOrder` passes them on in the build's
-order), so the build can record and drop each one while the workers parse the rest.
+`parse_one` is the worker entry point: every failure becomes a `ProviderError` with a code, so one bad
+file cannot stop the build. `parse_in_pool` runs it in worker processes (`workers.py`), small files
+several per task (`parse_many`), and retries a crashed worker's files one per fresh process, so only
+the file that really crashes is recorded `parse_crashed`. `parse_all` picks in-process or the pool;
+with a `prepare` each result is finished where it was parsed, and with an `on_result` each is handed
+over as it arrives and not kept (`InOrder` restores the build's order).
 """
 
 from __future__ import annotations
@@ -88,11 +84,9 @@ def parse_many(
 
 @contextmanager
 def _young_gc_deferred(notes: bool) -> Iterator[None]:
-    """For a batch of notes: no cyclic GC while they are parsed, one young collection after. A note's
-    tokens (~200 objects a KB, freed by reference counting once compiled) set off a collection every
-    700 allocations, each scanning what is young: ~7 % of a note's parse and compile. Little of it
-    is cyclic garbage (a renderer per note), bounded by the batch (BATCH_BYTES of notes); any other
-    file (a PDF can allocate without bound) is parsed with the GC as usual."""
+    """For a batch of notes: no cyclic GC while they are parsed, one young collection after. Notes'
+    tokens are many short-lived objects freed by reference counting, and the batch bounds what is
+    deferred; any other file (a PDF can allocate without bound) is parsed with the GC as usual."""
     if not notes or not gc.isenabled():
         yield
         return
@@ -198,10 +192,9 @@ def parse_all(
     """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
     (fewer would not repay the start of the workers), else here, in the same batches; each result then
     goes through `prepare` where it was parsed. `on_result(path, result)` is called as each result
-    arrives (in no particular order; `InOrder` restores one) and the result is not kept: this
-    process's share of the work (adopting the staged sidecars, recording the result, writing its
-    index rows) overlaps the workers' parsing instead of following it. Returns the results not
-    handed to an `on_result` (all, or none)."""
+    arrives (in no particular order; `InOrder` restores one) and the result is not kept, so this
+    process's share of the work overlaps the workers' parsing. Returns the results not handed to an
+    `on_result` (all, or none)."""
     if jobs <= 1 or len(files) < max(2, min_pool):
         results: dict[str, Any] = {}
         for group in batches(files, batch):  # as a worker's tasks: one file of compiled notes per batch

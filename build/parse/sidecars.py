@@ -1,26 +1,16 @@
 """Stage 3: sidecars, the on-disk truth of a parse (SPEC §1, §2, §5).
 
-Where they go (root-relative), in the default layout `beside` (SPEC §2, the
-convention existing MNote workspaces use):
-- a resource owned by note `docs/Page.md`: `docs/Page.ocr/<name>.parse.md` and
-  `docs/Page.ocr/<name>.source-map.json`, where <name> is the resource's path
-  inside `docs/Page.assets/` (usually just its file name), else its path
-  relative to the note's folder, else `_root/<root-relative path>`;
+Where they go (root-relative), in the default layout `beside` (SPEC §2):
+- a resource owned by note `docs/Page.md`: `docs/Page.ocr/<name>.parse.md` and `.source-map.json`,
+  <name> being its path inside `docs/Page.assets/`, else relative to the note's folder, else
+  `_root/<root-relative path>`;
 - an unowned resource: `.mnote/sidecars/<root-relative path>.*`;
-- a note: only `.mnote/sidecars/<note path>.source-map.json` (the note itself
-  is its text, so no copy is written and the user's folders stay clean).
-In the layout `mnote` every sidecar goes under `.mnote/sidecars/<root-relative
-path>.*`, so nothing is added beside the notes (for tools such as Obsidian or
-MkDocs that would treat `*.parse.md` files as notes). Removing a sidecar also
+- a note: only `.mnote/sidecars/<note path>.source-map.json` (the note is its own text).
+In the layout `mnote` every sidecar goes under `.mnote/sidecars/`. `*.ocr.md` replaces `*.parse.md`
+for OCR text. Invariants: files are written atomically and only when their bytes change, in one
+`durable_batch` before the index points at them; the same input gives byte-identical files; a sidecar
+whose `sourceHash` and `providerVersion` match is reused instead of parsing again; removing one also
 removes the sidecar folders it leaves empty (never a user folder).
-
-`*.ocr.md` replaces `*.parse.md` when the text came from OCR. Files are written
-atomically and only when their bytes change (the build writes a stage's sidecars in one
-`fsutil.durable_batch`: on disk together, before the index points at them; a parse worker stages
-them as temp files, `stage_sidecars`, that the build process syncs and renames); the same input gives
-byte-identical files (no timestamps inside). A sidecar whose `sourceHash` and
-`providerVersion` match the file is reused instead of parsing again, which is
-also how a deleted `evidence.sqlite` is rebuilt without re-parsing.
 """
 
 from __future__ import annotations
@@ -125,11 +115,10 @@ def source_map(
     return out
 
 
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # made once: `json.dumps` with
-# options builds an encoder per call, a third of the sidecar time at 10,000 notes (issue 17)
-# ... and so does `JSONEncoder.encode` (its C encoder, per call: half the time of a block's line). That
-# C encoder, made once here with `_COMPACT`'s options (no cycle check: a source map is a tree), when the
-# running Python has it; else `_COMPACT.encode`. The same bytes either way (tests/test_sidecars.py).
+# made once (`json.dumps` with options builds an encoder per call)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# `JSONEncoder.encode` makes its C encoder per call: this is that encoder made once with `_COMPACT`'s options
+# (no cycle check: a source map is a tree), else `_COMPACT.encode`; the same bytes either way
 _C_COMPACT = (
     None
     if json.encoder.c_make_encoder is None

@@ -1,15 +1,12 @@
 """Worker processes of the build: they die with it, and each parse has a budget (SPEC §9).
 
 Invariants:
-- No worker outlives the build process. `worker_pool()` starts every worker
-  with `PR_SET_PDEATHSIG` = SIGKILL (the kernel kills it when its parent, the
-  forkserver, exits; the forkserver exits when the build process dies) and a
-  watchdog thread that exits the worker once the build's pid is gone.
-- A parse has a time budget (`PARSE_SECONDS`) and a worker a memory budget
-  (`PARSE_MEMORY_MB`, RLIMIT_DATA: heap, not address-space reservations).
-  Exceeding either is a recorded error of that file (`parse_timeout`,
-  `parse_out_of_memory`), never a hung or swapping build. Both can be set with
-  the environment variables of the same name with an `MNOTE_` prefix.
+- No worker outlives the build process: `worker_pool()` starts every worker with `PR_SET_PDEATHSIG` =
+  SIGKILL (the forkserver parent exits when the build dies) and a watchdog thread that exits the
+  worker once the build's pid is gone.
+- A parse has a time budget (`PARSE_SECONDS`) and a worker a memory budget (`PARSE_MEMORY_MB`,
+  RLIMIT_DATA: heap, not address-space reservations), each settable as `MNOTE_<name>`. Exceeding one
+  is a recorded error of that file (`parse_timeout`, `parse_out_of_memory`), never a hung build.
 """
 
 from __future__ import annotations
@@ -36,8 +33,8 @@ _PR_SET_PDEATHSIG = 1
 @cache
 def _context():
     """Workers start from a clean process: forking a parent that already loaded an OCR model
-    (onnxruntime threads) can deadlock. `multiprocessing` and `concurrent.futures.process` (~40 ms)
-    load with the first pool, not with this module: a no-op build starts none (issue 17)."""
+    (onnxruntime threads) can deadlock. `multiprocessing` loads with the first pool, not with this
+    module: a no-op build starts none."""
     import multiprocessing
 
     return multiprocessing.get_context("forkserver")
@@ -99,7 +96,7 @@ def worker_pool(
 ) -> ProcessPoolExecutor:
     """A process pool whose workers die with this process and have a memory budget; `initializer`
     (a module-level function) then runs once in each worker with `initargs`."""
-    from concurrent.futures import ProcessPoolExecutor  # with the first pool (`_context`)
+    from concurrent.futures import ProcessPoolExecutor
 
     budget = PARSE_MEMORY_MB if memory_mb is None else memory_mb
     return ProcessPoolExecutor(

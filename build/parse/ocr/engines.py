@@ -1,10 +1,9 @@
 """Local OCR engines behind one small interface: `recognise(image path) -> [OcrLine]`.
 
-Both work with no network: RapidOCR's ONNX models ship inside its PyPI wheel
-(loaded with `use_cls=False`: the default text-direction classifier garbled
-English lines, and any non-default model would try to download), Tesseract
-and its `chi_sim`/`eng` data come from Debian packages. Lines come back with
-boxes in the image's pixel coordinates, normalised text and a 0..1 confidence.
+Both work with no network: RapidOCR's ONNX models ship inside its wheel (`use_cls=False`: the
+default direction classifier garbles English lines, another model would download), Tesseract and its
+`chi_sim`/`eng` data come from Debian packages. Lines come back with boxes in the image's pixel
+coordinates, normalised text and a 0..1 confidence.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ class RapidOcrEngine:
         """From package metadata: importing rapidocr pulls in OpenCV and onnxruntime."""
         try:
             return f"rapidocr-{library_version('rapidocr')}-det+rec-nocls+n{NORMALIZE_REVISION}"
-        except Exception as exc:  # PackageNotFoundError
+        except Exception as exc:
             raise OcrUnavailable("RapidOCR is not installed: pip install rapidocr onnxruntime") from exc
 
     @cached_property

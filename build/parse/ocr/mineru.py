@@ -1,20 +1,15 @@
 """MinerU (remote OCR / layout service), used only when configured and uploads are allowed.
 
-Documented "precision extract" flow for a local file (API v4):
-1. `POST {url}/api/v4/file-urls/batch` with `Authorization: Bearer <MINERU_TOKEN>` and
-   `{"files": [{"name", "is_ocr": true, "data_id"}], "language": "ch"}` ->
-   `{"code": 0, "data": {"batch_id", "file_urls": [<upload url>]}}`;
+Its "precision extract" flow for a local file (API v4):
+1. `POST {url}/api/v4/file-urls/batch` (`Authorization: Bearer <MINERU_TOKEN>`, `{"files": [{"name",
+   "is_ocr": true, "data_id"}], "language": "ch"}`) -> `data.batch_id`, `data.file_urls`;
 2. `PUT <upload url>` with the file's bytes;
-3. poll `GET {url}/api/v4/extract-results/batch/{batch_id}` until
-   `data.extract_result[0].state` is `done` (`failed` -> error) and read `full_zip_url`;
-4. download the zip and read its `*content_list.json`: items
-   `{"type": "text"|"title"|..., "text", "text_level"?, "page_idx" (0-based), "bbox"}` where
-   `bbox` is `[x0, y0, x1, y1]` on a 0-1000 grid over the page (top-left origin), converted
-   here to the page's own units (PDF points, image pixels).
-
-The token is read from the environment only, sent only to the API host (never to the
-upload or download URLs, which are presigned), and never written to a file, a log
-line or an error message.
+3. poll `GET {url}/api/v4/extract-results/batch/{batch_id}` until `data.extract_result[0].state` is
+   `done` (`failed` -> error), then download `full_zip_url`;
+4. read its `*content_list.json`: items `{"type", "text", "text_level"?, "page_idx" (0-based), "bbox"}`,
+   `bbox` on a 0-1000 grid over the page (top-left origin), converted to the page's own units.
+The token is read from the environment only, sent only to the API host (never to the presigned
+upload or download URLs), and never written to a file, a log line or an error message.
 """
 
 from __future__ import annotations
@@ -82,7 +77,7 @@ def extract(
 ) -> dict[int, list[OcrLine]]:
     """OCR lines per 1-based page, boxes in each page's own units."""
     url, token = _config(settings)
-    import httpx  # only when MinerU is configured and used: every build imports this module (ocr/run.py)
+    import httpx  # only when MinerU is used: every build imports this module
 
     try:
         with (

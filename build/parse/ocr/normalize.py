@@ -53,16 +53,12 @@ TOUCH_GAP = 0.1  # word boxes: "touching" = at most 10 % of a character width ap
 def respaced(text: str, pieces: list[tuple[str, float, float]]) -> str:
     """The engine's line text, with a space removed only where its boxes show a split word.
 
-    `pieces` are RapidOCR's word boxes as (text, x0, x1), in line order. For a line
-    with CJK they are single characters: a space between two Latin letters goes when
-    the gap across it is under `CHAR_GAP` of a character width (the recogniser emits
-    `scre en s hot`, its character boxes touch). For Latin lines they are words:
-    their gaps are too coarse to tell a real space (seen at 0 on clean renders of
-    real PDFs) from a split, so only lone letters that are not words (`i cons`,
-    `T h re ad`) are joined to the touching word next to them; a touching run
-    with two or more such letters is joined whole. Any mismatch between pieces
-    and text leaves the engine's text as it is.
-    """
+    `pieces` are RapidOCR's word boxes as (text, x0, x1), in line order. For a line with CJK they are
+    single characters: a space between two Latin letters goes when the gap across it is under
+    `CHAR_GAP` of a character width (`scre en s hot`). For Latin lines they are words, whose gaps cannot
+    tell a real space from a split, so only lone letters that are not words (`i cons`, `T h re ad`) are
+    joined to the touching word next to them; a touching run with two or more such letters is joined
+    whole. Any mismatch between pieces and text leaves the engine's text as it is."""
     tokens = text.split()
     spans = _token_spans(tokens, pieces)
     if spans is None or len(tokens) < 2:

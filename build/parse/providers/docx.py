@@ -1,29 +1,13 @@
 """Word `.docx` via python-docx (SPEC §3): paragraph precision, never a fake page.
 
-Blocks: headings, paragraphs and table rows in body order, each with its
-heading path, its 1-based body-paragraph ordinal (`paragraphIndex`, counting
-empty paragraphs too, so it matches the document) and Word's own `w14:paraId`
-when the file carries one. A table becomes one block per row (cells joined by
-` | `); a row's `paragraphIndex` is that of the body paragraph before the table
-and its `paraId` that of the row's first cell paragraph.
-
-Beside the body: footnotes, endnotes and comments become blocks of those types right after
-the paragraph that references them (same `paragraphIndex` and heading path; `note` says what
-they are attached to, e.g. "footnote 2 to paragraph 3"); text-box paragraphs become `text_box`
-blocks anchored on the paragraph holding the shape (`docx_parts.py`).
-
-Damage: when python-docx refuses a package whose `word/document.xml` is readable (a relationship
-to a missing image, a broken unrelated part), the body is read from the XML directly, with the
-warning `docx_repaired`; `docx_corrupt` only when there is no readable body.
-
-Speed: python-docx's `paragraph.style.name` resolves the style part on every
-call; we read each paragraph's `w:pStyle` id and look it up in a map of heading
-levels built once from `styles.xml` (with `basedOn` inheritance).
-
-Safety: the zip directory is checked before anything is inflated: total
-uncompressed size above `MAX_UNCOMPRESSED` is refused as a zip bomb; so is an
-archive whose entries really inflate past it whatever they declare
-(`build/parse/zipbudget.py` inflates them itself, in constant memory).
+Blocks: headings, paragraphs and table rows (cells joined by ` | `) in body order, each with its
+heading path, its 1-based body-paragraph ordinal (`paragraphIndex`, empty paragraphs counted) and
+Word's `w14:paraId` when present; a row takes the `paragraphIndex` of the paragraph before its table.
+Footnotes, endnotes and comments follow the paragraph that references them, text boxes the paragraph
+holding the shape (`docx_parts.py`). A package python-docx refuses is read from `word/document.xml`
+directly (`docx_repaired`); `docx_corrupt` only without a readable body. Heading levels come from one
+map built from `styles.xml` (with `basedOn`). Safety: a zip whose entries declare or really inflate
+past `MAX_UNCOMPRESSED` is refused as a zip bomb (`zipbudget.py`, in constant memory).
 """
 
 from __future__ import annotations
@@ -147,14 +131,14 @@ class DocxProvider:
         pass  # text comes from the file itself: no OCR
 
     def version(self) -> str:
-        return provider_version(format_named("docx"))  # the registry keeps it (build/core/formats.py)
+        return provider_version(format_named("docx"))
 
     def _open(self, path: Path) -> tuple[object, object, list[Warning_]]:
         """(body element, styles root, warnings): python-docx first, the raw XML when it refuses."""
         try:
             document = python_docx().Document(
                 str(path)
-            )  # loaded with the first Word file (build/parse/libraries.py)
+            )
             return document.element.body, document.styles.element, []
         except Exception as exc:  # PackageNotFoundError, KeyError (missing part), malformed XML...
             refusal = f"{type(exc).__name__}: {exc}"

@@ -1,24 +1,15 @@
-"""Page furniture: running headers, footers and page numbers of paged documents (SPEC §6, issue 13).
+"""Page furniture: running headers, footers and page numbers of paged documents (SPEC §6).
 
-A pure function over the pages' blocks (no I/O, no PyMuPDF): `furniture_flags` says, per block,
-whether it is furniture. Only *edge lines* can be: blocks whose top (bottom) is within
-`EDGE_TOLERANCE` of the page's topmost (bottommost) block and that lie in the outer `BAND` of
-the page height. An edge line is a *candidate* when it is a page number (`12`, `iv`, `Page 3`,
-`3 of 17`, `- 3 -`) or when its text, digits ignored, is an edge line at about the same height
-(`SAME_Y`) on at least `MIN_REPEATS` pages (`Shared MIME-info Database`, `Chapter 3: Basics 27`).
-A height is a *furniture line* when candidates sit there on at least `MIN_LINE_PAGES` pages and
-on at least `LINE_SHARE` of the pages that have an edge line there. Furniture: the candidates on a
-furniture line, the short lines with a number there (a chapter header seen on one page only), and
-a bare edge-line number equal to its page's position plus the document's usual offset between
-printed and physical page numbers (a page number moved to the footer on one page).
-
-Why the line test: body text ends at the same baseline on most full pages, so a short body line
-("Syntax:" in gnuplot.pdf) repeats at the bottom edge of several pages; there it is a few pages
-among hundreds whose last lines all differ, while a running header is on nearly every page.
-
-Invariants: body text never qualifies by position alone; a document title on page 1 set lower
-than the running header is not furniture; documents of fewer than `MIN_LINE_PAGES` pages have
-none; the result has one flag per input block, in input order.
+A pure function over the pages' blocks: `furniture_flags` says, per block, whether it is furniture.
+Only *edge lines* can be (within `EDGE_TOLERANCE` of the page's top- or bottommost block, in the outer
+`BAND`). An edge line is a *candidate* when it is a page number (`12`, `iv`, `Page 3`, `3 of 17`) or
+its text, digits ignored, is an edge line at about the same height (`SAME_Y`) on `MIN_REPEATS` pages.
+A height is a *furniture line* when candidates sit there on `MIN_LINE_PAGES` pages and on `LINE_SHARE`
+of the pages with an edge line there (a short body line repeats at a page's foot on a few pages, a
+running header on nearly all). Furniture: the candidates on a furniture line, short numbered lines
+there, and a bare number matching its page's position plus the document's usual offset.
+Invariants: body text never qualifies by position alone; documents of fewer than `MIN_LINE_PAGES`
+pages have none; one flag per input block, in input order.
 """
 
 from __future__ import annotations
@@ -106,7 +97,7 @@ def furniture_flags(blocks: list[PageBlock], heights: dict[int, float]) -> list[
         text = texts[i]
         flags[i] = candidate[i] or (len(text) <= MAX_FURNITURE_CHARS and bool(_DIGITS.search(text)))
     offset = _page_offset(blocks, flags)
-    for i, _band, _y in edges:  # a lone page number where the others are not (gnuplot's index page)
+    for i, _band, _y in edges:  # a lone page number where the others are not (an index page)
         if (
             not flags[i]
             and offset is not None

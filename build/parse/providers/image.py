@@ -61,7 +61,7 @@ class ImageProvider:
     def version(self) -> str:
         return provider_version(
             format_named("image"), self.ocr
-        )  # the registry keeps it (build/core/formats.py)
+        )
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         width, height = image_size(item)

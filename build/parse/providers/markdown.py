@@ -1,16 +1,12 @@
 """Markdown notes via markdown-it-py tokens (SPEC §3).
 
-One block per heading, paragraph, list-item paragraph (`task` for a task-list item,
-its text starting `[ ] ` or `[x] `), blockquote paragraph, callout title and callout
-paragraph, footnote paragraph, display math (`math`, its TeX source), table, code block,
-raw HTML block and front matter (`properties`, `markdown_properties.py`); each with its
-1-based inclusive line range and the char range of those lines in the note. Headings
-form the section tree. Links, images, wikilinks, embeds and tags (and front matter
-aliases) are kept on the block they appear in, so every graph edge has a source block.
-Footnote blocks come last (as the page lists them) and sit in no section.
-Inline math stays in the text as `$TeX$`, a footnote reference as `[n]`, a highlight as
-its words; an author's `^id` is the block's `anchor`, not its text. The note's title is
-its front matter `title`, else its first heading.
+One block per heading, paragraph, list-item paragraph (`task` for a task-list item), blockquote and
+callout paragraph, callout title, footnote paragraph, display math (`math`, its TeX), table, code
+block, raw HTML block and front matter (`properties`); each with its 1-based inclusive line range and
+the char range of those lines. Headings form the section tree; footnote blocks come last, in no
+section. Links, images, wikilinks, embeds, tags and aliases are kept on the block they appear in, so
+every graph edge has a source block. Inline math stays as `$TeX$`, a footnote reference as `[n]`; an
+author's `^id` is the block's `anchor`. The title is the front matter `title`, else the first heading.
 """
 
 from __future__ import annotations
@@ -36,10 +32,7 @@ from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
 
-# 2: notes in UTF-16/32 and legacy encodings are decoded (providers/encoding.py)
-# 3: Obsidian-flavoured Markdown: callouts, tasks, footnotes, math, tags, block anchors, front matter
-# 4: a link's words as written (`label`, for the backlinks panel)
-REVISION = "4"
+REVISION = "4"  # bumped when the same bytes would parse differently
 
 
 @dataclass

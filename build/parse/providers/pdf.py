@@ -1,16 +1,10 @@
 """Text PDFs via PyMuPDF, no OCR (SPEC §3).
 
-One block per PyMuPDF text block, with its 1-based page, bbox in PDF points
-(top-left origin, PyMuPDF's convention, clamped to the page) and char range in
-the `*.parse.md` text; each native block records whether the words PyMuPDF reads inside its box
-hold its text (`boxHoldsText`, build/parse/providers/pdf_boxes.py). Sections come from the PDF outline when it has one, else
-from font-size headings (blocks set noticeably larger than the body text).
-
-Defensive checks, each a recorded error rather than a silent success: the
-`%PDF-` magic bytes (an HTML file named .pdf opens fine in PyMuPDF), zero pages
-(a truncated file can open without an exception), a password, and an
-extraction with no text at all (an encrypted file may "succeed" with empty
-text; a scanned PDF needs OCR).
+One block per PyMuPDF text block, with its 1-based page, bbox in PDF points (top-left origin, clamped
+to the page), char range in the `*.parse.md` text and whether the words read inside its box hold its
+text (`boxHoldsText`, `pdf_boxes.py`). Sections come from the PDF outline, else from font-size
+headings. Each of these is a recorded error, never a silent success: no `%PDF-` magic bytes (an HTML
+file named .pdf opens fine), zero pages, a password, no text at all (a scanned PDF needs OCR).
 """
 
 from __future__ import annotations
@@ -69,10 +63,9 @@ class _RawBlock:
     box_holds_text: bool | None = None  # set for native text blocks by build/parse/providers/pdf_boxes.py
 
 
-# A page goes to OCR when it has (almost) no text layer but images cover a good part of it.
-# Text pages of a real manual (R-exts.pdf, 236 pages) carry 20-60 characters per square inch
-# of page, a page with only a heading a few; a scan carries 0 (or a stamp). Blank pages and
-# pure vector drawings have no image to read, so they are never OCR'd.
+# A page goes to OCR when it has (almost) no text layer but images cover a good part of it: text pages carry
+# tens of characters per square inch, a scan none. Blank pages and pure vector drawings have no image to read,
+# so they are never OCR'd.
 MIN_CHARS_PER_SQ_IN = 2.0
 MIN_IMAGE_COVERAGE = 0.3
 
@@ -137,8 +130,8 @@ def _page_blocks_fast(page: pymupdf.Page, textpage: pymupdf.TextPage, number: in
     return _raw_blocks(page, number, textpage.extractBLOCKS(), None)
 
 
-# MuPDF's HTML output: one <p> per text line, positioned, with sized spans. It is built in C,
-# so reading sizes from it costs a fraction of get_text("dict") (236 pages: 0.57 s vs 1.28 s).
+# MuPDF's HTML output: one <p> per text line, positioned, with sized spans; built in C, so much cheaper than
+# get_text("dict")
 _HTML_LINE = re.compile(r'<p style="top:([-\d.]+)pt;left:([-\d.]+)pt[^"]*">(.*?)</p>', re.S)
 _HTML_SPAN = re.compile(r"font-size:([\d.]+)pt[^>]*>([^<]*)")
 
@@ -215,7 +208,7 @@ class PdfProvider:
     def version(self) -> str:
         return provider_version(
             format_named("pdf"), self.ocr
-        )  # the registry keeps it (build/core/formats.py)
+        )
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         data = item.full_path.read_bytes()
@@ -226,7 +219,7 @@ class PdfProvider:
             doc.close()
 
     def _parse_doc(self, doc: pymupdf.Document, item: ParseInput) -> ParsedResourceArtifact:
-        # imported with the first PDF parsed: every build imports this module for `version()` (~7 ms)
+        # imported with the first PDF parsed: every build imports this module for `version()`
         from mnote_evidence.build.parse.providers.pdf_boxes import check_page
 
         toc = doc.get_toc(simple=True)

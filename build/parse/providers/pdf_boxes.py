@@ -1,16 +1,11 @@
-"""Does a PDF block's box hold its words? Checked once, at parse time (issue 15: verified quotes).
+"""Does a PDF block's box hold its words? Checked once, at parse time.
 
 A citation or search result that opens a PDF at a box promises that the words it shows are inside
-that box. The block's text and box both come from MuPDF's block segmentation; this check reads the
-page a second way, word by word (`TextPage.extractWORDS`, each word with its own box), and asks
-whether the words whose centre lies inside the block's box (as stored: clamped to the page and
-rounded) hold every word of the block's text, compared by `build/core/quote_match.py` (NFKC, case,
-hyphenation across lines, CJK by characters). The answer is `Block.box_holds_text`; a block whose box
-fails keeps its box in the sidecar but its locator drops to `page` precision (`build/core/locator.py`).
-
-Cost: one word list per page from the text page the blocks came from, and per block only the words
-of its vertical band (bisect on sorted word centres): about 1 ms per page on the real manuals.
-OCR lines are not checked here (a scanned page has no text layer; the line's text is the engine's).
+it. The page is read a second way, word by word (`TextPage.extractWORDS`), and the words whose centre
+lies inside the block's stored box must hold every word of its text, compared by `core/quote_match.py`.
+The answer is `Block.box_holds_text`; a box that fails stays in the sidecar but the locator drops to
+`page` precision. Per block only the words of its vertical band are looked at. OCR lines are not
+checked (the line's text is the engine's).
 """
 
 from __future__ import annotations
