@@ -1,4 +1,6 @@
-"""Which block of a chunk's span a citation opens: the one its meaning-bearing query terms point to (SPEC §10).
+"""Which block of a chunk's span a citation opens: the one the query's meaning-bearing terms point to.
+
+SPEC §10.
 
 - Terms: Latin words of two or more characters that are not English stopwords; CJK runs
   of the query (build/core/text.py's segmentation) with Chinese function words cut off their
@@ -38,8 +40,10 @@ also may might must shall us via per e g ie eg etc vs
 # since inside a run they are often part of a word (和 in 饱和, 的 in 目的).
 STOPWORDS_ZH = frozenset(
     """
-的 了 是 在 和 与 及 或 也 都 就 而 但 并 把 被 对 从 向 为 以 于 之 其 这 那 哪 吗 呢 吧 啊 有 个 中 上 下 里 时 将 会 能 要
-什么 怎么 怎样 如何 为什么 哪些 哪个 哪里 多少 是否 请问 可以 一个 一种 这个 那个 我们 你们 他们 以及 或者 还是 没有 关于
+的 了 是 在 和 与 及 或 也 都 就 而 但 并 把 被 对 从 向 为 以 于 之 其 这 那
+哪 吗 呢 吧 啊 有 个 中 上 下 里 时 将 会 能 要
+什么 怎么 怎样 如何 为什么 哪些 哪个 哪里 多少 是否 请问 可以 一个 一种
+这个 那个 我们 你们 他们 以及 或者 还是 没有 关于
 """.split()
 )
 _SPLIT_ZH = sorted((w for w in STOPWORDS_ZH if len(w) > 1), key=len, reverse=True) + ["的"]
@@ -125,7 +129,7 @@ def choose(texts: list[tuple[str, bool]], terms: list[Term]) -> tuple[int | None
             else any(t.text[i : i + 2] in joined for i in range(len(t.text) - 1))
         )
     ]
-    if not terms:  # none of the query's terms is anywhere in the chunk's blocks
+    if not terms:
         return None, None
     table = [[term_weight(text, t) for t in terms] for text, _ in texts]
     n = len(texts)

@@ -1,4 +1,4 @@
-"""Where a LightRAG chunk lies in the text we sent, and which blocks lie there (SPEC §10, mapping by position).
+"""Where a LightRAG chunk lies in the text we sent, and which blocks lie there (SPEC §10, by position).
 
 LightRAG chunks are token windows of the text we ingested, stripped: exact substrings.
 `knowledge_text` keeps that text (build/index/knowledge_text.py), and every block's
@@ -153,9 +153,7 @@ class SpanBlocks:
         self._texts: dict[str, str | None] = {}
         self._views: dict[str, tuple[str, list[int]] | None] = {}
         self._count: dict[str, int] = {}
-        self._probes: dict[
-            tuple[str, int], tuple[int, int, int] | None
-        ] = {}  # chunks of one file share probes
+        self._probes: dict[tuple[str, int], tuple[int, int, int] | None] = {}  # shared by a file's chunks
 
     def text(self, path: str) -> str | None:
         if path not in self._texts:

@@ -112,7 +112,8 @@ class CitationMapper:
         cur = self.conn.cursor()
         cur.row_factory = sqlite3.Row  # whatever the connection's own row factory is
         return cur.execute(
-            "SELECT k.source_root_relative_path AS path, k.ocr_text_exposed, r.resource_id, r.kind, r.status, r.provider "
+            "SELECT k.source_root_relative_path AS path, k.ocr_text_exposed, r.resource_id, r.kind, "
+            "r.status, r.provider "
             "FROM knowledge_source k LEFT JOIN evidence_resource r "
             "ON r.source_root_relative_path = k.source_root_relative_path WHERE k.lightrag_file_path = ?",
             [file_path],

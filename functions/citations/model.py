@@ -1,6 +1,7 @@
 """The citation, defined once (SPEC §10, schema `mnote.citation.v1`, schemas/citation.schema.json).
 
-`functions/citations/mapper.py` builds these; `functions/handlers/knowledge.py`, the CLI and the Ask page read them.
+`functions/citations/mapper.py` builds these; `functions/handlers/knowledge.py`, the CLI and the Ask
+page read them.
 Field names are the JSON names. Optional keys are absent, never null: `blockId`, `page`, `bbox`,
 `regions` and `source` exist only when a block was matched (and the format has pages/boxes).
 
@@ -40,9 +41,8 @@ class CitationDiagnostics(TypedDict):
     quoteOnlyImagePlaceholder: bool
     rawQuote: str
     chunkId: str
-    quoteCheck: NotRequired[
-        Literal["quote_not_in_block", "box_text_mismatch", "no_block"]
-    ]  # why not quoteVerified
+    # why not quoteVerified
+    quoteCheck: NotRequired[Literal["quote_not_in_block", "box_text_mismatch", "no_block"]]
 
 
 class Citation(TypedDict):
@@ -65,9 +65,7 @@ class Citation(TypedDict):
     citationUrl: str
     citationMarkdown: str
     relevanceScore: NotRequired[float]
-    source: NotRequired[
-        dict
-    ]  # the block's EvidenceLocator (schemas/locator.schema.json), URL with the site base
+    source: NotRequired[dict]  # the block's EvidenceLocator (schemas/locator.schema.json), with the site base
     diagnostics: CitationDiagnostics
 
 

@@ -32,16 +32,19 @@ _EQUATION = re.compile(r"<equation\b[^>]*>(.*?)</equation\s*>", re.S | re.I)
 _DRAWING = re.compile(r"<drawing\b[^>]*?/?>(?:.*?</drawing\s*>)?", re.S | re.I)
 HTML_ELEMENTS = frozenset(
     """
-a abbr b blockquote br caption center cite code col colgroup dd del details dfn div dl dt em figcaption figure
-font h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q s samp small span strike strong sub summary sup table
-tbody td tfoot th thead tr tt u ul var equation drawing
+a abbr b blockquote br caption center cite code col colgroup dd del details dfn div dl dt em figcaption
+figure font h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q s samp small span strike strong sub
+summary sup table tbody td tfoot th thead tr tt u ul var equation drawing
 """.split()
 )
 _VOID = frozenset({"br", "hr", "img", "wbr", "col"})
 _TAG = re.compile(r"<(/?)([A-Za-z][\w:-]*)(\s+[^<>]*?)?\s*(/?)>")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
-_PAGE_MARKER = re.compile(  # ours (build/parse/providers/pdf.py), also cut at a chunk's edges: "ge 3 -->", "<!-- pa"
-    r"<!-- page \d+ -->|^\s*(?:(?:<?!)?-?-? ?)?(?:(?:(?:p?a)?g)?e ?)?\d* ?-->|<(?:!(?:-(?:-(?: (?:p(?:a(?:g(?:e(?: \d*)?)?)?)?)?)?)?)?)?$"
+# Our page markers (build/parse/providers/pdf.py), also cut at a chunk's edges: "ge 3 -->", "<!-- pa"
+_PAGE_MARKER = re.compile(
+    r"<!-- page \d+ -->"
+    r"|^\s*(?:(?:<?!)?-?-? ?)?(?:(?:(?:p?a)?g)?e ?)?\d* ?-->"
+    r"|<(?:!(?:-(?:-(?: (?:p(?:a(?:g(?:e(?: \d*)?)?)?)?)?)?)?)?)?$"
 )
 _PARTIAL_COMMENT = re.compile(r"<!--(?:(?!-->).)*$|^(?:(?!<!--).)*?-->", re.S)
 _PARTIAL_TAG_START = re.compile(r"^[^<>]*?>")  # "...mat="latex">x" at a chunk's start
@@ -50,7 +53,8 @@ _PARTIAL_TAG_END = re.compile(rf"</?(?:{_KNOWN})(?:[\s/][^<>]*)?$", re.I)  # "<e
 _IMAGE_MD = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 # `# name.png`: the heading an image document carries (registered image suffixes, plus .gif from elsewhere)
 _IMAGE_HEADING = re.compile(
-    r"^#+\s*\S+(?:%s)\s*$" % "|".join(re.escape(s) for s in (*suffixes(Kind.IMAGE), ".gif")), re.I | re.M
+    r"^#+\s*\S+(?:{})\s*$".format("|".join(re.escape(s) for s in (*suffixes(Kind.IMAGE), ".gif"))),
+    re.I | re.M,
 )
 _MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
@@ -162,7 +166,7 @@ def is_image_placeholder(text: str) -> bool:
 def quote_window(text: str, terms: list[str], max_chars: int = MAX_QUOTE, centre: int | None = None) -> str:
     """Up to `max_chars` of `text`, centred on `centre` (an offset in the whitespace-collapsed text) or on
     the first query term found, cut at word boundaries, with … at cuts."""
-    text = " ".join(text.split())  # collapse whitespace; characters stay as written
+    text = " ".join(text.split())
     if len(text) <= max_chars:
         return text
     if centre is None:

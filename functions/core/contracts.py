@@ -1,12 +1,11 @@
 """What the query handlers take and return (SPEC §9, §11), defined once.
 
-`Context` is what every handler is called with. The response shapes are
-TypedDicts matching the published schemas: `SearchResponse` is
-`schemas/search_response.schema.json` (its `source` is the `EvidenceLocator`
-of `schemas/locator.schema.json`, with `openAction.url` prefixed by the
-site's base). Errors are `ErrorResponse`, produced only by `errors.call`.
-Citations are typed by `functions.citation_model` (schemas/citation.schema.json);
-`VerifyQuoteResponse` is `schemas/verify_quote_response.schema.json`.
+`Context` is what every handler is called with. The response shapes are TypedDicts matching the
+published schemas: `SearchResponse` is `schemas/search_response.schema.json` (its `source` is the
+`EvidenceLocator` of `schemas/locator.schema.json`, with `openAction.url` prefixed by the site's
+base) and `VerifyQuoteResponse` is `schemas/verify_quote_response.schema.json`. Errors are
+`ErrorResponse`, produced only by `errors.call`. Citations are typed in
+`functions/citations/model.py` (`schemas/citation.schema.json`).
 """
 
 # No `from __future__ import annotations` here: TypedDict must see `NotRequired[...]` evaluated.

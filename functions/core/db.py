@@ -4,8 +4,8 @@ A build replaces the file by rename, or (an incremental build) updates it in pla
 inside one transaction. Connections are never `immutable=1`: SQLite's shared lock
 makes each query read the state before or after a commit. `LiveConnections` keeps one
 connection per thread and checks the file's identity (inode and mtime,
-`build.sqlite_ro.file_identity`: one `stat`) every time a connection is leased, and
-rolls back a killed build's hot journal first (`recover_hot_journal`: one more `stat`).
+`build/core/sqlite_ro.py` `file_identity`: one `stat`) every time a connection is leased,
+and rolls back a killed build's hot journal first (`recover_hot_journal`: one more `stat`).
 Invariants:
 - a lease taken after a rename completed reads the new file, on every thread;
 - a connection is never closed while leased (an in-flight query keeps reading the

@@ -124,7 +124,7 @@ def get_block_id(request: dict) -> str:
 
 @dataclass(frozen=True)
 class Field:
-    """One request field: its check (`read`), its JSON Schema (`schema`), its query-string form (`from_text`)."""
+    """One request field: its check (`read`), JSON Schema (`schema`) and query-string form (`from_text`)."""
 
     name: str
     kind: str
@@ -212,9 +212,8 @@ class RequestSpec:
 
     def __init__(self, *fields: Field, one_of: tuple[str, ...] = ()):
         self.fields = {f.name: f for f in fields}
-        self.one_of = (
-            one_of  # give at least one of these (said in the schema's description; checked by the handler)
-        )
+        # give at least one of these: said in the schema's description, checked by the handler
+        self.one_of = one_of
 
     def parse(self, request: dict) -> dict[str, Any]:
         """Every field's checked value (defaults filled in); `BadRequest` for anything else.

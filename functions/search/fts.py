@@ -1,11 +1,10 @@
 """Full-text search over evidence blocks, ranked by bm25 and query-term precision.
 
-bm25 alone ranks a paragraph that merely contains a longer compound (吡咯烷
-inside N-甲基吡咯烷酮) as high as one about the term itself, because CJK has no
-word boundaries for the index to see. After FTS picks candidates we look at
-each occurrence of each CJK query term: an occurrence flanked by CJK characters
-on both sides is most likely part of a longer word and counts least
-(`flank_weight`, the one definition of that rule; citation mapping uses it too).
+CJK text has no word boundaries for the index to see, so bm25 ranks a block that only holds a
+longer compound (吡咯烷 inside N-甲基吡咯烷酮) as high as one about the term itself. The
+candidates FTS picks are re-weighted per CJK term occurrence: one flanked by CJK characters on
+both sides is most likely part of a longer word and counts least (`flank_weight`, the one
+definition of that rule; citation mapping uses it too).
 
 `rank` is the one ranking (SPEC §9): bm25 inside the FTS index, the window's rows looked up by id
 and filtered (`Filters`), then re-ranked in fixed chunks so that pages of one query never repeat or
@@ -26,7 +25,6 @@ from mnote_evidence.build.core.text import fts_query, is_cjk, query_terms
 CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50  # re-ranked together (a chunk): max(this, topK x CANDIDATES_PER_RESULT)
 RANK_WINDOW = 250  # bm25's best matches joined and filtered at first: also how deep `total` counts exactly
-# (joining 1,000 cost ~10 % of the raw FTS query at 1M blocks, 250 ~3 %: bench/query_latency.py)
 MAX_WINDOW = 50_000  # beyond this, rank all matches at once (a very selective filter)
 _FLANK_WEIGHT = (1.0, 0.6, 0.25)  # by number of CJK neighbours (0, 1, 2)
 
@@ -94,7 +92,7 @@ class Filters:
 
 @dataclass
 class Ranked:
-    """The matches passing the filters, best first, as deep as asked (`hits`), and what is known of the rest."""
+    """The matches passing the filters, best first, as deep as asked (`hits`); what is known of the rest."""
 
     hits: list[Hit]
     total: int  # matches passing the filters among those ranked
@@ -163,8 +161,8 @@ def rank(
                     page,
                 )
             )
-        # Equal scores (the same sentence on many pages) in document order: path, page, then the
-        # block's position, so page 2 comes before page 10 (block ids end in "-2", "-10" and sort as text).
+        # Equal scores (the same sentence on many pages) in document order: by position, not block id,
+        # whose "-2" and "-10" suffixes sort as text.
         part.sort(key=lambda h: (-h.score, h.resource_path, h.page or 0, h.ordinal, h.block_id))
         hits += part
     return Ranked(hits, len(passing), exhausted, match, Counter(r[2] for r in passing))
@@ -204,8 +202,7 @@ def search_blocks(
 def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
     """(rowid, bm25, path, kind, status, role, ordinal, page) of the `window` best FTS matches, best
     first (ties by rowid). bm25 ranks inside the FTS index alone; the window's rows are then looked up
-    by id. Joining in the same statement (even from a CTE) cost 3-8 % more CPU than the raw ranking
-    query at 1M blocks, looking them up afterwards ~0 (bench/query_latency.py)."""
+    by id in a second statement (docs/performance.md)."""
     ranked = conn.execute(
         "SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
         "ORDER BY rank, rowid LIMIT ?",
@@ -229,7 +226,8 @@ def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:
     for at in range(0, len(rowids), 500):
         part = rowids[at : at + 500]
         for rowid, block_id, text, loc in conn.execute(
-            f"SELECT id, block_id, text, locator_json FROM evidence_block WHERE id IN ({','.join('?' * len(part))})",
+            "SELECT id, block_id, text, locator_json FROM evidence_block "
+            f"WHERE id IN ({','.join('?' * len(part))})",
             part,
         ):
             out[rowid] = (block_id, text, loc)

@@ -1,5 +1,5 @@
 """`quoteVerified` and the precision downgrade, decided here for search results, citations and
-`verify_quote` (issue 15, SPEC §9, §10).
+`verify_quote` (SPEC §9, §10).
 
 What is checked where:
 - at build time, per PDF text block: do the words PyMuPDF reads inside the block's box hold the
@@ -81,7 +81,8 @@ def mark_results(conn: sqlite3.Connection, results: list[dict]) -> None:
     rows = {
         bid: (text, box)
         for bid, text, box in conn.execute(
-            f"SELECT block_id, text, box_holds_text FROM evidence_block WHERE block_id IN ({','.join('?' * len(ids))})",
+            "SELECT block_id, text, box_holds_text FROM evidence_block "
+            f"WHERE block_id IN ({','.join('?' * len(ids))})",
             ids,
         )
     }
