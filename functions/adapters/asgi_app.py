@@ -131,7 +131,8 @@ def app_from_env(environ: dict[str, str] | None = None):
 
 
 class _LazyApp:
-    """`uvicorn mnote_evidence.functions.adapters.asgi_app:app`: configured from the environment on first use."""
+    """`uvicorn mnote_evidence.functions.adapters.asgi_app:app`: configured from the environment
+    on first use."""
 
     def __init__(self):
         self._app = None

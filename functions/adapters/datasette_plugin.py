@@ -1,16 +1,16 @@
-"""Datasette plugin `mnote-evidence`: a thin HTTP adapter over `functions.evidence`.
+"""Datasette plugin `mnote-evidence`: a thin HTTP adapter over the handlers in `functions/handlers/`.
 
 Registered by entry point (`datasette plugins` lists it). On a Datasette that holds an
 evidence database (one with an `evidence_block` table) it adds, all under `/-/` as
 Datasette's conventions ask, so no database or table URL is ever taken over:
 - `/-/evidence/search`, `/-/evidence/read`, `/-/evidence/open`, `/-/evidence/verify` and
-  `/-/knowledge/*` (the route table `functions/handlers/routes.py`, shared with the ASGI app): GET with query
-  parameters or POST with a JSON body, answered by the pure handlers;
-- `/-/evidence/search-page`: the search page for readers (`functions/adapters/search_page.py`), linked from
-  Datasette's menu and the evidence database's actions;
+  `/-/knowledge/*` (the route table `functions/handlers/routes.py`, shared with the ASGI app): GET
+  with query parameters or POST with a JSON body, answered by the pure handlers;
+- `/-/evidence/search-page`: the search page for readers (`functions/adapters/search_page.py`),
+  linked from Datasette's menu and the evidence database's actions;
 - `/-/evidence/site/...`: the static site next to the database (when one is there), and
-  `/` redirecting to it, so one URL serves browsing, querying and citations. The old
-  `/site/...` URLs redirect there, unless a database is routed at `/site`;
+  `/` redirecting to it, so one URL serves browsing, querying and citations. `/site/...`
+  URLs redirect there, unless a database is routed at `/site`;
 - `?_search=` on `evidence_block` through our CJK-aware query builder
   (registered as `escape_fts` on evidence databases only);
 - links from block ids, locators and resource paths to the site (`render_cell`);
@@ -55,7 +55,7 @@ from mnote_evidence.functions.handlers.routes import ROUTES, Route, answer
 
 PLUGIN = "mnote-evidence"
 SITE_BASE = "/-/evidence/site/"
-LEGACY_SITE = "/site/"  # where the site used to be mounted; redirected while no database is routed there
+LEGACY_SITE = "/site/"  # redirected to SITE_BASE while no database is routed there
 NO_MATCH = '"\u2063"'  # an FTS phrase nothing is indexed under: "no results", not an SQL error
 
 
@@ -236,7 +236,7 @@ def skip_csrf(datasette, scope):
 
 
 def _legacy_site_redirect(datasette, scope) -> str | None:
-    """Where an old `/site/...` URL lives now, or None when it is not ours to answer."""
+    """Where a `/site/...` URL redirects to (under SITE_BASE), or None when it is not ours to answer."""
     raw = (scope.get("raw_path") or scope.get("path", "").encode()).decode("latin-1")
     if not (raw == LEGACY_SITE.rstrip("/") or raw.startswith(LEGACY_SITE)):
         return None
@@ -275,8 +275,7 @@ def asgi_wrapper(datasette):
         state = _state(datasette)
         if state.db is None:
             return redirect_legacy
-        # every request passes functions/adapters/guard.py first: 4xx for hostile requests, Host/Origin
-        # checks, security headers, inert attachments, generic 500s
+        # every request passes the guard first (functions/adapters/guard.py)
         hosts = (datasette.plugin_config(PLUGIN) or {}).get("allowed_hosts")
         return Guard(
             redirect_legacy,
@@ -316,7 +315,8 @@ def get_metadata(datasette, key, database, table):
     return {
         "databases": {
             state.name: {
-                "description": "mnote-evidence index: every block of every note and attachment, with its locator.",
+                "description": "mnote-evidence index: every block of every note and attachment, "
+                "with its locator.",
                 "tables": TABLES,
             }
         }

@@ -1,4 +1,4 @@
-"""The HTTP guard in front of Datasette and our routes (SPEC §12; issue 12).
+"""The HTTP guard in front of Datasette and our routes (SPEC §12; docs/security.md).
 
 One ASGI middleware, so every route gets the same answers to hostile requests:
 - a request line no handler should see is a 4xx with a message: paths over
@@ -42,11 +42,9 @@ DATASETTE_CSP = (
 )
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 POST_PREFIXES = ("/-/evidence/", "/-/knowledge/")  # the only routes that take a body; the rest is read-only
-HIDDEN = frozenset({"/-/databases"})
+HIDDEN = frozenset({"/-/databases"})  # Datasette introspection that shows server file paths
 # Datasette table parameters naming a column: an unknown one is a 500 inside Datasette
-COLUMN_PARAMS = frozenset(
-    {"_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date", "_col", "_nocol"}
-)  # Datasette introspection that shows server file paths
+COLUMN_PARAMS = frozenset({"_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date", "_col", "_nocol"})
 
 Scope = dict[str, Any]
 Columns = Callable[[str], Awaitable[set[str] | None]]  # request path -> its table's columns, or None

@@ -4,7 +4,7 @@ Datasette 0.65 caches one read connection per worker thread *by database name*
 (`datasette.database.connections`), so re-registering a fresh `Database` under the
 same name changes nothing: table views, `?sql=`, `?_search=`, facets and canned
 queries would keep reading the old file. `LiveDatabase` replaces that cache with
-`functions.db.LiveConnections`: every query leases its thread's connection after one
+`LiveConnections` (`functions/core/db.py`): every query leases its thread's connection after one
 `stat` of the file, so a query that starts after a rebuild finished reads the new
 build, on every thread, and idle connections to the replaced file are closed.
 Datasette's per-database caches (hash, size, immutable table counts) are

@@ -44,10 +44,11 @@ NAME = "mnote-evidence"
 BLOCK_TEMPLATE = BLOCK_URI.format("{blockId}")
 _BLOCK_URI = re.compile(r"^evidence://block/([^/?#]+)$")
 INSTRUCTIONS = (
-    "Evidence from the user's notes and their attachments. Search with evidence_search (or knowledge_query for "
-    "cited LightRAG retrieval), read around a hit with evidence_read, check a sentence with verify_quote before "
-    "quoting it, and give the user the Markdown links from the answers: each opens the exact page box, "
-    "paragraph or lines. Read evidence://block/<id> for a block's full text."
+    "Evidence from the user's notes and their attachments. Search with evidence_search (or "
+    "knowledge_query for cited LightRAG retrieval), read around a hit with evidence_read, check a "
+    "sentence with verify_quote before quoting it, and give the user the Markdown links from the "
+    "answers: each opens the exact page box, paragraph or lines. Read evidence://block/<id> for a "
+    "block's full text."
 )
 
 
@@ -151,8 +152,8 @@ def build_server(ctx: Context) -> Server:
                     name="evidence-block",
                     title="Evidence block",
                     uri_template=BLOCK_TEMPLATE,
-                    description="One block (paragraph, PDF box, OCR line, note lines): its full text, then its locator "
-                    "as JSON. Block ids are the evidenceId / blockId of tool results.",
+                    description="One block (paragraph, PDF box, OCR line, note lines): its full text, "
+                    "then its locator as JSON. Block ids are the evidenceId / blockId of tool results.",
                 )
             ]
         )

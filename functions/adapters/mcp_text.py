@@ -146,7 +146,8 @@ def verify_text(body: dict) -> str:
             else f"Most similar ({match['similarity']:.0%} of the words)"
         )
         lines += [
-            f"{what}: {locator_link(match['source'], match['source']['resourcePath'])} ({match['precision']})",
+            f"{what}: {locator_link(match['source'], match['source']['resourcePath'])} "
+            f"({match['precision']})",
             f"“{_quote(match['quote'])}”",
             BLOCK_URI.format(match["evidenceId"]),
         ]

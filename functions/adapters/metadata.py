@@ -9,8 +9,8 @@ TABLES = {
         "sort": "source_root_relative_path",
     },
     "evidence_block": {
-        "description": "One row per evidence block (paragraph, heading, list item, table row, PDF text block...) "
-        "with its page, bbox, line range or paragraph index and its full locator. "
+        "description": "One row per evidence block (paragraph, heading, list item, table row, "
+        "PDF text block...) with its page, bbox, line range or paragraph index and its full locator. "
         "Search box: CJK substrings and English words (bigram-segmented FTS5). "
         "A view: the locator and section path are computed from evidence_block_row, "
         "the block's resource and section.",

@@ -27,7 +27,9 @@ from mnote_evidence.functions.search.snippet import marked
 PATH = "/-/evidence/search-page"
 PARAMS = ("q", "kind", "folder", "file", "group", "offset", "topK")
 
-TEMPLATE = """{% extends "base.html" %}
+# The template's lines are its output: the long ones are split across adjacent string literals.
+TEMPLATE = (
+    """{% extends "base.html" %}
 {% block title %}{% if q %}{{ q }} · {% endif %}Search evidence{% endblock %}
 {% block extra_head %}<style>
 .ev-form { display: flex; flex-wrap: wrap; gap: .5em; align-items: center; margin-bottom: 1em; }
@@ -48,7 +50,8 @@ TEMPLATE = """{% extends "base.html" %}
 <form class="ev-form" action="{{ path }}" method="get" role="search">
   <input type="search" name="q" value="{{ q }}" placeholder="线程作用域, retention period…" autofocus>
   <label>kind <select name="kind"><option value="">any</option>
-  {% for k in kinds %}<option value="{{ k }}"{% if k == kind %} selected{% endif %}>{{ k }}</option>{% endfor %}
+  {% for k in kinds %}<option value="{{ k }}"{% if k == kind %} selected{% endif %}>"""
+    """{{ k }}</option>{% endfor %}
   </select></label>
   <label>folder <input type="text" name="folder" value="{{ folder }}" size="12" placeholder="研究"></label>
   <label><input type="checkbox" name="group" value="1"{% if group %} checked{% endif %}> group by file</label>
@@ -58,22 +61,26 @@ TEMPLATE = """{% extends "base.html" %}
 {% if answer %}
 <p class="ev-total">{{ total_text }}</p>
 {% for g in sections %}
-  {% if g.path %}<h3 class="ev-group"><a href="{{ g.file_url }}">{{ g.path }}</a> <small>({{ g.kind }})</small></h3>{% endif %}
+  {% if g.path %}<h3 class="ev-group"><a href="{{ g.file_url }}">{{ g.path }}</a> """
+    """<small>({{ g.kind }})</small></h3>{% endif %}
   <ol class="ev-results" start="{{ g.start }}">
   {% for r in g.results %}
     <li><div class="ev-where"><a href="{{ r.url }}">{{ r.where }}</a></div>
         <div class="ev-snippet">{{ r.snippet }}</div></li>
   {% endfor %}
   </ol>
-  {% if g.more %}<p class="ev-more"><a href="{{ g.more_url }}">{{ g.more }} more in this file ▸</a></p>{% endif %}
+  {% if g.more %}<p class="ev-more"><a href="{{ g.more_url }}">{{ g.more }} more in this file ▸</a></p>"""
+    """{% endif %}
 {% endfor %}
 <p class="ev-pages">{% if prev_url %}<a href="{{ prev_url }}" rel="prev">◂ previous</a>{% endif %}
 {% if next_url %}<a href="{{ next_url }}" rel="next">next ▸</a>{% endif %}</p>
 {% endif %}
-<p class="ev-raw">Power users: the raw tables, e.g. <a href="{{ urls.table(database, 'evidence_block') }}">evidence_block</a>
+<p class="ev-raw">Power users: the raw tables, e.g. """
+    """<a href="{{ urls.table(database, 'evidence_block') }}">evidence_block</a>
 (its search box is CJK-aware), and the JSON API <code>/-/evidence/search</code>.</p>
 {% endblock %}
 """
+)
 
 
 def request_from_params(args) -> tuple[dict, dict]:

@@ -1,20 +1,18 @@
 """`mnote-evidence serve`: Datasette + our plugin + the static site, one URL (SPEC §12).
 
 The port is bound before anything is printed, so a busy port is refused with a
-message instead of a banner followed by a crash. With `--watch WORKSPACE` a
-watcher thread first catches up (an incremental build of whatever changed while
-no server was watching), then polls the workspace (stat only, every 0.3 s), waits
-until changes settle (debounce) and runs an incremental build in a child process,
-with the build flags `serve` was given (`--no-ocr`, `--page-zoom`, ...) on every one.
-A failed build is retried with a growing delay (1 s doubling to 30 s) even if
-nothing else changes; the previous index is served meanwhile. The build renames
-a complete new `evidence.sqlite` into place and every view reads it from the
-next query on (`functions/adapters/live_database.py`); the server is never restarted.
-Polling needs no extra dependency and works on every filesystem (network mounts
-and containers included), at the cost of ~1 ms per 1,000 files a tick.
-An index of another schema or segmentation version is reported at start (the
-query endpoints answer 503 until it is rebuilt); with `--watch` the catch-up
-build rebuilds it at once.
+message, not a banner followed by a crash. With `--watch WORKSPACE` a watcher
+thread first catches up (an incremental build of whatever changed while no server
+was watching), then polls the workspace (stat only, every `POLL_SECONDS`), waits
+until changes settle and runs an incremental build in a child process with the
+build flags `serve` was given (`--no-ocr`, `--page-zoom`, ...). A failed build is
+retried with a growing delay (`RETRY_FIRST_SECONDS` doubling to `RETRY_MAX_SECONDS`)
+even if nothing else changes.
+Invariants: the previous index is served until a build has renamed a complete new
+`evidence.sqlite` into place, and every view reads it from the next query on
+(`functions/adapters/live_database.py`); the server is never restarted. An index of
+another schema or segmentation version is reported at start (the query endpoints
+answer 503 until it is rebuilt; with `--watch` the catch-up build rebuilds it).
 """
 
 from __future__ import annotations
@@ -76,7 +74,7 @@ def snapshot(root: Path, exclude: Path | None = None) -> dict[str, tuple[int, in
 
 def looks_like_notes(folder: Path) -> bool:
     """A folder of Markdown notes (a workspace), as opposed to a built site."""
-    for dirpath, dirnames, filenames in os.walk(folder):
+    for _dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = [d for d in dirnames if not skip_dir(d)]
         if any(name.lower().endswith(".md") for name in filenames):
             return True
@@ -97,9 +95,7 @@ class Watcher(threading.Thread):
     ):
         super().__init__(name="mnote-evidence-watch", daemon=True)
         self.workspace, self.out, self.jobs, self.log = workspace.resolve(), out.resolve(), jobs, log
-        self.build_args = tuple(
-            build_args
-        )  # the serve command's build flags (--no-ocr, ...), on every rebuild
+        self.build_args = tuple(build_args)  # the serve command's build flags, on every rebuild
         self.on_rebuilt = on_rebuilt
         self.stop = threading.Event()
         self.builds = 0
@@ -194,7 +190,7 @@ def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound now: a busy port is refused before anything is printed."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say they are
-    # TCP; with proto 0 every small response waited ~40 ms for a delayed ACK (5x slower search).
+    # TCP; otherwise every small response waits for a delayed ACK (docs/performance.md).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: restart without waiting
     try:
@@ -245,7 +241,8 @@ def serve(
     build_args: list[str] | tuple[str, ...] = (),
 ) -> None:
     """Bind, build first if `--watch` has nothing to serve yet, print the URLs, serve until interrupted.
-    `build_args` (the `build` flags, from the CLI) go to every `--watch` build: first, catch-up and later."""
+
+    `build_args` (the `build` flags, from the CLI) go to every `--watch` build: first, catch-up, later."""
     import uvicorn
     from datasette.app import Datasette
 

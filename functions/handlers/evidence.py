@@ -1,13 +1,12 @@
 """`evidence.search`, `evidence.read`, `evidence.open` (SPEC §9): pure handlers.
 
 Each takes a request dict and a `Context` and returns a response dict (typed in
-`functions.contracts`); each request is declared once as a `RequestSpec`
-(`SEARCH_REQUEST`, `READ_REQUEST`, `OPEN_REQUEST`: `functions.validation`), which
-checks it here and is the MCP tools' input schema; bad input raises a
-`functions.errors.HandlerError` (answered as 4xx by `errors.call`). They read `evidence.sqlite` only through `EvidenceDB` and
-never interpolate input into SQL. Every answer is bounded (topK <= 50, quotes <= 280 chars, window <= 10).
-Locators' `openAction.url` is prefixed with the site's base URL so a client
-can open it as is.
+`functions/core/contracts.py`). Each request is declared once as a `RequestSpec` (`SEARCH_REQUEST`,
+`READ_REQUEST`, `OPEN_REQUEST`; `functions/core/validation.py`), which checks it here and is the MCP
+tools' input schema; bad input raises a `HandlerError` (answered as 4xx by `errors.call`).
+Invariants: `evidence.sqlite` is read only through `EvidenceDB` and input is never interpolated into
+SQL; every answer is bounded (topK <= 50, quotes <= 280 chars, window <= 10); locators'
+`openAction.url` carries the site's base URL, so a client can open it as is.
 """
 
 from __future__ import annotations
@@ -48,9 +47,7 @@ from mnote_evidence.functions.search.quote_check import mark_results
 from mnote_evidence.functions.search.results import MAX_DEPTH, fts_page, result, with_base
 from mnote_evidence.functions.search.snippet import snippet
 
-KINDS = tuple(
-    k.value for k in indexed_kinds()
-)  # what a search may filter on: the registry's kinds (plain str)
+KINDS = tuple(k.value for k in indexed_kinds())  # what a search may filter on (plain str)
 MODES = ("fts", "graph", "hybrid")
 MAX_TOP_K, DEFAULT_TOP_K = 50, 10
 MAX_WINDOW, DEFAULT_WINDOW = 10, 2
@@ -60,8 +57,9 @@ GRAPH_DECAY = 0.5
 # -- shared pieces -------------------------------------------------------------------
 def _hit_for(conn: sqlite3.Connection, block_id: str) -> Hit | None:
     row = conn.execute(
-        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json FROM evidence_block b "
-        "JOIN evidence_resource r USING (resource_id) WHERE b.block_id = ? AND r.status = 'ok'",
+        "SELECT b.block_id, r.source_root_relative_path, r.kind, b.text, b.locator_json "
+        "FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+        "WHERE b.block_id = ? AND r.status = 'ok'",
         [block_id],
     ).fetchone()
     return Hit(row[0], row[1], row[2], row[3], 0.0, json.loads(row[4])) if row else None
@@ -77,7 +75,7 @@ def _graph(
     """Follow link edges from each FTS hit: notes that link to its resource (their linking
     block), and resources its block links to (their best block for the query)."""
     found: list[tuple[Hit, float, Via]] = []
-    for seed in seeds:  # link edges: the evidence_link_edge view (build/index/schema.py)
+    for seed in seeds:  # the evidence_link_edge view (build/index/schema.py)
         rows = conn.execute(
             "SELECT e.source_block_id, e.edge_type FROM evidence_link_edge e JOIN evidence_resource r "
             "ON r.resource_id = e.to_id WHERE r.source_root_relative_path = ? ORDER BY e.link_rowid",
@@ -194,7 +192,7 @@ def search(request: dict, ctx: Context) -> SearchResponse:
         folder=args["folder"],
         resource_path=args["resourcePath"],
         include_furniture=args["includeFurniture"],
-    )  # headers, footers, page numbers
+    )
     if mode != "fts" and (offset or group_by != "none"):
         raise BadRequest(f"'offset' and 'groupBy' page and group full-text results: use mode fts, not {mode}")
     if group_by == "none" and offset + top_k > MAX_DEPTH:
@@ -245,10 +243,8 @@ def search(request: dict, ctx: Context) -> SearchResponse:
     }
     if include_ocr:
         out["boundary"] = {"kind": BOUNDARY_LOCAL_WITH_OCR}
-        if (
-            len(out["results"]) < top_k and group_by == "none"
-        ):  # SPEC §11: OCR hits only when local ones are fewer
-            # the knowledge side (LightRAG client, citation mapping) loads only for includeOcr: `search` starts without it
+        if len(out["results"]) < top_k and group_by == "none":  # SPEC §11: only when local hits are fewer
+            # imported here: the LightRAG client and citation mapping load only for includeOcr
             from mnote_evidence.functions.handlers.knowledge import ocr_results
 
             extra, reason = ocr_results(ctx, query, top_k, {r["evidenceId"] for r in results})
@@ -256,7 +252,7 @@ def search(request: dict, ctx: Context) -> SearchResponse:
                 out["results"].append({**r, "snippet": snippet(r["quote"], terms)})
             if reason:
                 out.update(degraded=True, degradedReason=reason)
-    mark_results(conn, out["results"])  # quoteVerified, and a downgraded locator where it fails
+    mark_results(conn, out["results"])
     return out
 
 
@@ -296,8 +292,8 @@ def _resolve(conn: sqlite3.Connection, block_id: str) -> tuple[sqlite3.Row, str 
 
 def _block_row(conn: sqlite3.Connection, block_id: str) -> sqlite3.Row | None:
     return conn.execute(
-        "SELECT b.*, r.status, r.source_root_relative_path AS path, r.kind AS resource_kind FROM evidence_block b "
-        "JOIN evidence_resource r USING (resource_id) WHERE b.block_id = ?",
+        "SELECT b.*, r.status, r.source_root_relative_path AS path, r.kind AS resource_kind "
+        "FROM evidence_block b JOIN evidence_resource r USING (resource_id) WHERE b.block_id = ?",
         [block_id],
     ).fetchone()
 
@@ -365,8 +361,10 @@ def _references(conn: sqlite3.Connection, path: str, ctx: Context) -> list[dict[
     """Lines of notes that link to this resource (its owner note first)."""
     rows = conn.execute(
         "SELECT b.*, r.status, r.owner_document_path FROM evidence_link l "
-        "JOIN evidence_block b ON b.block_id = l.source_block_id JOIN evidence_resource r USING (resource_id) "
-        "WHERE l.target_path = ? AND r.status = 'ok' ORDER BY r.source_root_relative_path, b.ordinal LIMIT 20",
+        "JOIN evidence_block b ON b.block_id = l.source_block_id "
+        "JOIN evidence_resource r USING (resource_id) "
+        "WHERE l.target_path = ? AND r.status = 'ok' "
+        "ORDER BY r.source_root_relative_path, b.ordinal LIMIT 20",
         [path],
     ).fetchall()
     return [_brief(r, ctx) for r in rows]

@@ -32,7 +32,7 @@ class Route:
     path: str
     handler: Handler
     spec: RequestSpec
-    tool: str | None = None  # the MCP tool's name
+    tool: str | None = None
     title: str = ""
     description: str = ""
 
@@ -72,8 +72,9 @@ ROUTES: tuple[Route, ...] = (
         "verify_quote",
         "Check a quote",
         "Is this sentence at the place a citation opens? Give the quote and the cited blockId, locator or "
-        "citationUrl (or nothing: anywhere in the notes). Answers found / found_elsewhere / not_found and the "
-        "block that holds the words (or the most similar one) with its locator: check before you quote.",
+        "citationUrl (or nothing: anywhere in the notes). Answers found / found_elsewhere / not_found and "
+        "the block that holds the words (or the most similar one) with its locator: check before you "
+        "quote.",
     ),
     Route(
         "/-/knowledge/query",
@@ -82,7 +83,8 @@ ROUTES: tuple[Route, ...] = (
         "knowledge_query",
         "Cited retrieval",
         "Retrieve passages with LightRAG and map each to a citation of the exact block it came from "
-        "(citationUrl, citationMarkdown). If LightRAG is down the answer says so (degraded) instead of failing.",
+        "(citationUrl, citationMarkdown). If LightRAG is down the answer says so (degraded) instead of "
+        "failing.",
     ),
     Route(
         "/-/knowledge/status",

@@ -1,4 +1,4 @@
-"""`verify_quote` (issue 15): is this sentence at the place a citation opens? A pure handler (SPEC §9, §10).
+"""`verify_quote`: is this sentence at the place a citation opens? A pure handler (SPEC §9, §10).
 
 Request: `{quote, blockId | locator | citationUrl}` (none of them: anywhere in the index). The quote
 is compared with the block texts of the index by `build/core/quote_match.py` (NFKC, case, hyphenation,
@@ -176,8 +176,10 @@ def _fts(
     cur = conn.cursor()
     cur.row_factory = sqlite3.Row
     return cur.execute(
-        "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts WHERE evidence_fts MATCH ? "
-        f"{span} ORDER BY rank LIMIT ?) SELECT {_COLUMNS} FROM ranked JOIN evidence_block b ON b.id = ranked.rowid "
+        "WITH ranked AS (SELECT rowid, bm25(evidence_fts) AS rank FROM evidence_fts "
+        "WHERE evidence_fts MATCH ? "
+        f"{span} ORDER BY rank LIMIT ?) SELECT {_COLUMNS} FROM ranked "
+        "JOIN evidence_block b ON b.id = ranked.rowid "
         f"JOIN evidence_resource r USING (resource_id) WHERE r.status = 'ok' {mine} ORDER BY ranked.rank",
         [match, *params, limit, *owner],
     ).fetchall()
