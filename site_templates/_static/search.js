@@ -1,4 +1,4 @@
-// mnote-evidence: the site's search box (SPEC §9, issue 14), one UI over two transports.
+// mnote-evidence: the site's search box (SPEC §9), one UI over two transports.
 // Served (`mnote-evidence serve`, a page under /-/evidence/site/): the search API. Any other http(s) host:
 // evidence.sqlite beside index.html, queried in the browser (sql.js-httpvfs, vendored in _static/vendor/)
 // with HTTP range requests, or downloaded whole where the host does not serve ranges; search_query.js runs
@@ -83,7 +83,7 @@
   }
 
   // `exact`: rank the server's 250-row window for the server's totals (tests); the box ranks only what a
-  // page needs (README "What the static path pays").
+  // page needs (docs/performance.md).
   function staticSearch(form, request, exact) {
     return openDb(form).then(function (h) {
       var root = form.dataset.db.replace(/evidence\.sqlite$/, "");

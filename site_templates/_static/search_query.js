@@ -1,15 +1,16 @@
-// mnote-evidence: the search query, ranking and snippets of `functions/fts.py` + `build/text.py`, in the
-// browser, for the static host (SPEC §9: "the static site searches on any static host without our server").
-// Invariants: ftsQuery/queryTerms build exactly what build/text.py's fts_query/query_terms build (a Chromium
-// test compares them on a list of inputs); staticSearch ports functions/fts.py's `rank` (bm25 window of 250,
-// re-ranking in fixed chunks, ties by path, page, position) and functions/search_results.py's `fts_page`
-// (offset/nextOffset, total/totalIsLowerBound, groupBy document) on the same evidence.sqlite, so both paths
-// answer the same request with the same page (a Chromium test compares them, pages and groups).
+// mnote-evidence: the search query, ranking and snippets of `functions/search/fts.py` + `build/core/text.py`,
+// in the browser, for the static host (SPEC §9: "the static site searches on any static host without our
+// server").
+// Invariants: ftsQuery/queryTerms build exactly what build/core/text.py's fts_query/query_terms build (a
+// Chromium test compares them on a list of inputs); staticSearch ports functions/search/fts.py's `rank` (bm25
+// window of 250, re-ranking in fixed chunks, ties by path, page, position) and functions/search/results.py's
+// `fts_page` (offset/nextOffset, total/totalIsLowerBound, groupBy document) on the same evidence.sqlite, so
+// both paths answer the same request with the same page (a Chromium test compares them, pages and groups).
 // Snippet highlights are UTF-16 offsets of the snippet text (the API's contract); CJK segmentation never
 // reaches a snippet.
 (function () {
   "use strict";
-  var CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff";  // build/text.py _CJK_CLASS
+  var CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff";  // build/core/text.py _CJK_CLASS
   var CJK_RUN = new RegExp("[" + CJK_CLASS + "]+", "g");
   var CJK_CHAR = new RegExp("[" + CJK_CLASS + "]");
   var WORD = /[\p{L}\p{N}_]+/gu;  // Python's \w+ (letters, digits, underscore)
@@ -65,7 +66,7 @@
 
   function round6(x) { return Math.round(x * 1e6) / 1e6; }
 
-  // -- the static path: functions/fts.py `rank` + functions/search_results.py `fts_page`, on evidence.sqlite
+  // -- the static path: functions/search/fts.py `rank` + functions/search/results.py `fts_page`, on evidence.sqlite
   // read by range requests. Same constants, same chunked re-ranking, same tie order, totals and groups.
   var RANK_WINDOW = 250, MAX_DEPTH = 1000, COUNT_CAP = 1000, MAX_TOP_K = 50;
   var DEFAULT_TOP_K = 10, DEFAULT_PER_DOCUMENT = 3, MAX_PER_DOCUMENT = 5;
@@ -177,7 +178,7 @@
       " LIMIT ?)", [match, row.lo, row.hi, row.rid, cap]))[0].n;
   }
 
-  // functions/cleaning.py quote_window: up to 280 characters (code points) around the first term found.
+  // functions/core/cleaning.py quote_window: up to 280 characters (code points) around the first term found.
   function quoteWindow(raw, terms, maxChars) {
     maxChars = maxChars || 280;
     var text = Array.from((raw || "").split(/\s+/).filter(Boolean).join(" "));
@@ -205,7 +206,7 @@
     return (start ? ELLIPSIS : "") + text.slice(start, end).join("").trim() + (end < text.length ? ELLIPSIS : "");
   }
 
-  // The locators of the hits shown (the evidence_block view computes them: build/locator.py), read for
+  // The locators of the hits shown (the evidence_block view computes them: build/core/locator.py), read for
   // those only: each is a few more pages of the resource and section tables over range requests.
   async function withLocators(db, hits) {
     for (var at = 0; at < hits.length; at += 500) {
@@ -282,7 +283,7 @@
     return out;
   }
 
-  // -- snippets: the API's (functions/snippet.py on the search-api side), ported: a window of the block's
+  // -- snippets: the API's (functions/search/snippet.py on the search-api side), ported: a window of the block's
   // own unsegmented text around the terms; highlights are [start, end) in UTF-16 units of the snippet text.
   var SNIPPET_CHARS = 160, ELLIPSIS = "\u2026", WORD_CUT = 15, MAX_LEADS = 64;
   var folds = {};
