@@ -74,6 +74,11 @@ def anchors(text: str) -> set[str]:
     }
 
 
+# Repository paths the docs name in `code`: they must exist, so a moved module shows up here.
+REPO_PATH = re.compile(r"`((?:build|functions|tests|bench|schemas|site_templates|\.ci)/[\w./-]*)`")
+NEW_FILES = {"build/parse/providers/text.py"}  # the provider "Adding a format" tells a contributor to create
+
+
 def without_code(text: str) -> str:
     """The prose of a page: fenced code blocks dropped (commands may quote any hex or number)."""
     return re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
@@ -110,6 +115,12 @@ def test_every_relative_link_resolves_to_a_tracked_file(doc):
     assert not broken, f"{doc}: " + "; ".join(broken)
     if doc == "README.md":
         assert checked >= 10  # the contract, the schemas and the docs' pages at least
+
+
+@pytest.mark.parametrize("doc", present_tense_documents())
+def test_every_repository_path_named_in_the_docs_exists(doc):
+    missing = {p for p in REPO_PATH.findall(read(doc)) if p not in NEW_FILES and not (REPO / p).exists()}
+    assert not missing, f"{doc} names paths that do not exist: {sorted(missing)}"
 
 
 def test_every_docs_page_is_reachable_from_the_docs_home():
