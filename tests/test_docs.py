@@ -123,6 +123,32 @@ def test_every_repository_path_named_in_the_docs_exists(doc):
     assert not missing, f"{doc} names paths that do not exist: {sorted(missing)}"
 
 
+def importable(dotted: str) -> bool:
+    """`package.module`, or `package.module.attribute`, names something that imports."""
+    module, attr = dotted, None
+    while module:
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError:
+            module, _, last = module.rpartition(".")
+            attr = last if attr is None else f"{last}.{attr}"
+            continue
+        for part in (attr or "").split(".") if attr else []:
+            if not hasattr(found, part):
+                return False
+            found = getattr(found, part)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("doc", present_tense_documents())
+def test_every_module_the_docs_name_imports(doc):
+    """`uvicorn mnote_evidence.functions.adapters.asgi_app:app` and the examples' imports stay true."""
+    names = {m.replace(":", ".") for m in re.findall(r"\bmnote_evidence(?:\.\w+)+(?::\w+)?", read(doc))}
+    missing = sorted(n for n in names if not importable(n))
+    assert not missing, f"{doc} names modules that do not import: {missing}"
+
+
 def test_every_docs_page_is_reachable_from_the_docs_home():
     reached, todo = set(), ["docs/index.md"]
     while todo:
