@@ -50,6 +50,41 @@ SPEC_PDF = "Projects/Evidence Kernel.assets/evidence-kernel-spec.pdf"
 CHEM_DOCX = "研究/化学笔记.assets/溶剂与杂环.docx"
 
 
+# Markers, given here by what a test uses so no test can forget its own (docs/contributing.md):
+#   browser: drives Chromium; knowledge: a real lightrag-server; ocr: OCR engines or their truth
+#   sets; slow: a test file whose tests build whole workspaces or start servers (> ~2 s each).
+# The fast path is `pytest -m "not slow"` (every other marker is slow too).
+MARKERS = {
+    "browser": "drives headless Chromium (Debian's /usr/bin/chromium)",
+    "knowledge": "runs a real lightrag-server",
+    "ocr": "runs an OCR engine on real images",
+    "slow": "builds whole workspaces, starts servers or drives a browser; left out of the fast path",
+}
+BY_FIXTURE = {"page": "browser", "browser": "browser", "lightrag": "knowledge", "knowledge_site": "knowledge",
+              "tesseract": "ocr"}
+BY_FOLDER = {"knowledge": "knowledge", "ocr": "ocr"}
+SLOW_FILES: set[str] = set()  # filled from measured durations (tests/slow_tests.txt)
+_SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+if _SLOW_LIST.is_file():
+    SLOW_FILES = {line.split("#")[0].strip() for line in _SLOW_LIST.read_text("utf-8").splitlines()} - {""}
+
+
+def pytest_configure(config):
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        rel = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+        kinds = {BY_FIXTURE[f] for f in item.fixturenames if f in BY_FIXTURE}
+        kinds |= {BY_FOLDER[part] for part in rel.split("/")[1:-1] if part in BY_FOLDER}
+        if kinds or rel in SLOW_FILES or item.nodeid in SLOW_FILES:
+            kinds.add("slow")
+        for kind in sorted(kinds):
+            item.add_marker(kind)
+
+
 def tracked_fixture_files() -> list[str]:
     """content_fixtures/ paths (relative to it) that are part of the sample workspace.
 
