@@ -1,4 +1,4 @@
-"""Parallelism that pays (issue 17 point 3): notes parsed in the pool, pages rendered in the pool,
+"""Parallelism that pays: notes parsed in the pool, pages rendered in the pool,
 link labels stored at index time, file writes synced per batch.
 
 Real builds of the sample workspace with real worker processes; the pool thresholds are lowered
@@ -89,6 +89,7 @@ def test_pool_build_writes_the_same_site_and_sidecars_as_one_process(tmp_path, m
     assert len(pooled_rows["temp.vocab"]) > 1000 and len(pooled_rows["evidence_block_row"]) > 100
     assert {t: r for t, r in pooled_rows.items() if r != serial_rows[t]} == {}
     assert pooled_rows["temp.vocab"] == _segmented_here(tmp_path / "b" / "out")
+    assert not [p for p in (tmp_path / "b").rglob("*.tmp")]  # every batch committed
 
 
 def _segmented_here(out: Path) -> list[tuple]:
@@ -100,14 +101,14 @@ def _segmented_here(out: Path) -> list[tuple]:
         conn.close()
     mem = sqlite3.connect(":memory:")
     mem.execute(
-        "CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2')"
+        "CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, "
+        "tokenize = 'unicode61 remove_diacritics 2')"
     )
     mem.executemany(
         "INSERT INTO f (rowid, text) VALUES (?, ?)", [(i, text.segment_for_index(t)) for i, t in blocks]
     )
     mem.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, f, instance)")
     return sorted(mem.execute("SELECT * FROM temp.vocab"))
-    assert not [p for p in (tmp_path / "b").rglob("*.tmp")]  # every batch committed
 
 
 def test_batches_cut_by_count_and_bytes():
