@@ -86,7 +86,8 @@ def spec_pdf_html() -> str:
         f"<td>{['bbox', 'paragraph', 'line'][i % 3]}</td><td>{10 + i * 7} ms</td></tr>"
         for i in range(1, 41)
     )
-    return f"""
+    return (
+        f"""
 <h1>Evidence Kernel Specification</h1>
 <p>Version 1.0, November 2026. Internal design document.</p>
 <h2>1 Introduction</h2>
@@ -107,9 +108,11 @@ def spec_pdf_html() -> str:
 <p>The matrix below lists every format with its provider, locator precision and median parse time.</p>
 <table><tr><th>Format</th><th>Provider</th><th>Precision</th><th>Median time</th></tr>{rows}</table>
 <h2>5 线程作用域与并发</h2>
-<p>线程作用域（Thread scope）保证在作用域结束前，所有借用局部变量的线程都已结束，因此可以安全地借用栈上的数据。</p>
+<p>线程作用域（Thread scope）保证在作用域结束前，所有借用局部变量的线程都已结束，"""
+        """因此可以安全地借用栈上的数据。</p>
 <p>Scoped threads may borrow local variables because the scope joins every thread before it returns.</p>
 """
+    )
 
 
 def orphan_pdf_html() -> str:
@@ -273,7 +276,7 @@ An early idea was to OCR every PDF. Text PDFs do not need OCR: their text layer 
 
 - Storing citations as file names only.
 """,
-    # Obsidian-flavoured Markdown: every construct the README's section lists (issue 16)
+    # Obsidian-flavoured Markdown: every construct docs/guides/obsidian.md lists
     "Obsidian/Project Plan.md": """---
 title: Project Plan 2027
 aliases: [Roadmap, The Plan]

@@ -71,7 +71,7 @@ def test_hostile_requests_are_4xx_with_a_message(app):
         ("GET", SITE_BASE + ".mnote-site.json", {}, 404),
     ]
     answers = _run(app, [(m, u, kw) for m, u, kw, _ in cases])
-    for (method, url, _, status), r in zip(cases, answers):
+    for (_method, url, _, status), r in zip(cases, answers):
         assert r.status_code == status, (url[:80], r.status_code, r.text[:200])
         assert r.json()["error"]["message"]
     ok = _run(
@@ -260,7 +260,8 @@ def test_fuzz_a_real_serve_process(stale_site):
 
 
 def test_serve_a_folder_whose_path_has_uri_characters(stale_site, tmp_path):
-    """Datasette builds `file:` URIs unescaped: `#?%` in the path used to open an empty database."""
+    """Datasette builds `file:` URIs unescaped: a folder with `#?%` in its path serves its own database,
+    not an empty one."""
     _, out = stale_site
     odd = tmp_path / "out #?%25"
     odd.symlink_to(out, target_is_directory=True)

@@ -72,7 +72,7 @@ def answers(stale_site) -> dict[str, list[dict]]:
     by_base = {}
     for base in ("", "/site/"):
         ctx = Context(db, base)
-        by_base[base] = [call(lambda r: search(r, ctx), req) for req in REQUESTS]
+        by_base[base] = [call(lambda r, ctx=ctx: search(r, ctx), req) for req in REQUESTS]
     return by_base
 
 

@@ -95,14 +95,14 @@ def test_citations_on_real_documents_are_true(real_site, answers, validate):
     conn = connect(out)
     tally, cache, pdfs = Tally(), {}, {}
     kinds = set()
-    for q, result, chunks in answers:
+    for _question, result, chunks in answers:
         assert result["ok"], result
         for c in result["citations"]:
             validate("citation.schema.json", c)
             kinds.add(c["resourceKind"])
         check(root, conn, result["citations"], chunks, tally, cache, pdfs)
     rates = tally.rates()
-    print("citation truth:", json.dumps(rates))  # shown with -s; the README quotes the bench's figures
+    print("citation truth:", json.dumps(rates))  # shown with -s (docs/performance.md quotes the bench's)
     assert len(QUESTIONS) >= 15 and tally.with_block >= 60, rates
     assert kinds >= {"pdf", "office"}, kinds
     assert rates["chunksLocatedPct"] == 100.0, rates
@@ -167,7 +167,8 @@ def test_a_chunk_not_in_the_ingested_text_is_cited_at_file_precision(real_site):
 
 
 def test_an_identical_passage_elsewhere_is_not_cited(real_site):
-    """The chunk is located by offset: of two identical copies, only the one inside the chunk's span is cited."""
+    """The chunk is located by offset: of two identical copies, only the one inside the chunk's span is
+    cited."""
     root, out, _ = real_site
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     text = conn.execute(
@@ -201,7 +202,7 @@ def test_an_identical_passage_elsewhere_is_not_cited(real_site):
 
 
 def test_a_chunk_across_a_running_header_never_cites_or_highlights_it(real_site):
-    """Page furniture is blanked in the ingested text and never a citation candidate (issue 13)."""
+    """Page furniture is blanked in the ingested text and never a citation candidate."""
     _, out, _ = real_site
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     text = conn.execute(
@@ -217,8 +218,8 @@ def test_a_chunk_across_a_running_header_never_cites_or_highlights_it(real_site)
     checked = 0
     for a, b in headers[2:8]:
         chunk = {"file_path": source_name(MIME_SPEC), "chunk_id": "c", "content": text[a - 200 : b + 200]}
-        for query in ("Shared MIME-info Database", "MIME database"):
-            c = CitationMapper(conn, query, "").citation(chunk, 0)
+        for question in ("Shared MIME-info Database", "MIME database"):
+            c = CitationMapper(conn, question, "").citation(chunk, 0)
             assert c["diagnostics"]["chunkSpan"][0] <= a and "blockId" in c
             assert role[c["blockId"]] == "body", c["displayQuote"]
             assert all(role[r["blockId"]] == "body" for r in c.get("regions", []))

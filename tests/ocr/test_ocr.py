@@ -169,7 +169,8 @@ def test_tesseract_engine_reads_lines_with_boxes(tesseract):
     text = " ".join(line.text for line in lines)
     assert "Thread" in text and "screenshot" in text
     assert all(
-        0 <= l.bbox[0] < l.bbox[2] <= FACTS["image"]["width"] and 0 <= l.confidence <= 1 for l in lines
+        0 <= line.bbox[0] < line.bbox[2] <= FACTS["image"]["width"] and 0 <= line.confidence <= 1
+        for line in lines
     )
 
 

@@ -27,18 +27,18 @@ def test_block_line_range_matches_the_source_lines():
 
 def test_links_and_wikilinks_stay_on_their_block():
     art = parse(NOTE)
-    links = {(l["target"], l["kind"]) for b in art.blocks for l in b.links}
+    links = {(link["target"], link["kind"]) for b in art.blocks for link in b.links}
     assert ("Evidence%20Kernel.assets/evidence-kernel-spec.pdf", "link") in links
     assert ("Kickoff", "wikilink") in links
     assert ("README", "wikilink") in links
-    related = [b for b in art.blocks if any(l["target"] == "Kickoff" for l in b.links)][0]
+    related = [b for b in art.blocks if any(link["target"] == "Kickoff" for link in b.links)][0]
     assert related.text == "See the Kickoff meeting and the workspace home."
 
 
 def test_non_utf8_note_is_decoded_with_a_warning():
     art = parse("Inbox/Legacy Note.md")
     assert [w.code for w in art.warnings] == ["non_utf8_text"]
-    assert any("Crème brûlée" in b.text for b in art.blocks)  # issue 13: detected, not replaced
+    assert any("Crème brûlée" in b.text for b in art.blocks)  # detected, not replaced
     assert "decoded as cp1252" in art.warnings[0].message
 
 

@@ -1,4 +1,4 @@
-"""The site's layout in real headless Chromium, from file:// (issue 16, point 3).
+"""The site's layout in real headless Chromium, from file://.
 
 At a phone's width (375 px) and a desktop's (1280 px) the front page, a note and a PDF page
 must not overflow sideways: the document is no wider than the window and no element sticks out
@@ -112,7 +112,8 @@ def test_keyboard_focus_is_always_visible(site, page, name):
         page.keyboard.press("Tab")
         focus = page.evaluate("""() => { const el = document.activeElement, s = getComputedStyle(el);
             return {tag: el.tagName, text: (el.innerText || el.value || el.id || '').slice(0, 30),
-                    style: s.outlineStyle, width: parseFloat(s.outlineWidth), visible: el.matches(':focus-visible')}; }""")
+                    style: s.outlineStyle, width: parseFloat(s.outlineWidth),
+                    visible: el.matches(':focus-visible')}; }""")
         if focus["tag"] == "BODY":
             break
         seen.append(focus)

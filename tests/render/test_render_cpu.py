@@ -1,5 +1,5 @@
-"""The render's CPU cuts of a full build (issue 17 point 3): each shortcut gives what the way it replaced
-gave, and does its work the fewer times it claims (call counts), in the style of tests/test_edit_cost.py.
+"""The render's CPU cuts of a full build: each shortcut gives what the plain way gives, and does its
+work the fewer times it claims (call counts), in the style of tests/test_edit_cost.py.
 
 Real builds of the sample workspace (`built`: shared, read-only) with the site rendered.
 """
@@ -167,7 +167,8 @@ def test_a_notes_map_gives_the_title_and_block_shape_of_its_artifact_and_builds_
 
 
 def test_a_first_render_builds_no_note_blocks_when_the_parse_left_every_program(built, tmp_path, monkeypatch):
-    """The pages run the programs the parse left: no note's source map becomes `Block`s, no note is compiled."""
+    """The pages run the programs the parse left: no note's source map becomes `Block`s, no note is
+    compiled."""
     from mnote_evidence.build.markdown.encoding import decode_note
     from mnote_evidence.build.render import note_map, note_programs, pages
 
@@ -201,16 +202,17 @@ def test_templates_read_a_dicts_items_as_jinja_does():
     env = site._environment()
     template = env.from_string("{{ d.url }}|{{ d.items is defined }}|{{ d.missing is defined }}|{{ o.url }}")
 
-    class O:
+    class Obj:
         url = "attr"
 
-    assert template.render(d={"url": "a&b", "items": "shadowed"}, o=O()) == "a&amp;b|True|False|attr"
+    assert template.render(d={"url": "a&b", "items": "shadowed"}, o=Obj()) == "a&amp;b|True|False|attr"
     assert env.from_string("{{ d['items'] }}").render(d={"items": "x"}) == "x"
     assert env.from_string("{{ d.items() | list }}").render(d={"k": 1}) == "[(&#39;k&#39;, 1)]"
 
 
 _PANEL_LOOP = (
-    '{% for b in backlinks %}<li><a href="{{ b.url }}">{{ b.name }}</a>{% if b.folder %} <small class="muted">'
+    '{% for b in backlinks %}<li><a href="{{ b.url }}">{{ b.name }}</a>{% if b.folder %} '
+    '<small class="muted">'
     "{{ b.folder }}</small>{% endif %}\n    <q>{{ b.sentence.before }}{% if b.sentence.mark %}<mark>"
     "{{ b.sentence.mark }}</mark>{% endif %}{{ b.sentence.after }}</q></li>{% endfor %}"
 )

@@ -119,9 +119,9 @@ def test_hostile_content_executes_nothing(site, page):
         page.wait_for_timeout(300)
         assert page.evaluate("window.__pwned === undefined")
         scripts = page.eval_on_selector_all("script", "els => els.map(e => e.src.split('/').pop())")
-        assert scripts == ["site.js", "search_query.js", "search.js"]  # ours only (the search box: issue 14)
+        assert scripts == ["site.js", "search_query.js", "search.js"]  # ours: the site's, the search box's
     open_page(page, out, "Inbox/Hostile.html")
-    page.click("text=click me")  # the javascript: link is plain text now
+    page.click("text=click me")  # the javascript: link is rendered as plain text
     page.click("text=bold")  # its onclick attribute is shown, not attached
     page.wait_for_timeout(200)
     assert page.evaluate("window.__pwned === undefined")
@@ -183,7 +183,8 @@ def highlighted(page) -> list[dict]:
     """Every element drawn with the highlight outline, with its box."""
     return page.evaluate(
         """accent => [...document.querySelectorAll('*')]
-        .filter(e => { const s = getComputedStyle(e); return s.outlineStyle !== 'none' && s.outlineColor === accent; })
+        .filter(e => { const s = getComputedStyle(e);
+                       return s.outlineStyle !== 'none' && s.outlineColor === accent; })
         .map(e => ({tag: e.tagName, id: e.id, box: e.getBoundingClientRect().toJSON()}))""",
         HIGHLIGHT,
     )
@@ -220,7 +221,7 @@ def test_old_docx_anchors_land_on_one_paragraph_or_the_page_top(workspace, tmp_p
     rel = CHEM_DOCX + ".html"
 
     open_page(page, out, rel, fragment=rewritten)
-    assert highlighted(page) == []  # before the fix: the whole <article> was outlined
+    assert highlighted(page) == []  # not the whole <article>
     notice = page.eval_on_selector(f'[id="{rewritten}"]', "el => getComputedStyle(el, '::before').content")
     assert "removed or changed" in notice
     assert page.evaluate("window.scrollY") == 0

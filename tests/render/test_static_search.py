@@ -1,5 +1,5 @@
-"""The site's search box on every way the site is opened (issue 14): served by `mnote-evidence serve`, on a
-plain static host (`python -m http.server`, which sends whole files, and a host that serves byte ranges),
+"""The site's search box on every way the site is opened: served by `mnote-evidence serve`, on a plain
+static host (`python -m http.server`, which sends whole files, and a host that serves byte ranges),
 and from file://. Real processes and real Chromium; a Chinese and an English query are typed into the box
 and a result is opened onto its highlighted anchor. The static path must give the API's results in the
 API's order with the same URLs, and its JavaScript must build the same FTS query as build/core/text.py.
@@ -294,7 +294,7 @@ def crowded_site(tmp_path_factory) -> Path:
             "线程作用域 thread scope evidence.",
             f"第 {n} 条：线程池和线程作用域的区别 evidence of thread pools.",
             "吗啉的线程 the morpholine thread.",
-            "The thread scope of note %d, evidence retained." % n,
+            f"The thread scope of note {n}, evidence retained.",
         ]
         (folder / f"note {n}.md").write_text(
             f"# Note {n}\n\n" + "\n\n".join(paras * (1 + n % 3)) + "\n", "utf-8"
