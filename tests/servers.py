@@ -57,7 +57,8 @@ def stop(proc: subprocess.Popen) -> str:
 
 
 def start_serve(site_dir: Path, *args: str) -> tuple[subprocess.Popen, str]:
-    """A real `mnote-evidence serve SITE_DIR ARGS…` on a free port, up and answering; returns (process, base URL)."""
+    """A real `mnote-evidence serve SITE_DIR ARGS…` on a free port, up and answering; returns
+    (process, base URL)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = start(
@@ -71,7 +72,8 @@ DATASETTE = shutil.which("datasette") or str(Path(sys.executable).with_name("dat
 
 
 def start_datasette(db: Path, *args: str) -> tuple[subprocess.Popen, str]:
-    """A real `datasette -i DB ARGS…` (our plugin found by its entry point) on a free port; (process, base URL)."""
+    """A real `datasette -i DB ARGS…` (our plugin found by its entry point) on a free port; returns
+    (process, base URL)."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     return start([DATASETTE, "-i", str(db), *args, "--port", str(port)], base + "/-/versions.json"), base

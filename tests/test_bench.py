@@ -1,5 +1,5 @@
-"""The benchmark harness itself (issue 17 point 5): the scale bench's notes are the same bytes every time,
-`bench/run` lists every bench the README quotes, and its summaries say "?" rather than fail on a missing key."""
+"""The benchmark harness itself: the scale bench's notes are the same bytes every time, `bench/run`
+lists every bench the README quotes, and its summaries say "?" rather than fail on a missing key."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ def test_missing_workspace_is_a_clear_error(tmp_path):
 
 
 def test_ask_imports_only_what_it_needs(built):
-    """`ask --json` start-up (issue 10): a real process, LightRAG configured but down. It runs the whole
+    """`ask --json` start-up: a real process, LightRAG configured but down. It runs the whole
     command (client included) and imports none of the build's parsers, Datasette or an HTTP library."""
     import os
     import subprocess

@@ -1,5 +1,5 @@
 """build/index/layout.py: the index a build leaves is laid out for range-request readers (one FTS segment,
-4 KiB pages, rollback journal) and stays a file Datasette and the API read as before."""
+4 KiB pages, rollback journal) and is an ordinary SQLite file that Datasette and the API read."""
 
 from __future__ import annotations
 

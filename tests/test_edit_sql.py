@@ -1,10 +1,10 @@
-"""An edit's SQL reads what matches, not every row (issue 17 point 1; schema 7's indexes).
+"""An edit's SQL reads what matches, not every row (schema 7's indexes).
 
 The queries an edit runs over tables of O(workspace) rows (the alias links, the links the build
 summary may report, the changed tags' links, the resources that are not ok or carry warnings) each
 read a partial index of just their rows (`index/schema.py`): every statement they run is checked
-with EXPLAIN QUERY PLAN, as run (traced with its values), so a rewritten query that no longer
-matches its index fails here. Their results are compared with what schema 6's queries read by a
+with EXPLAIN QUERY PLAN, as run (traced with its values), so a rewritten query that misses
+its index fails here. Their results are compared with what schema 6's queries read by a
 scan of the same rows (the new indexes dropped), on the sample workspace plus a note with aliases,
 tags in two cases and twice in a block, broken and outside-root links and embeds with fragments,
 after a full build and after an in-place edit (indexes kept up to date, not rebuilt).

@@ -1,4 +1,5 @@
-"""The format registry (build/core/formats.py): every supported suffix, one provider per format, nothing else."""
+"""The format registry (build/core/formats.py): every supported suffix, one provider per format, nothing
+else."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from mnote_evidence.build.workspace.scan import scan
 from mnote_evidence.functions.search.fts import search_blocks
 from tests.conftest import CHEM_DOCX, FIXTURES, REPO, connect, run_build
 
-# What the README's provider table promises, written out independently of the registry.
+# What the documented provider table promises, written out independently of the registry.
 SUPPORTED = {
     ".md": Kind.MARKDOWN,
     ".markdown": Kind.MARKDOWN,

@@ -1,4 +1,4 @@
-"""An index written from empty as the build goes (`writer.FreshIndex`, issue 17 point 3): each resource's
+"""An index written from empty as the build goes (`writer.FreshIndex`): each resource's
 rows are inserted as the build records it, during the parse, and the result is the database a write at
 the end makes, row for row and byte for byte; a failure anywhere leaves the previous index and no
 working copy.
@@ -90,7 +90,8 @@ def test_streamed_build_writes_the_database_a_write_at_the_end_writes(tmp_path, 
     notes = [
         p
         for (p,) in conn.execute(
-            "SELECT r.source_root_relative_path FROM evidence_block_row b JOIN evidence_resource r USING (resource_id) "
+            "SELECT r.source_root_relative_path FROM evidence_block_row b "
+            "JOIN evidence_resource r USING (resource_id) "
             "WHERE r.kind = 'markdown' GROUP BY r.resource_id ORDER BY min(b.id)"
         )
     ]

@@ -1,4 +1,4 @@
-"""The full-text index keeps no copy of block text (schema 5, issue 17 point 4): `evidence_fts` is an
+"""The full-text index keeps no copy of block text (schema 5): `evidence_fts` is an
 external-content FTS5 index over `evidence_block_row`, indexing the segmented text. Its rows are removed
 with the same segmented values ('delete'), so after any sequence of builds (edits, deletions, a
 segmentation change) it must hold exactly what a fresh index of the stored text holds: compared here

@@ -1,4 +1,4 @@
-"""Hostile workspaces (issue 12): one workspace holding every build-side attack class, built by a
+"""Hostile workspaces (docs/security.md): one workspace holding every build-side attack class, built by a
 real `mnote-evidence build` process; plus the kill test, the parse budgets, disk full, file modes
 and secret redaction.
 
@@ -40,8 +40,8 @@ from mnote_evidence.build.parse.workers import worker_pool
 from mnote_evidence.functions.core.errors import HandlerError, call
 from tests.conftest import CHEM_DOCX, FIXTURES, SPEC_PDF
 
-MAX_SECONDS = 300  # the hostile build; a FIFO used to hang it forever, 120 KB of `[[` took 33 s
-MAX_RSS_MB = 1500  # the under-declared DOCX alone used to reach 2.2 GB
+MAX_SECONDS = 300  # the hostile build: a FIFO or 120 KB of `[[` must not stall it
+MAX_RSS_MB = 1500  # the under-declared DOCX must not inflate in memory
 
 
 def _cli(*args: str, env: dict | None = None, preexec=None, timeout: float = MAX_SECONDS):
@@ -260,7 +260,7 @@ def test_workspace_files_never_overwrite_our_output(hostile):
     index, ask = (out / "index.html").read_text("utf-8"), (out / "ask.html").read_text("utf-8")
     assert "Ask note" not in ask
     # index.html is still the page we generate: the front page, which shows the workspace's index.md as
-    # its home note (issue 16) beside our tree, with a link to the note's own page
+    # its home note beside our tree, with a link to the note's own page
     assert (
         'class="tree"' in index
         and 'class="note front-note"' in index

@@ -1,4 +1,4 @@
-"""Incremental builds cost what changed (issue 17; README "Incremental builds"): files are hashed only
+"""Incremental builds cost what changed (docs/performance.md): files are hashed only
 when their size or mtime changed (`--rehash`: all), a touched file with the same bytes is not parsed,
 a no-op writes nothing at all, and the index is updated in place."""
 

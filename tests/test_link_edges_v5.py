@@ -1,8 +1,8 @@
-"""Schema 6 derives link edges from `evidence_link` instead of storing them (issue 17 point 4): the
-`evidence_edge` view gives every reader the rows schema 5 stored. The oracle is schema 5's own rule
-(build/index/linkgraph.py's classification and the writer's `edge_row` / INSERT OR IGNORE / known-block filter as
-they were), kept here frozen and fed from the files and sidecars, not from the index's links; only the
-`edge_id` changes form (a hash in schema 5, '<edge_type>:<block_id>:<to_id>' now, one for one).
+"""Schema 6 derives link edges from `evidence_link` instead of storing them: the `evidence_edge` view
+gives every reader the rows schema 5 stored. The oracle is schema 5's own rule (build/index/linkgraph.py's
+classification and the writer's `edge_row` / INSERT OR IGNORE / known-block filter as schema 5 had them),
+kept here frozen and fed from the files and sidecars, not from the index's links; only the `edge_id`
+changes form (a hash in schema 5, '<edge_type>:<block_id>:<to_id>' in schema 6, one for one).
 Also: a note edited to link and unlink (and an attachment whose owner moves to a note nobody edited)
 changes the derived edges as a fresh build of the same files has them; a schema 5 index is rebuilt whole."""
 
@@ -95,7 +95,8 @@ def assert_v5(root: Path, out: Path, order: bool = True) -> dict[str, int]:
             assert [
                 tuple(r)
                 for r in conn.execute(
-                    "SELECT source_block_id, from_id FROM evidence_link_edge WHERE to_id = ? ORDER BY link_rowid",
+                    "SELECT source_block_id, from_id FROM evidence_link_edge WHERE to_id = ? "
+                    "ORDER BY link_rowid",
                     [to],
                 )
             ] == [(r[4], r[1]) for r in want if r[2] == to]

@@ -200,7 +200,7 @@ def test_deleted_source_goes_stale_then_is_removed(workspace, tmp_path):
         "FROM evidence_resource r WHERE source_root_relative_path = ?",
         [SPEC_PDF],
     ).fetchone()
-    assert status == "stale" and blocks > 0  # kept, but no longer searchable
+    assert status == "stale" and blocks > 0  # kept for one build, never searchable
     assert not any(h.resource_path == SPEC_PDF for h in search_blocks(conn, "retention period", 10))
     conn.close()
     report = run_build(workspace, out)

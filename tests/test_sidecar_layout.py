@@ -1,4 +1,5 @@
-"""`--sidecars mnote`: every sidecar under the hidden `.mnote/`, nothing beside the notes (SPEC §2 default kept)."""
+"""`--sidecars mnote`: every sidecar under the hidden `.mnote/`, nothing beside the notes (SPEC §2 default
+kept)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Versioned derived data (issue 9.2): a changed version redoes exactly what it affects.
+"""Versioned derived data: a changed version redoes exactly what it affects.
 
 Real builds of content_fixtures copies; versions are changed in-process through
 the documented hooks (`text.SEGMENTATION_VERSION` + `text.segment_for_index`,
@@ -143,7 +143,7 @@ def test_page_image_settings_change_rerenders_and_repoints(workspace, tmp_path, 
         ) in capsys.readouterr().out
         assert report.site.page_images == rendered  # every page image again
         assert report.site.images_removed == rendered  # and the old ones gone
-        # the two PDFs' pages, and the notes showing a PDF page image (`![[x.pdf#page=N]]`, issue 16)
+        # the two PDFs' pages, and the notes showing a PDF page image (`![[x.pdf#page=N]]`)
         assert report.site.pages_written == 2 + len(embedding)
         images = _page_images(out, pdf_page)
         assert len(images) == len(first)

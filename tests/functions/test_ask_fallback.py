@@ -1,4 +1,5 @@
-"""The Ask page without LightRAG (not set up, or down): a plain-language notice and local evidence, in Chromium."""
+"""The Ask page without LightRAG (not set up, or down): a plain-language notice and local evidence,
+in Chromium."""
 
 from __future__ import annotations
 

@@ -127,8 +127,9 @@ def test_without_a_bundled_database_every_query_is_503(bundled, monkeypatch, tmp
 
 
 def test_a_slim_bundle_needs_only_the_standard_library_and_mangum(stale_site, tmp_path):
-    """What the README's Lambda recipe ships: our package (`pip install --no-deps`, laid out as
-    pyproject's package-dir says), mangum and typing_extensions, evidence.sqlite; no site-packages."""
+    """What docs/guides/deploy-functions.md's Lambda recipe ships: our package (`pip install --no-deps`,
+    laid out as pyproject's package-dir says), mangum and typing_extensions, evidence.sqlite; no
+    site-packages."""
     import importlib.util
     import subprocess
     import sys

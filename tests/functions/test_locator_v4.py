@@ -1,4 +1,4 @@
-"""Schema 5 derives locators and per-block edges instead of storing them (issue 17 point 4): every reader
+"""Schema 5 derives locators and per-block edges instead of storing them: every reader
 gets exactly what schema 4 stored. The oracle is schema 4's own code (`build/core/locator.py` and the writer's
 `structural_edges` as they were), kept here frozen and fed from the sidecars, not from the index; the
 index's `evidence_block.locator_json` and `evidence_edge` views are compared with it on the fixtures, on
@@ -111,7 +111,8 @@ def assert_v4(root: Path, out: Path, validate) -> dict[str, int]:
         edges = sorted(
             tuple(r)
             for r in conn.execute(
-                "SELECT from_id, to_id, edge_type, source_block_id FROM evidence_edge WHERE edge_type IN (?, ?, ?)",
+                "SELECT from_id, to_id, edge_type, source_block_id FROM evidence_edge "
+                "WHERE edge_type IN (?, ?, ?)",
                 STRUCTURAL,
             )
         )

@@ -1,5 +1,5 @@
 """`quoteVerified` on evidence.search results over real documents, and the downgrade of a deliberately
-wrong PDF box (issue 15 point 2): the real PDF provider is given a wrong box for two blocks of a real
+wrong PDF box: the real PDF provider is given a wrong box for two blocks of a real
 manual, its parse-time check catches it, and search, open and verify_quote never answer that box at
 `bbox` precision; they say why."""
 

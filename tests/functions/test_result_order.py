@@ -1,4 +1,4 @@
-"""Equal-score results come in document order: page 2 before page 10 (issue 13, point 5)."""
+"""Equal-score results come in document order: page 2 before page 10."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_pages_of_a_repeated_line_sort_numerically(tmp_path):
     doc.save(root / "handbook.pdf")
     out = tmp_path / "out"
     run_build(root, out)
-    # a running header is page furniture, left out of default search (issue 13 point 2): ask for it
+    # a running header is page furniture, left out of default search: ask for it
     answer = search(
         {"query": "harbour records", "topK": 12, "includeFurniture": True},
         Context(EvidenceDB(out / "evidence.sqlite"), "/site/"),

@@ -1,4 +1,5 @@
-"""`mnote-evidence search`: the CLI adapter over the same pure handler as `/-/evidence/search`, on a real build."""
+"""`mnote-evidence search`: the CLI adapter over the same pure handler as `/-/evidence/search`, on a real
+build."""
 
 from __future__ import annotations
 

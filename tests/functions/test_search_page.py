@@ -1,4 +1,4 @@
-"""The Datasette evidence search page (issue 14, point 3) in a real `datasette` process over a real build:
+"""The Datasette evidence search page in a real `datasette` process over a real build:
 escaped snippets with marked terms, locators linking into the mounted site, pages, filters, groups,
 4xx with a message for bad parameters, linked from Datasette's menu, raw tables still there."""
 

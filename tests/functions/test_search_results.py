@@ -1,4 +1,4 @@
-"""Results that explain themselves (issue 14, point 1): snippets and highlights, total, pagination,
+"""Results that explain themselves: snippets and highlights, total, pagination,
 grouping by document, kind/folder filters and the numeric tie order, on a real build of a workspace
 made for it (Markdown notes in 研究/ and 研究2/, a 1,100-paragraph note, a 12-page PDF)."""
 

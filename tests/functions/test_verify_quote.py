@@ -38,7 +38,8 @@ def block(conn, kind: str, min_words: int = 12, path: str | None = None, offset:
     """A body block of that resource kind with at least `min_words` words (the `offset`-th such)."""
     rows = conn.execute(
         "SELECT b.*, r.source_root_relative_path AS path FROM evidence_block b JOIN evidence_resource r "
-        "USING (resource_id) WHERE r.kind = ? AND b.role = 'body' AND (? IS NULL OR r.source_root_relative_path = ?) "
+        "USING (resource_id) WHERE r.kind = ? AND b.role = 'body' "
+        "AND (? IS NULL OR r.source_root_relative_path = ?) "
         "ORDER BY r.source_root_relative_path, b.ordinal",
         [kind, path, path],
     ).fetchall()
@@ -122,7 +123,8 @@ def test_an_ocr_line_of_a_scanned_page(ctx, conn):
     status, out = ask(ctx, quote=middle(b["text"], 5), blockId=b["block_id"])
     assert status == 200 and out["verdict"] == "found" and out["match"]["precision"] == "bbox"
     assert out["match"]["evidenceId"] == b["block_id"]
-    # the line's words are also in the PDF the scan was made from; a quote from the next line is not in this one
+    # the line's words are also in the PDF the scan was made from; a quote from the next line is not in
+    # this one
     nxt = conn.execute(
         "SELECT text FROM evidence_block WHERE resource_id = ? AND ordinal = ?",
         [b["resource_id"], b["ordinal"] + 1],

@@ -1,4 +1,6 @@
-"""Citation truth, checked independently of the mapper (SPEC §10); shared by the test suite and bench/citation_truth.py.
+"""Citation truth, checked independently of the mapper (SPEC §10).
+
+Shared by the test suite and bench/citation_truth.py.
 
 For each citation of a real `knowledge.query` answer, against the sidecars on disk (not the index):
 - quote in block: every word of `displayQuote` is in the cited block's text (the source map's block);
@@ -62,7 +64,8 @@ class Resource:
 def load_resource(root: Path, conn, path: str, cache: dict) -> Resource:
     if path not in cache:
         kind, artifact, source_map = conn.execute(
-            "SELECT kind, artifact_path, source_map_path FROM evidence_resource WHERE source_root_relative_path = ?",
+            "SELECT kind, artifact_path, source_map_path FROM evidence_resource "
+            "WHERE source_root_relative_path = ?",
             [path],
         ).fetchone()
         raw = (root / (artifact or path)).read_bytes()

@@ -1,6 +1,6 @@
 """OCR text as a reader sees it: committed real PDF pages, rendered at 150 dpi, OCR'd by RapidOCR,
 compared with the pages' own text layer (tests/ocr/truth.py). A regression that glues or splits
-English words, or loses Chinese characters, fails here. Targets: issue 13 (clean renders)."""
+English words, or loses Chinese characters, fails here; the pages are clean renders, not scans."""
 
 from __future__ import annotations
 

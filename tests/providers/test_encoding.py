@@ -1,4 +1,5 @@
-"""Notes that are not UTF-8 keep their text: BOM first, then UTF-8, then a named detection, then counted U+FFFD."""
+"""Notes that are not UTF-8 keep their text: BOM first, then UTF-8, then a named detection, then counted
+U+FFFD."""
 
 from __future__ import annotations
 

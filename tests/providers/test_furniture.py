@@ -1,4 +1,4 @@
-"""Page furniture on real PDFs (issue 13 point 2, SPEC §6): running headers, footers and page numbers
+"""Page furniture on real PDFs (SPEC §6): running headers, footers and page numbers
 get role `furniture`; they stay anchored and readable, but leave default search and LightRAG's text.
 
 Real Debian documentation PDFs from tests/real_documents/manuals/ (see its README), parsed by the real
@@ -111,7 +111,8 @@ def _page(n: int, last: str, header: str | None = None) -> list[PageBlock]:
 
 
 def test_a_short_body_line_repeated_at_the_last_baseline_is_not_furniture():
-    """gnuplot.pdf: "Syntax:" ends 9 of 311 pages at the body's last baseline; the other pages end with other text."""
+    """gnuplot.pdf: "Syntax:" ends 9 of 311 pages at the body's last baseline; the other pages end with
+    other text."""
     blocks: list[PageBlock] = []
     for n in range(1, 41):
         blocks += _page(

@@ -195,7 +195,8 @@ def test_a_plain_front_matter_note_is_parsed_without_importing_pyyaml(tmp_path):
     note.write_text("---\ntitle: T\ntags: [a, b]\n---\n# Heading\n\nText.\n", encoding="utf-8")
     code = (
         "import sys, pathlib; from mnote_evidence.build.parse.providers.markdown import MarkdownProvider; "
-        "from mnote_evidence.build.parse.providers.base import ParseInput; from mnote_evidence.build.workspace.scan import file_sha256; "
+        "from mnote_evidence.build.parse.providers.base import ParseInput; "
+        "from mnote_evidence.build.workspace.scan import file_sha256; "
         f"p = pathlib.Path({str(note)!r}); "
         "a = MarkdownProvider().parse(ParseInput(p.parent, p.name, file_sha256(p))); "
         "print('yaml' in sys.modules, a.title)"

@@ -1,5 +1,5 @@
-"""Work a one-note edit's render skips because its inputs did not change (issue 17, session 9): counted
-calls and equal outputs, in the style of tests/render/test_render_edit_cost.py.
+"""Work a one-note edit's render skips because its inputs did not change: counted calls and equal
+outputs, in the style of tests/render/test_render_edit_cost.py.
 
 A page whose resource row changed (its page fields: an edited note's source hash) gets another key
 whatever its backlinks, so it is keyed where it is drawn, its backlinks read once; the front page's tree
@@ -32,7 +32,8 @@ def test_an_edited_notes_page_reads_its_backlinks_once_and_the_site_is_a_full_re
     _count(monkeypatch, data, "backlinks", read)
     report = run_build(workspace, out, site=True).site
     ids = [args[1] for args in read]
-    assert report.pages_written >= 1 and ids.count(resource_id(EDITED)) == 1, ids  # was twice: keyed, drawn
+    # read once: to key the page, and reused to draw it
+    assert report.pages_written >= 1 and ids.count(resource_id(EDITED)) == 1, ids
     monkeypatch.undo()
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
     assert site._load_state(tmp_path / "fresh")["pages"] == site._load_state(out)["pages"]
@@ -148,7 +149,8 @@ def test_a_paragraph_appended_leaves_the_pages_and_tags_its_note_links_to_and_a_
 ):
     """Linking.md links to Linked.md (whose backlink quotes the linking block) and carries a tag: appending a
     paragraph changes neither, so neither page is looked at again; changing the linking block (or the
-    tagged one, or the note's title) looks at both again, and the site is always what a full render of the index writes."""
+    tagged one, or the note's title) looks at both again, and the site is always what a full render of
+    the index writes."""
     out, note = tmp_path / "out", workspace / "Linking.md"
     note.write_text("# Linking\n\nSee [[Linked]] for more.\n\nTagged #linking-tag here.\n", "utf-8")
     (workspace / "Linked.md").write_text("# Linked\n\nNothing links from here.\n", "utf-8")

@@ -1,4 +1,4 @@
-"""The front page, the header and the side panels as files (issue 16, point 3), and what an edit rewrites."""
+"""The front page, the header and the side panels as files, and what an edit rewrites."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def linking_notes(out: Path, target: str) -> set[str]:
         return {
             p
             for (p,) in conn.execute(
-                "SELECT r.source_root_relative_path FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-                "WHERE l.target_path = ?",
+                "SELECT r.source_root_relative_path FROM evidence_link l "
+                "JOIN evidence_resource r USING (resource_id) WHERE l.target_path = ?",
                 [target],
             )
         }
@@ -148,7 +148,8 @@ def test_every_note_has_an_outline(workspace, tmp_path):
         t
         for (t,) in conn.execute(
             "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
-            "WHERE r.source_root_relative_path = 'Projects/Evidence Kernel.md' AND b.kind = 'heading' ORDER BY ordinal"
+            "WHERE r.source_root_relative_path = 'Projects/Evidence Kernel.md' AND b.kind = 'heading' "
+            "ORDER BY ordinal"
         )
     ]
     assert headings == ["Evidence Kernel", "Decisions", "Related"]
@@ -184,7 +185,7 @@ def test_one_edited_note_rewrites_its_page_its_backlink_pages_and_the_front_page
     changed = {p.relative_to(out).as_posix() for p, m in before.items() if p.stat().st_mtime_ns != m}
     assert changed == {"Daily/2026-11-02.html", NOTE, "index.html"}  # index: recent changes list the note
     # rendered: the note and the page quoting it; the notes linking to it link it plainly, showing nothing
-    # of its content, so they are not even re-rendered (issue 17: page keys on what a page shows)
+    # of its content, so they are not re-rendered (a page is keyed on what it shows)
     assert linking_notes(out, "Daily/2026-11-02.md") == {"README.md", "Daily/2026-11-03.md"}
     assert report.pages_written == 2 and report.front_page_written
     assert "spans two pages" in side_of(read(out, NOTE))
@@ -199,7 +200,7 @@ def test_one_edited_note_rewrites_its_page_its_backlink_pages_and_the_front_page
     changed = {p.relative_to(out).as_posix() for p, m in before.items() if p.stat().st_mtime_ns != m}
     assert changed == {"README.html", "Archive/Old Ideas.html", "index.html"}
     assert linking_notes(out, "README.md") == {"Projects/Evidence Kernel.md"}
-    # Evidence Kernel links README plainly: not re-rendered (issue 17)
+    # Evidence Kernel links README plainly: not re-rendered
     assert report.pages_written == 2 and "Older material lives" in main_of(read(out, "index.html"))
 
     # a linking note's new title renames its backlink on the pages it links to

@@ -1,6 +1,6 @@
 """An edit re-renders exactly the pages that show changed content, and the site it leaves is the site
-a full render of the same index gives (issue 17; README "Incremental builds": `render_dirty`, page keys
-on what a page shows)."""
+a full render of the same index gives (`render_dirty`, page keys on what a page shows;
+docs/performance.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notes compiled where they were parsed (issue 17, `render/note_programs.py`): the render runs the
+"""Notes compiled where they were parsed (`render/note_programs.py`): the render runs the
 program the parse left instead of parsing the note again, and the site is byte for byte the one a
 render that compiles every note itself writes. Real builds of the fixture workspace (callouts,
 wikilinks, embeds, footnotes, math, tags, front matter, links, images, PDFs) plus a note using all
@@ -124,7 +124,8 @@ def test_a_program_is_used_only_for_its_text_and_blocks(tmp_path):
 
 
 def test_the_notes_of_a_parse_task_share_one_file(tmp_path):
-    """A file per note cost more to create and remove than its note to compile (issue 17)."""
+    """The notes of one parse task share one program file: a file per note costs more to create and remove
+    than its note to compile."""
     notes = [
         (
             f"# Note {i}\n\nSee [[N{i}]].\n",

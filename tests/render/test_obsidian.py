@@ -1,5 +1,6 @@
-"""Obsidian-flavoured Markdown (issue 16), on the fixture workspace `content_fixtures/Obsidian/`:
-what each page shows and what `evidence.sqlite` holds for it, built by the real pipeline."""
+"""Obsidian-flavoured Markdown (docs/guides/obsidian.md), on the fixture workspace
+`content_fixtures/Obsidian/`: what each page shows and what `evidence.sqlite` holds for it, built by the
+real pipeline."""
 
 from __future__ import annotations
 
@@ -133,8 +134,8 @@ def test_math_is_mathml_with_the_tex_in_the_block(obsidian):
     display = block(conn, PLAN, "math", r"\\sigma")
     assert display["text"] == r"\sigma = \sqrt{\frac{1}{n}\sum_i x_i^2}"
     assert (
-        f'<div class="math block" id="{display["block_id"]}"><math xmlns="http://www.w3.org/1998/Math/MathML" '
-        f'display="block">' in plan
+        f'<div class="math block" id="{display["block_id"]}">'
+        '<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">' in plan
     )
     assert "<msqrt>" in plan and '<annotation encoding="application/x-tex">E = mc^2</annotation>' in plan
     inline = block(conn, PLAN, "paragraph", "^Energy")
@@ -179,8 +180,8 @@ def test_links_into_headings_and_author_block_ids(obsidian):
     heading = block(conn, PLAN, "heading", "^Open questions$")
     assert '<a class="wikilink" href="Project%20Plan.html#^ship-date">Project Plan › ^ship-date</a>' in review
     assert (
-        f'<a class="wikilink" href="Project%20Plan.html#{heading["block_id"]}">Project Plan › Open questions</a>'
-        in review
+        f'<a class="wikilink" href="Project%20Plan.html#{heading["block_id"]}">'
+        "Project Plan › Open questions</a>" in review
     )
     top = block(conn, REVIEW, "heading", "^Review$")
     assert f'<a class="wikilink" href="Review.html#{top["block_id"]}">Review</a>' in review  # [[#Review]]
@@ -262,7 +263,7 @@ def test_author_anchor_survives_an_edit(tmp_path):
     )
     report = run_build(ws, out, site=True)
     # A only: B links into it at ^keep, which still lands on its block, so B's page shows nothing new
-    # (issue 17: a page's key holds what it shows of its targets, here where the fragment lands)
+    # (a page's key holds what it shows of its targets, here where the fragment lands)
     assert report.site.pages_written == 1
     assert report.site.tag_pages == 0  # the tag index's content did not change
     conn = connect(out)

@@ -1,4 +1,4 @@
-"""Obsidian constructs in real headless Chromium, from file:// (issue 16): no JavaScript is needed to
+"""Obsidian constructs in real headless Chromium, from file://: no JavaScript is needed to
 reach a block inside a folded callout or an author's `^id`, and MathML is laid out by the browser."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The site's render grows linearly with the workspace (issue 17 point 3; README "The static evidence site").
+"""The site's render grows linearly with the workspace (docs/performance.md).
 
 Counted, not timed: two synthetic workspaces alike note for note (each note: a tag, headings, two
 wikilinks; so each page has the same backlinks and tags on average) of 24 and 192 notes are built and
@@ -35,7 +35,8 @@ def _workspace(root: Path, n: int) -> Path:
     for i in range(n):
         links = " ".join(f"See [[note-{rnd.randrange(n):04d}]]." for _ in range(2))
         text = (
-            f"---\ntags: [t{i % 6}]\n---\n# Note {i}\n\nFirst paragraph of note {i} with #topic{i % 4}. {links}\n\n"
+            f"---\ntags: [t{i % 6}]\n---\n# Note {i}\n\n"
+            f"First paragraph of note {i} with #topic{i % 4}. {links}\n\n"
             f"## Details\n\nSecond paragraph, plain words about item {i}.\n\n- a list item\n- another one\n"
         )
         path = root / f"f{i // 10:03d}" / f"note-{i:04d}.md"

@@ -95,14 +95,14 @@ def test_incremental_render_touches_only_changed_pages(workspace, tmp_path):
     note = workspace / "Archive/Old Ideas.md"
     note.write_text(note.read_text("utf-8").replace("Text PDFs", "Text-layer PDFs"), "utf-8")
     report = run_build(workspace, out, site=True)
-    # the note's page only: README links it plainly, showing nothing of its content (issue 17: keyed on what a
-    # page shows; tests/render/test_incremental_render.py has the embeds and fragments that do re-render)
+    # the note's page only: README links it plainly, showing nothing of its content (a page is keyed on what
+    # it shows; tests/render/test_incremental_render.py has the embeds and fragments that do re-render)
     with sqlite3.connect(out / "evidence.sqlite") as conn:
         linking = {
             r[0]
             for r in conn.execute(
-                "SELECT r.source_root_relative_path FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
-                "WHERE l.target_path = 'Archive/Old Ideas.md'"
+                "SELECT r.source_root_relative_path FROM evidence_link l "
+                "JOIN evidence_resource r USING (resource_id) WHERE l.target_path = 'Archive/Old Ideas.md'"
             )
         }
     assert linking == {"README.md"}
