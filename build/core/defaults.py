@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DEFAULT_OUT = Path("_site")  # output folder: evidence.sqlite and the site
+DEFAULT_OUT = Path("_site")
 
 
 def usable_cpus() -> int:
@@ -23,5 +23,5 @@ def usable_cpus() -> int:
 
 
 DEFAULT_JOBS = usable_cpus()
-DEFAULT_MAX_FILE_MB = 200.0  # larger files are recorded `file_too_large`, not parsed
-DEFAULT_MAX_PAGE_IMAGES = 1000  # page images rendered per PDF; later pages are listed with their text only
+DEFAULT_MAX_FILE_MB = 200.0
+DEFAULT_MAX_PAGE_IMAGES = 1000

@@ -20,10 +20,9 @@ class Format:
     suffixes: tuple[str, ...]  # lower case, with the dot
     kind: Kind
     provider: str  # "<module under build/parse/providers>:<class>", imported on first use
-    page: str  # the page rule in render/pages.py that renders its resources
-    # The provider's version (`provider_version`): its library's version, this code's revision of the provider
-    # (bumped when the same bytes would give other output), the OCR engine's when it reads images. Here, not
-    # in the provider module: every build asks every version. `library` None: the provider class says.
+    page: str
+    # `provider_version` is made of the library's version, this code's revision (bumped when the same bytes
+    # would parse differently) and the OCR engine's; kept here: every build asks every version
     library: str | None = None
     revision: str = ""
     ocr: bool = False
@@ -81,7 +80,7 @@ def format_for(path: str) -> Format | None:
 
 
 def kind_for(path: str) -> Kind:
-    fmt = BY_SUFFIX.get(suffix_of(path).lower())  # format_for inlined: asked for every file
+    fmt = BY_SUFFIX.get(suffix_of(path).lower())
     return fmt.kind if fmt else Kind.OTHER
 
 

@@ -122,7 +122,7 @@ def adopt(tmp: Path, path: Path) -> None:
         fsync_path(tmp)
         _replace(tmp, path)
         return
-    if path in batch.pending:  # written before in this batch: that goes in first
+    if path in batch.pending:
         batch.commit()
     batch.add(tmp, path, tmp.stat().st_size)
 
@@ -204,7 +204,7 @@ def in_durable_batch(func: Callable[P, R]) -> Callable[P, R]:
     return run
 
 
-FSYNC_EACH_MAX = 32  # a batch of at most this many files (or folders) fsyncs each of them
+FSYNC_EACH_MAX = 32
 
 
 def _sync(paths: list[Path]) -> None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from mnote_evidence.build.core.urls import MOVED_FILES_DIR
 
-# the CSP every page carries in a <meta> (also from file://); a <meta> cannot say frame-ancestors.
-# 'wasm-unsafe-eval' lets the search box compile the vendored SQLite WebAssembly (it allows no JS eval).
+# every page's <meta> CSP (a <meta> cannot say frame-ancestors); 'wasm-unsafe-eval' compiles the SQLite wasm
 PAGE_CSP = (
-    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src "
+    "'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'"
 )
 SITE_CSP = PAGE_CSP + "; frame-ancestors 'self'"

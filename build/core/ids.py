@@ -19,7 +19,7 @@ _ID_CHARS = 12
 
 _B32 = "abcdefghijklmnopqrstuvwxyz234567"
 _PAIRS = [a + b for a in _B32 for b in _B32]
-_SHIFTS = tuple(70 - 10 * i for i in range(8))  # of each 10 bits of the first 80, first to last
+_SHIFTS = tuple(70 - 10 * i for i in range(8))
 
 
 def short_hash(*parts: str, length: int = _ID_CHARS) -> str:

@@ -16,8 +16,7 @@ from mnote_evidence.build.core.model import KIND_MARKDOWN, KIND_OFFICE, LOCATOR_
 
 OPEN_ACTION = "mnote.open_resource_locator"
 
-# Table aliases the expressions below use: b = evidence_block_row, r = its evidence_resource,
-# s = its evidence_section (LEFT JOINed: NULL for a block outside any section).
+# aliases: b = evidence_block_row, r = its evidence_resource, s = its evidence_section (LEFT JOIN)
 SECTION_PATH_SQL = "COALESCE(s.path_json, '[]')"
 CHAR_RANGE_SQL = "CASE WHEN b.char_start IS NOT NULL THEN json_array(b.char_start, b.char_end) END"
 LINE_RANGE_SQL = "CASE WHEN b.line_start IS NOT NULL THEN json_array(b.line_start, b.line_end) END"

@@ -30,7 +30,7 @@ class Kind(StrEnum):
     PDF = "pdf"
     IMAGE = "image"
     OFFICE = "office"
-    OTHER = "other"  # no format reads it: recorded `unsupported`
+    OTHER = "other"
 
 
 KIND_MARKDOWN = Kind.MARKDOWN
@@ -51,8 +51,7 @@ def suffix_of(path: str) -> str:
     return name[dot:] if dot > 0 else ""
 
 
-# Block roles (evidence_block.role): furniture is anchored and shown, but left out of default
-# search ranking, LightRAG ingest and citation mapping (SPEC §6).
+# evidence_block.role: furniture is shown but left out of default ranking, LightRAG and citations (SPEC §6)
 ROLE_BODY = "body"
 ROLE_FURNITURE = "furniture"
 
@@ -72,18 +71,18 @@ class Block:
     page: int | None = None  # 1-based (PDF, image)
     bbox: list[float] | None = None  # [x0, y0, x1, y1], top-left origin
     char_range: list[int] | None = None  # [start, end) in the resource's text
-    line_range: list[int] | None = None  # 1-based inclusive (Markdown)
-    paragraph_index: int | None = None  # 1-based body paragraph ordinal (DOCX)
-    para_id: str | None = None  # DOCX w14:paraId
+    line_range: list[int] | None = None
+    paragraph_index: int | None = None
+    para_id: str | None = None
     section_id: str | None = None
-    confidence: float | None = None  # OCR lines: the engine's 0..1 confidence
+    confidence: float | None = None
     note: str | None = None  # DOCX footnote/endnote/comment/text box: what it is attached to
-    links: list[dict[str, str]] = field(default_factory=list)  # Markdown: [{"target", "kind"}]
-    role: str = ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (SPEC §6)
+    links: list[dict[str, str]] = field(default_factory=list)
+    role: str = ROLE_BODY
     box_holds_text: bool | None = (
         None  # PDF text block: PyMuPDF's words inside bbox hold its words (None: unchecked)
     )
-    anchor: str | None = None  # Markdown: the author's block id (`^id` at the end of the block), without `^`
+    anchor: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "type": self.type, "text": self.text}
@@ -199,29 +198,29 @@ class ParsedResourceArtifact:
     kind: str
     provider: str
     provider_version: str
-    source_path: str  # root-relative, '/'-separated
-    source_hash: str  # "sha256:<hex>"
+    source_path: str
+    source_hash: str
     text: str  # the parsed text (`*.parse.md` / `*.ocr.md`); "" for notes
     blocks: list[Block]
     sections: list[Section]
     pages: list[Page] = field(default_factory=list)
     warnings: list[Warning_] = field(default_factory=list)
     from_ocr: bool = False
-    title: str | None = None  # notes: front matter `title`, else the first heading
+    title: str | None = None
 
     def section_by_id(self) -> dict[str, Section]:
         return {s.id: s for s in self.sections}
 
 
 class OpenAction(TypedDict):
-    type: str  # "mnote.open_resource_locator"
+    type: str
     url: str  # site-relative (SPEC §8); handlers prefix the site's base
 
 
 class EvidenceLocator(TypedDict):
     """Where a block lives (SPEC §7, `schemas/locator.schema.json`); absent things are absent."""
 
-    schema: str  # LOCATOR_SCHEMA
+    schema: str
     rootUri: NotRequired[str]
     ownerDocumentPath: str | None
     resourcePath: str
@@ -234,19 +233,18 @@ class EvidenceLocator(TypedDict):
     paragraphIndex: NotRequired[int]
     sectionPath: list[str]
     sourceMapPath: str
-    precision: str  # bbox | paragraph | line | file
+    precision: str
     openAction: OpenAction
 
 
 @dataclass(slots=True)
 class ResourceRow:
     """One `evidence_resource` row: what the build records per file, and what later stages read.
-    Slotted: a build reads every previous row (10,000 at 10,000 notes), and a slotted instance is built
-    in about half the time (`index/previous.py`)."""
+    Slotted: a build reads every previous row, and a slotted instance is built faster."""
 
     resource_id: str
-    path: str  # source_root_relative_path
-    owner: str | None  # owner_document_path
+    path: str
+    owner: str | None
     kind: str
     status: str
     provider: str | None = None
@@ -260,25 +258,25 @@ class ResourceRow:
     block_count: int = 0
     warnings: list[dict[str, str]] = field(default_factory=list)
     updated_at_ms: int = 0
-    title: str | None = None  # the artifact's title (notes: front matter `title`, else first heading)
+    title: str | None = None
     source_size: int | None = (
         None  # the file's size and st_mtime_ns when hashed (build/workspace/scan.py change
     )
     source_mtime_ns: int | None = None  # detection); None: not recorded (refused, or too recent to trust)
-    links_hash: str | None = None  # notes: hash of its links and link edges as written (build/pipeline.py)
+    links_hash: str | None = None
 
     def to_sql(self) -> dict[str, Any]:
-        """The row as `evidence_resource` columns (a shallow copy: `asdict`'s deep copy cost 10,000 rows ~0.6 s)."""
+        """The row as `evidence_resource` columns (a shallow copy: `asdict`'s deep copy is slow)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["source_root_relative_path"] = out.pop("path")
         out["owner_document_path"] = out.pop("owner")
         out["warnings_json"] = json.dumps(out.pop("warnings"), ensure_ascii=False)
         return out
 
-    # the `evidence_resource` columns in this class's field order: `SELECT <SQL_COLUMNS>` rows go to
-    # `from_values` by position (cheaper than by column name)
+    # evidence_resource columns in field order: `from_values` reads `SELECT <SQL_COLUMNS>` rows by position
     SQL_COLUMNS: ClassVar[str] = (
-        "resource_id, source_root_relative_path, owner_document_path, kind, status, provider, provider_version, "
+        "resource_id, source_root_relative_path, owner_document_path, kind, status, provider, "
+        "provider_version, "
         "source_hash, artifact_path, source_map_path, error_code, error_message, page_count, block_count, "
         "warnings_json, updated_at_ms, title, source_size, source_mtime_ns, links_hash"
     )
@@ -334,21 +332,21 @@ class NoteLink:
     """A link as written in a note (Markdown provider's `Block.links`), with the block it sits in."""
 
     source_block_id: str
-    target: str  # as written
+    target: str
     kind: str  # link | image | wikilink | embed | tag | alias
-    label: str | None = None  # its words as written (Markdown link text, a wikilink's shown text)
+    label: str | None = None
 
 
 class LinkRow(TypedDict):
     """One `evidence_link` row: a note's link and how it resolved."""
 
-    resource_id: str  # the note
+    resource_id: str
     source_block_id: str
     target: str
     kind: str
     target_path: str | None  # resolved root-relative path; None if unresolved or external
-    problem: str | None  # outside_root | missing | None
-    label: str | None  # the link's words as written; None: none
+    problem: str | None
+    label: str | None
 
 
 class EdgeRow(TypedDict):

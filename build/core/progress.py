@@ -16,13 +16,13 @@ from enum import StrEnum
 
 
 class Stage(StrEnum):
-    SCAN = "scan"  # walk and hash the workspace
-    NOTES = "notes"  # parse changed Markdown notes (worker processes when there are many)
-    PARSE = "parse"  # parse changed attachments (worker processes)
-    KNOWLEDGE = "knowledge"  # reconcile with LightRAG (only with a LightRAG server)
-    INDEX = "index"  # write evidence.sqlite
-    RENDER = "render"  # write the site's pages
-    PAGE_IMAGES = "page_images"  # render PDF page images
+    SCAN = "scan"
+    NOTES = "notes"
+    PARSE = "parse"
+    KNOWLEDGE = "knowledge"
+    INDEX = "index"
+    RENDER = "render"
+    PAGE_IMAGES = "page_images"
 
 
 @dataclass(frozen=True)

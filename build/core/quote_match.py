@@ -44,7 +44,7 @@ def match_tokens(text: str) -> list[str]:
     text = unicodedata.normalize("NFKC", text or "").replace(_SOFT_HYPHEN, "")
     text = _HYPHEN.sub("", text).casefold()
     if CJK_RUN.search(text):
-        text = CJK_RUN.sub(_spaced, text)  # every CJK character a word of its own
+        text = CJK_RUN.sub(_spaced, text)
     return _WORD.findall(text)
 
 

@@ -17,17 +17,10 @@ from functools import lru_cache
 from operator import add
 
 # Han (incl. ext. A and compatibility), kana, Hangul, CJK symbols are not.
-_CJK_CLASS = (
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3400-\u4dbf"  # CJK ext A
-    "\u4e00-\u9fff"  # CJK unified
-    "\uac00-\ud7af"  # Hangul syllables
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-)
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 SEGMENTATION_VERSION = "1"  # bigrams + trailing unigram per CJK run, NFKC, unicode61 for the rest
 
-# A CJK run, captured: `split` keeps the runs (its odd items). One pattern, compiled once: a compile of its
-# 64K-character set is slow.
+# A CJK run, captured (`split` keeps the runs as its odd items); compiled once: its 64K-char set is slow
 CJK_RUN = re.compile(f"([{_CJK_CLASS}]+)")
 
 
@@ -44,7 +37,7 @@ def nfkc(text: str) -> str:
 _NFKC_KEPT_CHARS = 1024
 
 
-@lru_cache(maxsize=4096)  # the blocks of a parse task and more
+@lru_cache(maxsize=4096)
 def _nfkc_recent(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
@@ -80,7 +73,7 @@ def segment_for_index(text: str) -> str:
     if text.isascii():
         return text
     parts = CJK_RUN.split(nfkc(text))
-    for i in range(1, len(parts), 2):  # the runs (a regex callback per run costs more)
+    for i in range(1, len(parts), 2):
         run = parts[i]
         parts[i] = f" {' '.join(map(add, run, run[1:]))} {run[-1]} " if len(run) > 1 else f" {run} "
     return "".join(parts)
@@ -102,7 +95,7 @@ def fts_query(query: str) -> str:
     """
     query = unicodedata.normalize("NFKC", query or "").replace("\x00", " ")
     terms: list[str] = []
-    for piece in CJK_RUN.split(query)[::2]:  # the text between the runs
+    for piece in CJK_RUN.split(query)[::2]:
         terms.extend(f'"{w}"' for w in _WORD.findall(piece) if not CJK_RUN.search(w))
     for run in CJK_RUN.findall(query):
         if len(run) == 1:

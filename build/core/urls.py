@@ -23,8 +23,6 @@ from urllib.parse import quote
 from mnote_evidence.build.core.model import NOTE_SUFFIXES, suffix_of
 
 DB_NAME = "evidence.sqlite"
-# Site-root files the build writes (the database and its SQLite companions, the generated
-# pages, the render state, the build lock, static-host header files).
 RESERVED_NAMES = frozenset(
     {
         DB_NAME,
@@ -38,8 +36,6 @@ RESERVED_NAMES = frozenset(
         ".build.lock",
     }
 )
-# Site-root folders the build owns: static assets, PDF page images, relocated pages and copies,
-# tag pages (one per `#tag`).
 STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
 TAGS_DIR = "_tags"
 RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR)

@@ -25,7 +25,7 @@ class OldBlock:
     block_id: str
     ordinal: int
     text: str
-    anchor: str | None = None  # the author's `^id`
+    anchor: str | None = None
 
 
 def _grams(text: str) -> frozenset[str]:
@@ -52,7 +52,8 @@ def old_blocks(conn: sqlite3.Connection, resource_id: str) -> list[OldBlock]:
     return [
         OldBlock(*r)
         for r in conn.execute(
-            "SELECT block_id, ordinal, text, anchor FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
+            "SELECT block_id, ordinal, text, anchor FROM evidence_block WHERE resource_id = ? ORDER BY "
+            "ordinal",
             [resource_id],
         )
     ]

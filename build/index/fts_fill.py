@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlite3
 
 BULK_FTS_HASH = 64 * 2**20  # FTS5 'hashsize' while filled from empty: terms pending before a flush
-FTS_HASH_DEFAULT = 2**20  # FTS5's own default, what incremental writes work with
-AUTOMERGE_DEFAULT = 4  # FTS5's own default
+FTS_HASH_DEFAULT = 2**20
+AUTOMERGE_DEFAULT = 4
 LEVEL = 5  # where `end` leaves the index's segment (with SQLite 3.40-3.47's FTS5)
 # (rowid, text): one row of ~6 leaf pages (a half-done merge needs more than 2 pages of output), and
 # one-term rows, each smaller than it (a larger segment above is not promoted down by their flush)

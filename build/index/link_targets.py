@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.index.schema import ALIAS_LINKS, REPORT_LINKS
 
-MAX_EMBED_BLOCKS = 40  # an embed shows at most this many blocks (then a link to the rest)
+MAX_EMBED_BLOCKS = 40
 _PAGE = re.compile(r"page=(\d+)$")
 
 
@@ -33,7 +33,8 @@ def recorded_aliases(conn: sqlite3.Connection) -> list[tuple[str, str]]:
         (path, alias)
         for path, alias in conn.execute(
             "SELECT r.source_root_relative_path, l.target FROM evidence_link l "
-            f"JOIN evidence_resource r USING (resource_id) WHERE {ALIAS_LINKS.format(l='l.')} ORDER BY l.rowid"
+            f"JOIN evidence_resource r USING (resource_id) WHERE {ALIAS_LINKS.format(l='l.')} ORDER BY "
+            "l.rowid"
         )
     ]
 
@@ -135,8 +136,8 @@ class LinkTargets:
         ).fetchone()
         return row[0] if row else 1
 
-    # the note links `broken` checks and the `outside_root` ones, in one query read through their partial
-    # index (evidence_link_report, whose WHERE is this one); ties in (note, target) keep the written order
+    # the links `broken` and `outside_root` report, read through evidence_link_report (same WHERE); ties keep
+    # the written order
     REPORT_LINKS_SQL = (
         "SELECT r.source_root_relative_path, l.target, l.kind, l.target_path, l.problem "
         "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "

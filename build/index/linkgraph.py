@@ -28,7 +28,7 @@ from mnote_evidence.build.index.writer import IndexChanges
 from mnote_evidence.build.workspace.links import LinkResolver, Resolution, alias_map, owners
 from mnote_evidence.build.workspace.scan import SourceFile
 
-Resolved = tuple[str, NoteLink, Resolution]  # (note path, link, resolution)
+Resolved = tuple[str, NoteLink, Resolution]
 
 
 def _links_hash(rows: list[LinkRow], edges: list[tuple[str, str, str]]) -> str:
@@ -70,7 +70,8 @@ class _Previous:
         """note path -> its links and their recorded resolutions, in written order."""
         out: dict[str, list[tuple[NoteLink, Resolution]]] = {n: [] for n in notes}
         for r in self._rows(
-            "SELECT r.source_root_relative_path, l.source_block_id, l.target, l.kind, l.target_path, l.problem, l.label "
+            "SELECT r.source_root_relative_path, l.source_block_id, l.target, l.kind, l.target_path, "
+            "l.problem, l.label "
             "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
             "WHERE r.source_root_relative_path IN (SELECT value FROM json_each(?)) ORDER BY l.rowid",
             [json.dumps(sorted(notes))],
@@ -79,7 +80,8 @@ class _Previous:
         return out
 
     def blocks(self, ids: set[str]) -> dict[str, tuple[str, int, str, str]]:
-        """block id -> (resource id, ordinal, kind, text) of the blocks with those ids, as the index holds them."""
+        """block id -> (resource id, ordinal, kind, text) of the blocks with those ids, as the index has
+        them."""
         return {
             r[0]: (r[1], r[2], r[3], r[4])
             for r in self._rows(
@@ -108,15 +110,14 @@ class LinkStage:
 
     prev: PreviousBuild
     links: dict[str, list[NoteLink] | None]  # every indexable note; None = unchanged
-    resolved: list[Resolved] = field(default_factory=list)  # the links resolved now (all, the whole way)
+    resolved: list[Resolved] = field(default_factory=list)
     owner_of: dict[str, str | None] = field(default_factory=dict)
     fast: bool = False
     resolver: LinkResolver | None = None  # built when a note changed; the renderer may reuse it
-    # alias -> note of the link rows as this build writes them (unchanged notes' recorded aliases, changed
-    # notes' new ones; notes left out of the index lose theirs): the renderer's alias map, without a scan
+    # alias -> note of the link rows this build writes: the renderer's alias map, without a scan
     aliases: dict[str, str] = field(default_factory=dict)
     _reader: _Previous | None = None
-    _changed: set[str] = field(default_factory=set)  # the notes resolved now
+    _changed: set[str] = field(default_factory=set)
 
     @classmethod
     def plan(
@@ -159,7 +160,7 @@ class LinkStage:
                 for link in self.links[note]
             ]
         linkers: dict[str, set[str]] = {}
-        if self.fast:  # attachments' linkers among unchanged notes, as the index records them
+        if self.fast:
             for target, notes in old.linking(set(others)).items():
                 linkers[target] = {n for n in notes if n in self.links and n not in changed}
         for note, _, hit in self.resolved:
@@ -238,7 +239,7 @@ class LinkStage:
             regroup = {n for n in linking_touched if n in notes and n not in by_note}
             by_note.update(self._reader.links_of(regroup))
         dirty_pages, dirty_tags = set(touched), set()
-        same_links: dict[str, list[LinkRow]] = {}  # rewritten notes whose link rows are the index's
+        same_links: dict[str, list[LinkRow]] = {}
         for note in sorted(by_note):
             rows: list[LinkRow] = []
             edges: list[tuple[str, str, str]] = []
@@ -272,7 +273,6 @@ class LinkStage:
             if note not in quiet:
                 dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
                 dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
-        # not a note with links in this build (stale, error, gone)
         for path in self.prev.resources.keys() - notes:
             prev = self.prev.resources[path]
             if prev.links_hash is not None:

@@ -24,15 +24,15 @@ from mnote_evidence.build.index.writer import is_valid_db
 
 @dataclass
 class PreviousBuild:
-    resources: dict[str, ResourceRow]  # by root-relative path
+    resources: dict[str, ResourceRow]
     meta: dict[str, str]
-    knowledge: dict[str, dict]  # path -> knowledge_source row
+    knowledge: dict[str, dict]
     incompatible_schema: str | None = None  # the other schema version found ("unrecorded" if none)
     # `writer.is_valid_db` of the file, asked once per build: `starts_empty` and `write_index` take it
     valid: bool = False
-    knowledge_texts: set[str] = field(default_factory=set)  # paths whose sent text is kept (knowledge_text)
-    sent_hashes: dict[str, str] = field(default_factory=dict)  # path -> text_hash of what LightRAG was sent
-    cached: row_cache.Cached | None = None  # the rows came from the cache beside the index (`row_cache.py`)
+    knowledge_texts: set[str] = field(default_factory=set)
+    sent_hashes: dict[str, str] = field(default_factory=dict)
+    cached: row_cache.Cached | None = None
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
@@ -96,7 +96,7 @@ def _knowledge(conn: sqlite3.Connection) -> tuple[dict[str, dict], dict[str, str
         knowledge = {
             r["source_root_relative_path"]: dict(r) for r in conn.execute("SELECT * FROM knowledge_source")
         }
-    except sqlite3.OperationalError:  # not an index of ours after all
+    except sqlite3.OperationalError:
         return {}, {}
     try:
         hashes = dict(

@@ -18,7 +18,7 @@ from mnote_evidence.build.index.schema import NOT_OK, WARNED
 
 
 def recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[dict[str, str]]]:
-    """Status counts, errors and warnings as the database now records them (all files, not just this run's)."""
+    """Status counts, errors and warnings as the database records them (all files, not just this run's)."""
     conn = connect_ro(db_path)
     try:
         counts = _counts(conn)

@@ -28,9 +28,9 @@ ROWS_BASE = ".mnote-rows-base.marshal"
 ROWS_DELTA = ".mnote-rows-delta.marshal"
 # marshal's format and this layout: another Python reads the rows from SQLite (and writes a new base)
 FORMAT = f"mnote-rows-1-py{sys.version_info[0]}.{sys.version_info[1]}-m{marshal.version}"
-DELTA_MAX = 1000  # rows changed since the base before a new base is written
+DELTA_MAX = 1000
 
-Row = tuple  # one row's values, as `SELECT ResourceRow.SQL_COLUMNS` gives them
+Row = tuple
 
 
 @dataclass
@@ -100,8 +100,7 @@ def _save(db_path: Path, token: str, cached: Cached | None, written: set[str]) -
     finally:
         conn.close()
     base_id = new_token()
-    # equal strings as one object (a path and its owner, the provider, statuses...): marshal writes the others
-    # as references, which load faster
+    # equal strings as one object: marshal writes the others as references, which load faster
     shared: dict[str, str] = {}
     columns = tuple(
         tuple(shared.setdefault(v, v) if v.__class__ is str else v for v in column) for column in zip(*rows)

@@ -31,8 +31,7 @@ class ResourceUpdate:
 
     row: ResourceRow
     artifact: ParsedResourceArtifact | None = None
-    # (SEGMENTATION_VERSION, the FTS value of each block), computed where it was parsed (parse/prepare.py);
-    # None, or of another version: segmented here
+    # (SEGMENTATION_VERSION, each block's FTS value) from the parse; None or another version: segmented here
     segmented: tuple[str, list[str]] | None = None
 
 
@@ -161,7 +160,7 @@ def _insert_batch(conn: sqlite3.Connection, into: str, batch: list[dict]) -> Non
     conn.executemany(f"{into} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values)
 
 
-_PLAIN_TYPES = frozenset((str, int, float, bytes, type(None)))  # stored as they are; any other: `sql_value`
+_PLAIN_TYPES = frozenset((str, int, float, bytes, type(None)))
 
 
 def sql_value(value: object) -> object:

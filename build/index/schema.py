@@ -17,27 +17,24 @@ from mnote_evidence.build.core.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LO
 SCHEMA_VERSION = "7"  # what each schema version added: docs/architecture.md
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
-STORED_EDGE_TYPES = ("resource_contains_page",)  # the rest are derived: per block, and from evidence_link
+STORED_EDGE_TYPES = ("resource_contains_page",)
 CREATED_BY = "mnote-evidence build"
-# the type of a link edge from note l.resource_id to resource t (evidence_link_edge; build/index/linkgraph.py
-# `_edge_type`); the linking note's path is read only for a target that is not a note
+# a link edge's type, as linkgraph's `_edge_type` computes it in Python
 LINK_TYPE_SQL = (
     "(CASE WHEN t.kind = 'markdown' AND t.status = 'ok' THEN 'markdown_links_to' "
     "WHEN t.owner_document_path = (SELECT o.source_root_relative_path FROM evidence_resource o "
     "WHERE o.resource_id = l.resource_id) THEN 'document_contains_resource' "
     "ELSE 'resource_refers_to' END)"
 )
-# The rows an edit reads from tables of O(workspace) rows, each through a partial index whose WHERE is this
-# term: SQLite reads such an index only for a query whose WHERE holds the same term as written here (with
-# or without a table prefix: `{l}` is "" in the index, the reader's alias such as "l." in a query).
-ALIAS_LINKS = "{l}kind = 'alias'"  # link_targets.recorded_aliases
+# each is a partial index's WHERE, used only by queries whose WHERE holds the same term (`{l}`: the alias)
+ALIAS_LINKS = "{l}kind = 'alias'"
 TAG_LINKS = "{l}kind = 'tag'"  # render/tag_pages.py (its tag: lower(target), the index's first column)
 # links the build summary may report (LinkTargets.report_links): a problem, or a fragment to look up
 REPORT_LINKS = (
     "{l}problem IN ('missing', 'outside_root') OR ({l}kind IN ('wikilink', 'embed') AND {l}target LIKE '%#%')"
 )
-NOT_OK = "{l}status != 'ok'"  # resources in error, stale or unsupported (recorded.py)
-WARNED = "{l}warnings_json != '[]'"  # resources with warnings (recorded.py)
+NOT_OK = "{l}status != 'ok'"
+WARNED = "{l}warnings_json != '[]'"
 
 DDL = """
 CREATE TABLE IF NOT EXISTS evidence_resource (
@@ -221,7 +218,7 @@ CREATE TABLE IF NOT EXISTS build_meta (
     key TEXT PRIMARY KEY,
     value TEXT
 );
-""".format(
+""".format(  # noqa: E501 (the DDL's lines are stored in sqlite_master as written)
     link_type=LINK_TYPE_SQL,
     section_path=SECTION_PATH_SQL,
     char_range=CHAR_RANGE_SQL,

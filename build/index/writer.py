@@ -37,19 +37,17 @@ from mnote_evidence.build.index.schema import create_schema
 @dataclass
 class IndexChanges:
     updates: list[ResourceUpdate] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)  # resource ids to mark stale
-    removed: list[str] = field(default_factory=list)  # resource ids to delete
-    # note resource id -> (its evidence_link rows, their and its link edges' hash), replacing what the note
-    # had; ([], None) drops it. Only notes whose links, resolutions or edge types changed (or re-parsed).
+    stale: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    # note resource id -> (its evidence_link rows, their hash): replaces the note's links; ([], None) drops
+    # them
     links: dict[str, tuple[list[LinkRow], str | None]] = field(default_factory=dict)
-    stamps: list[tuple[int | None, int | None, str]] = field(
-        default_factory=list
-    )  # (size, mtime_ns, id): unchanged
+    stamps: list[tuple[int | None, int | None, str]] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)
     knowledge: list[dict[str, Any]] | None = None  # the whole knowledge_source table; None = leave as is
     rebuild: bool = False  # start from an empty database (the previous one is of another schema)
     resegment: bool = False  # re-segment the FTS rows of resources not updated (segmentation changed)
-    knowledge_texts: dict[str, str] = field(default_factory=dict)  # path -> text just sent to LightRAG
+    knowledge_texts: dict[str, str] = field(default_factory=dict)
 
     def resource_ids_written(self) -> set[str]:
         """Every resource id whose `evidence_resource` row `_apply` inserts, updates or deletes: the
@@ -137,7 +135,7 @@ def _resegment(conn: sqlite3.Connection) -> int:
     filled like a fresh one (`fts_fill`)."""
     rows = conn.execute("SELECT id, text, block_id FROM evidence_block_row ORDER BY id").fetchall()
     conn.execute("INSERT INTO evidence_fts (evidence_fts) VALUES ('delete-all')")
-    fts_fill.begin(conn)  # filled from empty from here on; `_write_copy` ends it
+    fts_fill.begin(conn)
     conn.executemany(
         "INSERT INTO evidence_fts(rowid, text, block_id) VALUES (?, ?, ?)",
         ((i, text.segment_for_index(t), b) for i, t, b in rows),
@@ -172,8 +170,7 @@ def write_index(
         except sqlite3.DatabaseError as exc:
             if "malformed" not in str(exc) and "not a database" not in str(exc):
                 raise
-            # damaged (no quick_check reads the whole file first): the changes are only a delta, so
-            # the file is moved aside and the next build, finding no index, rebuilds it whole
+            # damaged: the changes are only a delta, so the file is moved aside and the next build rebuilds it
             aside = db_path.with_name(f"{db_path.name}.damaged")
             os.replace(db_path, aside)
             Path(f"{db_path}-journal").unlink(missing_ok=True)
@@ -308,7 +305,7 @@ class FreshIndex:
             # built once over the filled tables: a sort, not a b-tree insert per row
             for ddl in self.deferred:
                 self.conn.execute(ddl)
-            fts_fill.end(self.conn)  # one FTS segment, out of reach of incremental writes' merges
+            fts_fill.end(self.conn)
             self.conn.execute("COMMIT")
             _lay_out_and_replace(self.conn, self.tmp, self.db_path, compact=True)
             self.conn = None
@@ -320,7 +317,7 @@ class FreshIndex:
     def discard(self) -> None:
         """Close and remove the working copy (nothing once it is renamed into place)."""
         if self.conn is not None:
-            self.conn.close()  # a no-op if `_lay_out_and_replace` closed it already
+            self.conn.close()
             self.conn = None
         self.tmp.unlink(missing_ok=True)
 
@@ -329,7 +326,7 @@ BULK_TABLES = (
     "evidence_block_row",
     "evidence_section",
     "evidence_edge_row",
-)  # written once per block / section
+)
 # indexes of other tables that only readers after the write use
 BULK_INDEXES = (
     "evidence_link_alias",
@@ -392,7 +389,7 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | 
     ):  # before the updates: their new rows are segmented as they are inserted
         resegmented = _resegment(conn)
     if fresh is not None:
-        for update in changes.updates[len(fresh.added) :]:  # recorded after the last `add` (or none added)
+        for update in changes.updates[len(fresh.added) :]:
             fresh.add(update)
     else:
         next_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM evidence_block_row").fetchone()[0]
