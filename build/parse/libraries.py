@@ -33,7 +33,7 @@ def library_version(distribution: str) -> str:
 
 
 def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()  # as importlib.metadata compares distribution names
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def _dist_info_version(distribution: str) -> str | None:
@@ -78,7 +78,7 @@ def _metadata_version(path: str) -> str | None:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 if not line.strip():
-                    return None  # the headers ended without one
+                    return None
                 if line.startswith("Version:"):
                     return line[len("Version:") :].strip()
     except OSError:

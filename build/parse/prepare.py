@@ -25,8 +25,8 @@ from mnote_evidence.build.parse.sidecars import SidecarPaths, stage_sidecars
 class Prepared:
     artifact: ParsedResourceArtifact
     paths: SidecarPaths | None = None
-    staged: list[tuple[Path, Path]] | None = None  # (temp file, sidecar), in writing order
-    segmented: tuple[str, list[str]] | None = None  # (SEGMENTATION_VERSION, one value per block)
+    staged: list[tuple[Path, Path]] | None = None
+    segmented: tuple[str, list[str]] | None = None
     error: OSError | None = None  # staging failed (disk full...): raised in the build process
 
 

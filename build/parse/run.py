@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mnote_evidence.build.parse.prepare import Prepare
 
 BATCH_BYTES = 1 << 20  # a batch of small files stops growing at about this many bytes
-OnResult = Callable[[str, Any], None]  # (path, what `parse_one`, then `prepare` if any, made of it)
+OnResult = Callable[[str, Any], None]
 
 
 class InOrder:
@@ -38,7 +38,7 @@ class InOrder:
     def __init__(self, paths: list[str], emit: OnResult):
         self.paths, self.emit = paths, emit
         self.early: dict[str, Any] = {}
-        self.next = 0  # index in `paths` of the next result to emit
+        self.next = 0
 
     def __call__(self, path: str, result: Any) -> None:
         self.early[path] = result
@@ -148,7 +148,7 @@ def parse_in_pool(
                 group = futures.pop(fut)  # a done future holds its results: let them go once delivered
                 try:
                     parsed = fut.result()
-                except Exception:  # the worker died: its files are retried below
+                except Exception:
                     continue
                 del fut
                 for f, result in zip(group, parsed):
@@ -197,7 +197,7 @@ def parse_all(
     `on_result` (all, or none)."""
     if jobs <= 1 or len(files) < max(2, min_pool):
         results: dict[str, Any] = {}
-        for group in batches(files, batch):  # as a worker's tasks: one file of compiled notes per batch
+        for group in batches(files, batch):
             for f, result in zip(
                 group,
                 parse_many(str(root), [(f.path, f.source_hash) for f in group], ocr, _only(prepare, group)),

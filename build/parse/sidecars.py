@@ -42,7 +42,7 @@ LAYOUTS = (LAYOUT_BESIDE, LAYOUT_MNOTE)
 
 @dataclass(frozen=True)
 class SidecarPaths:
-    text: str | None  # root-relative, None for notes
+    text: str | None
     source_map: str
 
 
@@ -117,8 +117,7 @@ def source_map(
 
 # made once (`json.dumps` with options builds an encoder per call)
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-# `JSONEncoder.encode` makes its C encoder per call: this is that encoder made once with `_COMPACT`'s options
-# (no cycle check: a source map is a tree), else `_COMPACT.encode`; the same bytes either way
+# that C encoder made once with `_COMPACT`'s options (`encode` makes one per call); the same bytes
 _C_COMPACT = (
     None
     if json.encoder.c_make_encoder is None
@@ -136,7 +135,7 @@ def _compact(value: Any) -> str:
 
 def dumps(doc: dict[str, Any]) -> str:
     """Deterministic JSON, one block / section per line: diffable, and written by the C encoder
-    (`indent=` would switch `json` to its pure-Python encoder, 10x slower on a long PDF)."""
+    (`indent=` would switch `json` to its pure-Python encoder)."""
 
     def items(values: list, render) -> str:
         return "[]" if not values else "[\n" + ",\n".join(render(v) for v in values) + "\n ]"
@@ -210,7 +209,7 @@ def _prune_empty(root: Path, rel: str) -> None:
     while len(parts) >= floor:
         try:
             (root / "/".join(parts)).rmdir()
-        except OSError:  # not empty (or already gone): stop
+        except OSError:
             return
         parts.pop()
 

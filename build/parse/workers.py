@@ -135,9 +135,8 @@ def time_budget(seconds: float | None = None) -> Iterator[None]:
         raise BudgetExceeded(message)
 
     previous = signal.signal(signal.SIGALRM, expire)
-    # The timer repeats, and expiry is sticky: a library that swallows the exception with a bare
-    # `except:` (PyMuPDF's wrappers have some) meets the next one, and a parse that still gets
-    # through after its budget ran out is a timeout all the same.
+    # The timer repeats and expiry is sticky: a bare `except:` in a library meets the next one, and a parse
+    # that finishes late is a timeout all the same.
     signal.setitimer(signal.ITIMER_REAL, seconds, min(seconds, 0.1))
     try:
         yield

@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-_LOCAL_HEADER = struct.Struct("<4s5H3I2H")  # signature ... name length, extra length
+_LOCAL_HEADER = struct.Struct("<4s5H3I2H")
 _STEP = 1 << 20
 
 

@@ -119,4 +119,4 @@ class TesseractEngine:
 
 
 ENGINES = {"rapidocr": RapidOcrEngine, "tesseract": TesseractEngine}
-ENGINE_NAMES = (*ENGINES, "mineru")  # every engine a build may ask for: these + MinerU (ocr/mineru.py)
+ENGINE_NAMES = (*ENGINES, "mineru")

@@ -24,8 +24,8 @@ _CJK_PUNCT = "，。、；：？！（）【】《》「」『』—…·"
 @dataclass
 class OcrLine:
     text: str
-    bbox: list[float]  # [x0, y0, x1, y1] in pixels of the recognised image
-    confidence: float  # 0..1
+    bbox: list[float]
+    confidence: float
 
 
 def _joinable(a: str, b: str) -> bool:
@@ -100,7 +100,7 @@ def _fragment_joins(tokens: list[str], touching: list[bool]) -> list[bool]:
     lone = [len(t) == 1 and _LATIN.fullmatch(t) is not None and t not in _WORD_LETTERS for t in tokens]
     join = [False] * len(touching)
     start = 0
-    for end in range(len(tokens)):  # runs of tokens connected by touching boundaries
+    for end in range(len(tokens)):
         if end < len(touching) and touching[end]:
             continue
         if sum(lone[start : end + 1]) >= 2:

@@ -22,7 +22,7 @@ from mnote_evidence.build.parse.ocr.normalize import OcrLine
 from mnote_evidence.build.parse.ocr.settings import OcrSettings, cached_lines, store_lines
 from mnote_evidence.build.parse.pixels import capped_scale
 
-if TYPE_CHECKING:  # loaded with the first PDF or image read (build/parse/libraries.py)
+if TYPE_CHECKING:
     import pymupdf
 
 _SETUP_CODES = {"mineru_token_missing", "mineru_url_missing", "mineru_upload_not_allowed"}
@@ -124,7 +124,7 @@ def pdf_page_lines(
 def _render_and_read(settings: OcrSettings, page: pymupdf.Page) -> list[OcrLine]:
     """Render the page at `pdf_dpi` (less for a page past the pixel budget), OCR it, convert pixel
     boxes to points exactly (x 72/dpi)."""
-    zoom = capped_scale(page.rect.width, page.rect.height, settings.pdf_dpi / 72.0)  # a huge page: fewer dpi
+    zoom = capped_scale(page.rect.width, page.rect.height, settings.pdf_dpi / 72.0)
     scale = 1.0 / zoom
     with tempfile.TemporaryDirectory() as tmp:
         png = Path(tmp) / "page.png"

@@ -16,10 +16,10 @@ CACHE_DIR = ".mnote/ocr-cache"
 @dataclass(frozen=True)
 class OcrSettings:
     engine: str = "rapidocr"  # rapidocr | tesseract | mineru | none
-    pdf_dpi: int = 200  # scanned PDF pages are rendered at this resolution for OCR
+    pdf_dpi: int = 200
     mineru_url: str | None = None
     allow_upload: bool = False  # MinerU sends files to a remote service: only when the user says so
-    fallback: str | None = None  # local engine to use if MinerU is requested but not usable
+    fallback: str | None = None
     cache_dir: str | None = None  # default: <workspace>/.mnote/ocr-cache
 
     @property

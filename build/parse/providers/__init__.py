@@ -36,7 +36,7 @@ def provider_version(fmt: Format, ocr: OcrSettings | None = None) -> str:
     if fmt.library is None:
         return provider_class(fmt.provider)(ocr).version()
     from mnote_evidence.build.parse.libraries import library_version
-    from mnote_evidence.build.parse.ocr.run import versioned  # (the OCR runner: where versions are asked)
+    from mnote_evidence.build.parse.ocr.run import versioned
 
     base = f"{library_version(fmt.library)}+m{fmt.revision}"
     return versioned(base, ocr) if fmt.ocr else base

@@ -19,7 +19,7 @@ from mnote_evidence.build.core.model import ParsedResourceArtifact
 @dataclass(frozen=True)
 class ParseInput:
     root: Path
-    path: str  # root-relative
+    path: str
     source_hash: str
 
     @property

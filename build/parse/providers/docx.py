@@ -128,7 +128,7 @@ class DocxProvider:
     kind = KIND_OFFICE
 
     def __init__(self, ocr: OcrSettings | None = None):
-        pass  # text comes from the file itself: no OCR
+        pass
 
     def version(self) -> str:
         return provider_version(format_named("docx"))
@@ -136,9 +136,7 @@ class DocxProvider:
     def _open(self, path: Path) -> tuple[object, object, list[Warning_]]:
         """(body element, styles root, warnings): python-docx first, the raw XML when it refuses."""
         try:
-            document = python_docx().Document(
-                str(path)
-            )
+            document = python_docx().Document(str(path))
             return document.element.body, document.styles.element, []
         except Exception as exc:  # PackageNotFoundError, KeyError (missing part), malformed XML...
             refusal = f"{type(exc).__name__}: {exc}"

@@ -24,7 +24,7 @@ from mnote_evidence.build.parse.libraries import lxml_etree
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 _REL = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
-NOTE_KINDS = {"footnote": "footnotes", "endnote": "endnotes", "comment": "comments"}  # block type -> rel type
+NOTE_KINDS = {"footnote": "footnotes", "endnote": "endnotes", "comment": "comments"}
 _DEFAULT_PART = {
     "footnotes": "word/footnotes.xml",
     "endnotes": "word/endnotes.xml",
@@ -42,9 +42,9 @@ _TEXT_OF = {f"{W}tab": "\t", f"{W}br": "\n", f"{W}cr": "\n", f"{W}noBreakHyphen"
 
 
 def paragraph_text(p) -> str:
-    """Visible text of a `w:p`: runs, hyperlinks, tabs, breaks; deleted text (`w:delText`), field
-    codes (`w:instrText`) and text-box content (its own blocks) excluded. One C-level iteration
-    instead of python-docx's per-run XPath (`CT_P.text`), which dominated profiles of long documents."""
+    """Visible text of a `w:p`: runs, hyperlinks, tabs, breaks; deleted text (`w:delText`), field codes
+    (`w:instrText`) and text-box content (its own blocks) excluded. One C-level iteration, not
+    python-docx's per-run XPath."""
     if next(p.iter(*_SKIPPED), None) is None:
         elements = p.iter(*_TEXT_TAGS)
     else:

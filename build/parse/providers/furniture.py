@@ -18,11 +18,11 @@ import bisect
 import re
 from dataclasses import dataclass
 
-BAND = 0.12  # outer share of the page height where headers/footers live
+BAND = 0.12
 EDGE_TOLERANCE = 3.0  # points: lines this close to the page's edge-most line are edge lines too
 SAME_Y = 4.0  # points: "the same position" across pages
-MIN_REPEATS = 2  # pages an identical (digits aside) edge line must appear on
-MIN_LINE_PAGES = 3  # pages with a page number or repeated text that make a furniture line
+MIN_REPEATS = 2
+MIN_LINE_PAGES = 3
 LINE_SHARE = 0.5  # ... and their share of the pages with an edge line at that height
 MAX_FURNITURE_CHARS = 120
 
@@ -40,7 +40,7 @@ class PageBlock:
     """What detection needs of a block: its page, box (top-left origin) and text."""
 
     page: int
-    bbox: list[float]  # [x0, y0, x1, y1]
+    bbox: list[float]
     text: str
 
 
@@ -110,8 +110,7 @@ def furniture_flags(blocks: list[PageBlock], heights: dict[int, float]) -> list[
 
 class _Near:
     """Blocks by their edge's y, for "which lie within `SAME_Y` of y" in log time (a long PDF has a
-    header on each of thousands of pages: comparing every pair was quadratic). Same answers as the
-    pairwise `abs(y2 - y) <= SAME_Y` it replaces."""
+    header on each of thousands of pages). Same answers as the pairwise `abs(y2 - y) <= SAME_Y`."""
 
     def __init__(self, items: list[tuple[float, int]]):
         items.sort()

@@ -32,7 +32,7 @@ from mnote_evidence.build.parse.providers.base import ParseInput
 def image_size(item: ParseInput) -> tuple[int, int]:
     """(width, height) as displayed; raises `image_too_large` from the header alone (before any
     decode) past `pixels.MAX_PIXELS`, `image_corrupt` for anything Pillow cannot decode."""
-    Image = pillow()  # with Pillow's own guard set (build/parse/libraries.py)
+    Image = pillow()
     try:
         with warnings.catch_warnings():  # Pillow warns past its limit; we refuse with a clear error
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -59,9 +59,7 @@ class ImageProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return provider_version(
-            format_named("image"), self.ocr
-        )
+        return provider_version(format_named("image"), self.ocr)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         width, height = image_size(item)

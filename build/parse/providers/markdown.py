@@ -39,7 +39,7 @@ REVISION = "4"  # bumped when the same bytes would parse differently
 class BlockToken:
     """A token that opens an evidence block (the renderer uses the same list)."""
 
-    index: int  # position in the token stream
+    index: int
     type: str
     text: str
     line_range: list[int]
@@ -59,7 +59,7 @@ def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
     words: list[str] = []
     for child in token.children or []:
         ctype = child.type
-        if ctype == "text" or ctype == "code_inline":  # most children: tested first
+        if ctype == "text" or ctype == "code_inline":
             parts.append(child.content)
             if open_link is not None:
                 words.append(child.content)
@@ -217,7 +217,7 @@ class MarkdownProvider:
     kind = KIND_MARKDOWN
 
     def __init__(self, ocr: OcrSettings | None = None):
-        pass  # text comes from the file itself: no OCR
+        pass
 
     def version(self) -> str:
         import markdown_it
@@ -244,7 +244,7 @@ class MarkdownProvider:
         title = None
         anchors: set[str] = set()
         found = block_tokens(tokens)
-        keep_parsed(text, tokens, [bt.index for bt in found])  # for the renderer (markdown_syntax.py)
+        keep_parsed(text, tokens, [bt.index for bt in found])
         for bt in found:
             if bt.properties is not None:
                 props = bt.properties

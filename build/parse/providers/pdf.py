@@ -35,7 +35,7 @@ from mnote_evidence.build.parse.providers import provider_version
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
 
-if TYPE_CHECKING:  # PyMuPDF itself loads with the first PDF opened (build/parse/libraries.py)
+if TYPE_CHECKING:
     import pymupdf
 
 _MAX_HEADING_CHARS = 200
@@ -53,19 +53,16 @@ class _RawBlock:
     page: int
     bbox: list[float]
     text: str
-    size: float  # dominant font size
+    size: float
     lines: int
     kind: str = "paragraph"
     confidence: float | None = None
-    role: str = (
-        ROLE_BODY  # ROLE_FURNITURE: running header, footer, page number (build/parse/providers/furniture.py)
-    )
-    box_holds_text: bool | None = None  # set for native text blocks by build/parse/providers/pdf_boxes.py
+    role: str = ROLE_BODY
+    box_holds_text: bool | None = None
 
 
-# A page goes to OCR when it has (almost) no text layer but images cover a good part of it: text pages carry
-# tens of characters per square inch, a scan none. Blank pages and pure vector drawings have no image to read,
-# so they are never OCR'd.
+# OCR a page with (almost) no text layer that images cover a good part of (text pages carry tens of characters
+# per square inch); blank or vector-only pages have no image to read
 MIN_CHARS_PER_SQ_IN = 2.0
 MIN_IMAGE_COVERAGE = 0.3
 
@@ -130,8 +127,7 @@ def _page_blocks_fast(page: pymupdf.Page, textpage: pymupdf.TextPage, number: in
     return _raw_blocks(page, number, textpage.extractBLOCKS(), None)
 
 
-# MuPDF's HTML output: one <p> per text line, positioned, with sized spans; built in C, so much cheaper than
-# get_text("dict")
+# MuPDF's HTML output (one positioned <p> per line, sized spans) is built in C: cheaper than get_text("dict")
 _HTML_LINE = re.compile(r'<p style="top:([-\d.]+)pt;left:([-\d.]+)pt[^"]*">(.*?)</p>', re.S)
 _HTML_SPAN = re.compile(r"font-size:([\d.]+)pt[^>]*>([^<]*)")
 
@@ -206,9 +202,7 @@ class PdfProvider:
         self.ocr = ocr
 
     def version(self) -> str:
-        return provider_version(
-            format_named("pdf"), self.ocr
-        )
+        return provider_version(format_named("pdf"), self.ocr)
 
     def parse(self, item: ParseInput) -> ParsedResourceArtifact:
         data = item.full_path.read_bytes()
@@ -289,7 +283,7 @@ class PdfProvider:
 
 def mark_furniture(raw: list[_RawBlock], pages: list[Page]) -> None:
     """Set `role = "furniture"` on running headers, footers and page numbers."""
-    from mnote_evidence.build.parse.providers.furniture import PageBlock, furniture_flags  # see `_parse_doc`
+    from mnote_evidence.build.parse.providers.furniture import PageBlock, furniture_flags
 
     flags = furniture_flags(
         [PageBlock(b.page, b.bbox, b.text) for b in raw], {p.page: p.height for p in pages}

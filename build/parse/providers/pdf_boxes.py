@@ -57,7 +57,7 @@ def check_boxes(blocks: Sequence[BoxedText], words: Sequence[tuple]) -> None:
     centres = [(w[1] + w[3]) / 2 for w in ordered]
     for b in blocks:
         inside = _inside(ordered, b.bbox, centres)
-        if Counter(b.text.split()) <= Counter(w[4] for w in inside):  # the common case: word for word
+        if Counter(b.text.split()) <= Counter(w[4] for w in inside):
             b.box_holds_text = True
         else:  # hyphenation, CJK line breaks, ligatures: compare normalised words
             b.box_holds_text = holds_words(box_text(inside, b.bbox), b.text)
