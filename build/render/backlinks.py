@@ -1,17 +1,12 @@
 """Backlinks as a reader sees them: the sentence of the linking block that holds the link (SPEC §8).
 
-A backlink is an edge into a resource (`data.backlinks`: the linking block and its text). The
-panel shows the sentence around the link, with the link's own words marked, instead of the first
-characters of a long paragraph. The words are the link's label as written, which the Markdown
-provider keeps with each link when it parses the note (`evidence_link.label`): nothing is parsed
-again at render time. When there is no label (an image, a link without words, a PDF's outline
-link) or it is not in the block's text, the block's text is shortened instead: the panel never fails.
-
-Invariants: the text shown is the indexed block text (a slice of it), never re-derived from the
-source; labels only locate the link within it. Each linking note's labels are read once per
-render of a page (`Sentences`: one query per page). The panel's items are drawn here (`items_html`),
-the panel around them by `_resource_side.html`: a dozen backlinks a page cost Jinja a third of the
-note page's template time (15 outputs and 8 lookups each).
+A backlink is an edge into a resource (`data.backlinks`: the linking block and its text). The panel
+shows the sentence around the link with the link's words marked: its label as the Markdown provider
+kept it (`evidence_link.label`), so nothing is parsed again. Without a label, or one not in the text,
+the block's text is shortened instead: the panel never fails.
+Invariants: the text shown is a slice of the indexed block text, never re-derived from the source;
+each linking note's labels are read once per page (`Sentences`). The items are drawn here
+(`items_html`, cheaper than in Jinja), the panel around them by `_resource_side.html`.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from markupsafe import Markup, escape
 from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.render import data
 
-MAX_CHARS = 220  # longer sentences are cut around the link
+MAX_CHARS = 220
 # a sentence ends after . ! ? followed by space, after a CJK full stop / ! / ?, or at a line break
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 
@@ -33,7 +28,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 @dataclass
 class Snippet:
     before: str
-    mark: str  # the link's words ("" when they could not be located)
+    mark: str
     after: str
 
 
@@ -62,8 +57,7 @@ def _find(text: str, label: str) -> int:
     """Where `label` stands as words of its own (not inside a longer word), else its first occurrence."""
     if not label:
         return -1
-    # as `(?<!\w)label(?!\w)` would find it, without compiling a pattern per label (thousands of
-    # distinct labels overflow `re`'s cache: every backlink compiled one); `\w` is `isalnum()` or `_`
+    # `(?<!\w)label(?!\w)` without a pattern per label (thousands overflow `re`'s cache); `\w`: isalnum() or _
     at = first = text.find(label)
     while at >= 0:
         if not _word(text[at - 1 : at]) and not _word(text[at + len(label) : at + len(label) + 1]):
@@ -89,7 +83,8 @@ class Sentences:
         self.conn = conn
 
     def _labels_to(self, target_path: str) -> dict[tuple[str, str], list[str]]:
-        """(linking resource id, block id) -> the labels of its links to `target_path`, in the note's order."""
+        """(linking resource id, block id) -> the labels of its links to `target_path`, in the note's
+        order."""
         found: dict[tuple[str, str], list[str]] = {}
         for from_id, block_id, label in self.conn.execute(
             "SELECT resource_id, source_block_id, label FROM evidence_link WHERE target_path = ? "

@@ -3,8 +3,7 @@ templates' static files.
 
 Invariants: nothing outside the workspace is copied (a symlink leaving it is skipped); a copy is
 replaced whole (a temp file renamed into place) and only when its size differs or the source is newer;
-a copy an older build made beside our pages of a file a browser would execute is removed (it now
-lives under `_file/`).
+a copy beside our pages of a file a browser would execute is removed (such copies live under `_file/`).
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ def copy_source(root: Path, out: Path, rel: str, folders: Folders | None = None)
     parent, _, name = rel.rpartition("/")
     try:
         st = os.lstat(src)
-        if stat.S_ISLNK(st.st_mode):  # where it points decides
+        if stat.S_ISLNK(st.st_mode):
             resolved = src.resolve()
             st = os.stat(resolved)
         else:
@@ -56,7 +55,7 @@ def copy_source(root: Path, out: Path, rel: str, folders: Folders | None = None)
     except OSError:
         return
     if not is_inside(resolved, root) or not stat.S_ISREG(st.st_mode):
-        return  # never copy anything that leaves the workspace
+        return
     try:
         copied = os.stat(dest)
         if copied.st_size == st.st_size and copied.st_mtime >= st.st_mtime:

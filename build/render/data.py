@@ -1,8 +1,8 @@
 """What the renderer reads from `evidence.sqlite`, as plain records (no HTML here).
 
-A resource is the build's own `model.ResourceRow` (named `Resource` here); nothing
-re-declares its columns. The build hands the renderer the rows it already read (`FromBuild`): only
-the rows its write touched are read again, so an edit does not read 10,000 rows twice.
+A resource is the build's own `model.ResourceRow` (named `Resource` here); nothing re-declares its
+columns. The build hands the renderer the rows it already read (`FromBuild`): only the rows its
+write touched are read again.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from mnote_evidence.build.core.model import ResourceRow as Resource
 from mnote_evidence.build.core.sqlite_ro import connect_ro  # noqa: F401  (the renderer opens the index as data.connect_ro)
 
-# The resource fields a page shows: its key hashes these (not build times), as it always has.
+# The resource fields a page shows: its key hashes these (not build times).
 PAGE_FIELDS = (
     "resource_id",
     "path",
@@ -40,7 +40,7 @@ class SectionNode:
     section_id: str
     title: str
     level: int
-    target: str | None  # block id the outline links to
+    target: str | None
     children: list[SectionNode] = field(default_factory=list)
 
 
@@ -59,21 +59,22 @@ class Alias:
 
 @dataclass(frozen=True)
 class FromBuild:
-    """What the build that just wrote the index already holds, so the renderer need not redo it:
-    the resource rows it read before writing (by path) and the ids of the rows it wrote since
-    (`IndexChanges.resource_ids_written`): only those are read again (a second full read cost a
-    10,000-note edit 0.1 s); and its link resolver, used when it was built over the same paths and
-    aliases as the renderer's would be (`render/site.py`); and the alias map of the link rows it wrote
-    (`LinkStage.aliases`: what the renderer would read with a scan of every link row)."""
+    """What the build that just wrote the index already holds, so the renderer need not redo it: the
+    resource rows it read before writing (by path) and the ids of the rows it wrote since
+    (`IndexChanges.resource_ids_written`: only those are read again); its link resolver, used when built
+    over the same paths and aliases as the renderer's would be; and the alias map of the link rows it
+    wrote (`LinkStage.aliases`)."""
 
-    rows: Mapping[str, Resource]  # path -> row
+    rows: Mapping[str, Resource]
     written: set[str]
-    resolver: Any = None  # links.LinkResolver | None
+    resolver: Any = None
     aliases: dict[str, str] | None = None  # alias (lower case) -> note path; None: read them
 
 
 def resources(conn: sqlite3.Connection, known: FromBuild | None = None) -> list[Resource]:
-    """Every resource row, by path; with `known`, the rows not written since are taken from it."""
+    """`resources`, and the rows read again (path -> the row `known` held for that path, None: a new
+    row; None: no `known`, every row read): what changed since the build's read, without comparing
+    every row (a resource's id is its path's, so a path names the same row before and after)."""
     return read_resources(conn, known)[0]
 
 
@@ -85,8 +86,8 @@ def read_resources(
     10,000 rows (a resource's id is its path's, so a path names the same row before and after)."""
     if known is None:
         return [Resource.from_values(r) for r in Resource.select(conn, by_path=True)], None
-    rows = [r for r in known.rows.values() if r.resource_id not in known.written]  # (a list, sorted by
-    again: dict[str, Resource | None] = {}  # `attrgetter`: half the time of a dict by id sorted by a lambda)
+    rows = [r for r in known.rows.values() if r.resource_id not in known.written]
+    again: dict[str, Resource | None] = {}
     for r in Resource.select(conn, known.written):
         rows.append(Resource.from_values(r))
         again[rows[-1].path] = known.rows.get(rows[-1].path)
@@ -118,7 +119,7 @@ def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode
 def backlinks(conn: sqlite3.Connection, resource_id: str) -> list[Backlink]:
     return [
         Backlink(r[0], r[1], r[2])
-        for r in conn.execute(  # link edges: a view (index/schema.py)
+        for r in conn.execute(
             "SELECT src.source_root_relative_path, e.source_block_id, b.text FROM evidence_link_edge e "
             "JOIN evidence_block_row b ON b.block_id = e.source_block_id "
             "JOIN evidence_resource src ON src.resource_id = b.resource_id "

@@ -1,13 +1,11 @@
-"""What a render must look at again, and what a note's page shows of other files (SPEC §8; README
-"Incremental builds").
+"""What a render must look at again, and what a note's page shows of other files (SPEC §8).
 
 - `dirty_since`: the build names in `build_meta.render_dirty` the resources and tags whose pages may
-  show something different since the build before it (`build/index/linkgraph.py`); a site rendered from that
-  build, with the same templates and settings, re-keys only those; anything else re-keys every page.
+  show something different since the build before it (`index/linkgraph.py`); a site rendered from
+  that build, with the same templates and settings, re-keys only those; any other re-keys every page.
 - `shown_of_targets`: the part of a note's page key that comes from its links' targets: each link's
   resolution, where a `#fragment` lands, an embedded note's blocks, an embedded PDF page's image.
-Invariant: a page key changes whenever the page's HTML would (tests/render/test_incremental_render.py
-compares an incremental site with a full render of the same index).
+Invariant: a page key changes whenever the page's HTML would (tests/render/test_incremental_render.py).
 """
 
 from __future__ import annotations
@@ -60,7 +58,7 @@ def shown_of_targets(site, res: Resource) -> list[Any]:
     ):
         item: list[Any] = [target, kind, path, problem]
         fragment = split_target(target)[1]
-        if path and targets is not None and kind not in NAME_KINDS:  # anchors as `wikilink_html` finds them
+        if path and targets is not None and kind not in NAME_KINDS:
             anchor = targets.anchor(path, fragment) if fragment else None
             item.append(anchor)
             if kind == "embed" and kind_for(path) == KIND_MARKDOWN:

@@ -1,13 +1,10 @@
-"""TeX -> MathML for notes' `$…$` and `$$…$$` math, with no client JavaScript (issue 16).
+"""TeX -> MathML for notes' `$…$` and `$$…$$` math, with no client JavaScript.
 
-latex2mathml builds the MathML tree; it is serialised here with every text and
-attribute value escaped (latex2mathml's own `convert()` un-escapes its output, so
-`\\text{<b>}` would reach the page as markup). TeX it cannot read is shown as code
-(`math-error`), never dropped. The TeX source stays in the block text for search;
-the MathML carries it as an `application/x-tex` annotation too. latex2mathml (~40 ms, with
-`urllib` and `http.client` behind its XML helpers) is imported by the first formula rendered,
-not by every build that renders the site (issue 17: commands import only what they use); so is
-`xml.etree` (2 ms of a one-note edit without math).
+latex2mathml builds the MathML tree; it is serialised here with every text and attribute value
+escaped (latex2mathml's own `convert()` un-escapes its output, so `\\text{<b>}` would reach the page as
+markup). TeX it cannot read is shown as code (`math-error`), never dropped. The TeX source stays in
+the block text for search and in the MathML as an `application/x-tex` annotation. latex2mathml and
+`xml.etree` are imported by the first formula rendered, not by every build that renders the site.
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ if TYPE_CHECKING:
 def mathml(tex: str, display: bool = False) -> str:
     from xml.etree.ElementTree import tostring
 
-    from latex2mathml.converter import convert_to_element  # the first formula loads it (docstring)
+    from latex2mathml.converter import convert_to_element
 
     mode = "block" if display else "inline"
     try:

@@ -1,29 +1,14 @@
 """Markdown note -> HTML with an `id=<blockId>` on every evidence block.
 
-The token stream is the provider's (same parser, `build.markdown_syntax`), so
-the n-th evidence block of `block_tokens()` is the n-th block of the artifact:
-ids come from the index, never recomputed here. Rendering rules are replaced,
-not post-processed:
-- raw HTML (blocks and inline) is escaped and shown as text: no script, no
-  event handler, no markup from a note ever reaches the page;
-- links go through markdown-it's `validateLink` (no `javascript:`, `vbscript:`,
-  `data:` except images) and are then rewritten: a link to a note or resource
-  inside the workspace points at its generated page, an unresolved internal
-  link is rendered as text with a `broken-link` class;
-- an alias anchor (an id from an earlier build) and the author's `^id` anchor
-  are rendered just before their block, so `#old-id`, `#b-…` and `#^id` all land;
-- Obsidian's constructs: callouts as `<div class="callout callout-TYPE">` (foldable
-  ones as `<details>`, the title a `<summary>`), task checkboxes (disabled), footnotes
-  (mdit-py-plugins' markup, each footnote paragraph its own block), `<mark>`, math as
-  MathML (`render/math_html.py`), front matter as a `properties` list; wikilinks,
-  embeds and tags in `render/note_links.py`;
-- an image of the workspace (`![](x.png)`) links to its own page (the image with its OCR text).
-
-Two steps (issue 17: parsing was ~40 % of the render): `compile_note` needs only the text and the
-note's blocks, so it can run where the note was parsed for the index (`render/note_programs.py`);
-what depends on the rest of the site (links, wikilinks, embeds, tags, a block's old ids) is left as
-operations that `run_program` does for a page. Invariant: `run_program(compile_note(...))` is the
-HTML one pass over the tokens would give, byte for byte.
+The token stream is the provider's (`markdown_syntax`), so the n-th evidence block of `block_tokens()`
+is the n-th block of the artifact: ids come from the index. Rendering rules are replaced, not
+post-processed: raw HTML is escaped and shown as text (no markup from a note reaches the page); links
+pass markdown-it's `validateLink` and point at generated pages, an unresolved internal one is a
+`broken-link` text; alias and `^id` anchors precede their block; Obsidian's constructs (callouts,
+tasks, footnotes, `<mark>`, math as MathML, front matter) render here, wikilinks, embeds and tags in
+`note_links.py`. Two steps: `compile_note` needs only the text and blocks, so it can run where the
+note was parsed (`note_programs.py`); `run_program` does what depends on the rest of the site.
+Invariant: `run_program(compile_note(...))` is the HTML one pass over the tokens gives, byte for byte.
 """
 
 from __future__ import annotations
@@ -44,20 +29,18 @@ from mnote_evidence.build.render.math_html import mathml
 from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink_html
 
 _MARK = "\x00"  # where an operation goes: markdown-it turns every NUL of a note into U+FFFD, so never text
-Program = tuple[list[str], list[list[Any]]]  # (static parts, operations): `compile_note`
-_PLAIN = RendererHTML()  # renders a link's opening tag when its program runs
+Program = tuple[list[str], list[list[Any]]]
+_PLAIN = RendererHTML()
 
 
 class BlockMismatch(RuntimeError):
-    """The note's tokens no longer match its indexed blocks (it changed since the index was written)."""
+    """The note's tokens do not match its indexed blocks (it changed since the index was written)."""
 
 
 def _attach_ids(tokens: list[Token], blocks: list[Block], starts: list[int] | None) -> None:
     """`starts`: where each block starts in `tokens`, if the provider found them (else found here)."""
     if starts is None:
-        shown = next(
-            (b.text for b in blocks if b.type == "properties"), ""
-        )  # "": front matter without a block
+        shown = next((b.text for b in blocks if b.type == "properties"), "")
         starts = [bt.index for bt in block_tokens(tokens, lambda raw: Properties(shown))]
     if len(starts) != len(blocks):
         raise BlockMismatch(f"{len(starts)} blocks in the note, {len(blocks)} in the index")
@@ -89,7 +72,7 @@ def _alias_html(token: Token, env: dict) -> str:
 
 def _spans(aliases: list[str], anchor: str | None) -> str:
     out = "".join(f'<span class="alias" id="{html.escape(a)}"></span>' for a in aliases)
-    if anchor:  # not a changed passage: the author's own name for the block
+    if anchor:
         out += f'<span class="alias author-anchor" id="^{html.escape(anchor)}"></span>'
     return out
 
@@ -104,7 +87,7 @@ def compile_note(text: str, blocks: list[Block]) -> Program:
     """The note's HTML with the parts that depend on the rest of the site (links, wikilinks, embeds, tags,
     old ids) left as operations: (static parts, operations), one more part than operations."""
     md = markdown_parser()
-    tokens, starts = parse_note(text)  # the provider's, when it just parsed this text here (parsed once)
+    tokens, starts = parse_note(text)
     _attach_ids(tokens, blocks, starts)
     env: dict[str, Any] = {"ops": []}
     parts = _Renderer(md).render(tokens, md.options, env).split(_MARK)
@@ -165,7 +148,7 @@ def _link_target(env: dict, target: str, kind: str) -> tuple[str | None, bool]:
         internal = hit.problem is not None
         return (None, True) if internal else (target, False)
     if kind in ("image", "embed") and not hit.path.endswith(".md"):
-        return relative_url(env["page"], copy_path(hit.path)), True  # the copied original file
+        return relative_url(env["page"], copy_path(hit.path)), True
     return relative_url(env["page"], page_path(hit.path)), True
 
 
@@ -175,7 +158,10 @@ def _linked_image(env: dict, target: str, kind: str, img: str) -> str:
     if hit.path is None or env["link_stack"]:  # not ours, or already inside a link (no nested <a>)
         return img
     href = relative_url(env["page"], page_path(hit.path))
-    return f'<a class="image-link" href="{html.escape(href)}" title="Open the image with its recognised text">{img}</a>'
+    return (
+        f'<a class="image-link" href="{html.escape(href)}" '
+        f'title="Open the image with its recognised text">{img}</a>'
+    )
 
 
 class _Renderer:
@@ -183,7 +169,7 @@ class _Renderer:
 
     def __init__(self, md):
         self.base = md.renderer.__class__()
-        self.base.rules.update(md.renderer.rules)  # the plugins' rules (footnotes, front matter)
+        self.base.rules.update(md.renderer.rules)
         for name in ("paragraph_open", "heading_open", "table_open", "list_item_open"):
             self._wrap_alias(name)
         rules = self.base.rules
@@ -253,7 +239,10 @@ class _Renderer:
     def _math_block(tokens, idx, options, env) -> str:
         tok = tokens[idx]
         ident = f' id="{html.escape(tok.attrGet("id"))}"' if tok.attrGet("id") else ""
-        return f'{_alias_html(tok, env)}<div class="math block"{ident}>{mathml(tok.content.strip(), True)}</div>\n'
+        return (
+            f'{_alias_html(tok, env)}<div class="math block"{ident}>'
+            f"{mathml(tok.content.strip(), True)}</div>\n"
+        )
 
     @staticmethod
     def _properties(tokens, idx, options, env) -> str:

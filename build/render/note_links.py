@@ -1,18 +1,13 @@
-"""A note's wikilinks, embeds and tags as HTML (SPEC §8; README "Obsidian-flavoured Markdown").
+"""A note's wikilinks, embeds and tags as HTML (SPEC §8; docs/guides/obsidian.md).
 
-- `[[Note]]` links the note's page; `[[Note#Heading]]` its heading's block anchor;
-  `[[Note#^id]]` the anchor `^id` of the block the author marked; the label is the
-  block text's (`Note › Heading`).
-- `![[Note]]`, `![[Note#Heading]]`, `![[Note#^id]]` embed the target's blocks (their
-  indexed text, at most `MAX_EMBED_BLOCKS`) under a title linking the source block; the
-  embedded text stays indexed once, in its own note.
-- `![[image.png]]` shows the image, linking to its page (the OCR overlay);
-  `![[doc.pdf#page=3]]` shows that page's image linking to `#page-3` of the PDF's page
-  (no image past the page-image cap: a link only).
-- A target or fragment that finds nothing: a `broken-link` span with a visible `missing`
-  marker (and a `broken_link` warning in the build summary, `build/index/link_targets.py`).
+- `[[Note]]`, `[[Note#Heading]]`, `[[Note#^id]]` link the note's page, its heading's or its marked
+  block's anchor; the label is the block text's (`Note › Heading`).
+- `![[Note]]` (with `#Heading` or `#^id`) embeds the target's indexed blocks (at most
+  `MAX_EMBED_BLOCKS`) under a title linking the source block; `![[image.png]]` shows the image,
+  `![[doc.pdf#page=3]]` that page's image (a link only past the page-image cap).
+- A target or fragment that finds nothing: a `broken-link` span with a visible `missing` marker.
 - `#tag` links the tag's page (`tag_page`).
-Every URL is relative (`build.urls.relative_url`); nothing here needs JavaScript.
+Every URL is relative (`core.urls.relative_url`); nothing here needs JavaScript.
 """
 
 from __future__ import annotations
@@ -54,7 +49,7 @@ class NoteLinks:
 
     resolver: LinkResolver
     targets: LinkTargets | None = None  # None: no index to look fragments up in (they land on the page)
-    page_image: Callable[[str, int], str | None] = lambda path, page: None  # site path of a PDF page image
+    page_image: Callable[[str, int], str | None] = lambda path, page: None
 
 
 def _missing(label: str, why: str) -> str:

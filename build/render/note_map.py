@@ -1,12 +1,9 @@
-"""A note's source map as its page reads it (issue 17): the title and the blocks' shape, the blocks built
-only when the page needs them.
+"""A note's source map as its page reads it: the title and the blocks' shape, the blocks built only when
+the page needs them.
 
-A note's page needs of its source map (`sidecars.py`) the title and, to find the program the parse
-compiled (`render/note_programs.py`), the shape of its blocks (ids, anchors, the properties block's
-text). Building the 47 `Block`s of a note (`artifact_from_source_map`) was a seventh of a full
-render's CPU and is needed only when the note is compiled here (no program) or shown from its
-indexed blocks (it changed since): `blocks` is built on first use, from the same JSON.
-
+A note's page needs of its source map the title and, to find the program its parse compiled
+(`note_programs.py`), the shape of its blocks. `blocks` is built on first use, from the same JSON: only
+a note compiled here (no program) or shown from its indexed blocks needs them.
 Invariant: `title`, `blocks` and `shape` are what `artifact_from_source_map` of the same document
 gives (`shape` = `note_programs.shape_of(blocks)`), so a page is the same either way.
 """

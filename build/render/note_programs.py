@@ -1,19 +1,12 @@
-"""Compiled notes handed from the parse to the render, so a full build parses each note once (issue 17).
+"""Compiled notes handed from the parse to the render, so a full build parses each note once.
 
-Where the build parses a changed note for the index (a parse worker, `build/parse/prepare.py`), its tokens
-are still in memory (`markdown_syntax.keep_parsed`): `store_programs` compiles the notes of one parse
-task there (`note_html.compile_note`: all but what depends on the rest of the site) and leaves them in
-one file in the site's `PROGRAMS_DIR` (a file per note cost more to create and remove than the note
-to compile, at ~0.3 ms of system time each here: issue 17). Each program is named by a hash of the
-note's text, its block ids and what `compile_note` reads of its blocks; the file starts with a JSON
-line of {name: [offset, length]} of the programs after it. `load_program` in the render finds the
-program for the same text and blocks of the same shape (`shape_of`, or `render/note_map.py`'s
-from the source map itself; the files' first lines read once per process); anything else (no program, other text,
-other blocks, an unreadable file) is compiled again in the render, so a program can only save time,
-never change a page. `render_site` removes the folder when it is done; it is never synced (a cache,
-not a result). A program is not removed as it is read (the front page reads the home note's again): in a
-profiled full build of 10,000 notes (jobs 1, a file per note then) those 10,000 unlinks waited 15 s on
-the file system's writeback, where the folder's removal at the end takes a fraction of a second.
+Where the build parses a changed note (a parse worker, `parse/prepare.py`), `store_programs` compiles
+the task's notes (`note_html.compile_note`) into one file in the site's `PROGRAMS_DIR`, each program
+named by a hash of the note's text, its block ids and what `compile_note` reads of its blocks; the
+file starts with a JSON line of {name: [offset, length]}. `load_program` finds the program for the
+same text and blocks of the same shape; anything else is compiled again in the render, so a program
+can only save time, never change a page. `render_site` removes the folder at the end; it is never
+synced (a cache, not a result), and programs are not removed one by one as they are read.
 """
 
 from __future__ import annotations
@@ -26,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from mnote_evidence.build.core.model import Block
 
-if TYPE_CHECKING:  # the parser and renderer load only where a note is compiled
+if TYPE_CHECKING:
     from mnote_evidence.build.render.note_html import Program
 
-PROGRAMS_DIR = ".mnote-note-programs"  # in the site folder, while a build runs
+PROGRAMS_DIR = ".mnote-note-programs"
 VERSION = "2"  # of the program format and of `compile_note`'s output: part of every name
 SUFFIX = ".programs"
 
 
-Shape = list[list[Any]]  # what a program's name covers of the note's blocks (`shape_of`)
+Shape = list[list[Any]]
 
 
 def shape_of(blocks: list[Block]) -> Shape:
@@ -71,7 +64,7 @@ def store_programs(folder: Path, notes: list[tuple[str, list[Block]]]) -> None:
     head = json.dumps(entries, separators=(",", ":")).encode("ascii") + b"\n"
     try:
         folder.mkdir(exist_ok=True)
-        final = folder / (hashlib.sha256(head).hexdigest()[:32] + SUFFIX)  # the same notes: the same file
+        final = folder / (hashlib.sha256(head).hexdigest()[:32] + SUFFIX)
         tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
         tmp.write_bytes(b"".join([head, *chunks]))
         tmp.replace(final)
@@ -79,7 +72,7 @@ def store_programs(folder: Path, notes: list[tuple[str, list[Block]]]) -> None:
         return
 
 
-# the programs of a folder, read once per process: (the folder's inode and mtime), {name: (file, start, length)}
+# the programs of a folder, read once per process: (inode, mtime), {name: (file, start, length)}
 _found: dict[Path, tuple[tuple[int, int], dict[str, tuple[Path, int, int]]]] = {}
 
 
@@ -103,7 +96,7 @@ def _programs_in(folder: Path) -> dict[str, tuple[Path, int, int]]:
             entries = json.loads(head)
             for name, (offset, length) in entries.items():
                 where[name] = (path, len(head) + offset, length)
-        except (OSError, ValueError, TypeError):  # unreadable: its notes are compiled by the render
+        except (OSError, ValueError, TypeError):
             continue
     _found[folder] = (key, where)
     return where

@@ -1,15 +1,10 @@
 """PDF pages as images, cached by the PDF's content hash.
 
-Format and zoom were chosen by measurement (`bench/page_image_formats.py`, README):
-JPEG quality 80 encoded by Pillow at zoom 2 (144 dpi): 7 pt small print gets a
-7 px x-height, ~36 pages/s and ~270 KB/page on a text-heavy manual. PNG via
-PyMuPDF is 3.5x slower at the same size, WebP 8x slower for 40 % fewer bytes.
-
-Images live in `_pages/<sha256 prefix>/<settings tag>/p<N>.<ext>`, the tag naming
-every setting that shapes the file (`z2-jpeg-q80`): unchanged PDFs are never
-rendered again, a moved or copied PDF reuses its images, a changed one gets a
-new folder, and changed settings get new folders while `remove_stale` deletes
-the folders of any other setting (`build/versions.py` records and reports it).
+JPEG quality 80 at zoom 2 (144 dpi) by default (chosen by `bench/page_image_formats.py`:
+docs/performance.md). Images live in `_pages/<sha256 prefix>/<settings tag>/p<N>.<ext>`, the tag
+naming every setting that shapes the file (`z2-jpeg-q80`): unchanged PDFs are never rendered again,
+a moved or copied PDF reuses its images, a changed one gets a new folder, and `remove_stale` deletes
+the folders of other settings (`build/versions.py` records and reports it).
 """
 
 from __future__ import annotations
@@ -27,13 +22,12 @@ from mnote_evidence.build.parse.libraries import mupdf, pillow
 from mnote_evidence.build.parse.pixels import capped_scale
 from mnote_evidence.build.parse.workers import worker_pool
 
-if TYPE_CHECKING:  # both load when there is a page to render (build/parse/libraries.py), not with this module
+if TYPE_CHECKING:
     import pymupdf
 
 JPEG_QUALITY = 80
 DEFAULT_FORMAT = "jpeg"
 DEFAULT_ZOOM = 2.0
-# format -> (Pillow encoder, file extension)
 FORMATS = {"jpeg": ("JPEG", "jpg"), "webp": ("WEBP", "webp"), "png": ("PNG", "png")}
 
 
@@ -41,8 +35,8 @@ FORMATS = {"jpeg": ("JPEG", "jpg"), "webp": ("WEBP", "webp"), "png": ("PNG", "pn
 class PageImageSettings:
     """Everything that shapes a page image file; any change gives other files."""
 
-    format: str = DEFAULT_FORMAT  # jpeg | webp | png
-    quality: int = JPEG_QUALITY  # lossy formats only
+    format: str = DEFAULT_FORMAT
+    quality: int = JPEG_QUALITY
     zoom: float = DEFAULT_ZOOM  # 1 = 72 dpi
 
     def __post_init__(self) -> None:
@@ -61,9 +55,9 @@ class PageImageSettings:
 
 @dataclass(frozen=True)
 class PageImageJob:
-    pdf: str  # absolute path of the source PDF
-    folder: str  # absolute output folder for this PDF + settings
-    pages: tuple[int, ...]  # 1-based
+    pdf: str
+    folder: str
+    pages: tuple[int, ...]
     settings: PageImageSettings
 
 
@@ -77,7 +71,7 @@ def image_name(page: int, settings: PageImageSettings) -> str:
 
 
 def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
-    zoom = capped_scale(page.rect.width, page.rect.height, settings.zoom)  # a huge page: smaller image
+    zoom = capped_scale(page.rect.width, page.rect.height, settings.zoom)
     pix = page.get_pixmap(matrix=mupdf().Matrix(zoom, zoom), alpha=False)
     img = pillow().frombytes("RGB", (pix.width, pix.height), pix.samples)
     buf = io.BytesIO()

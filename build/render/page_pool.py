@@ -1,26 +1,14 @@
-"""Writing the site's resource pages, in worker processes when there are many (SPEC §8, issue 17).
+"""Writing the site's resource pages, in worker processes when there are many (SPEC §8).
 
-Rendering a page is CPU work (a note is parsed by markdown-it again for its HTML, templates
-fill in); on a full build of 10,000 notes it is the largest stage. `write_pages` renders the
-pages whose key changed, as the caller finds them: here, one by one, when there are few (or `jobs`
-is 1), else in a pool of `jobs` workers started by the first `PAGES_FOR_POOL` (they render while the
-caller keys the rest and copies their sources) (`build/parse/workers.py`: they die with the build), each of which opens the index
-read-only and builds its own `_Site` once, then renders `PAGE_BATCH` pages per task into temp files
-(`fsutil.stage_bytes`) that this process puts in place within its own `durable_batch` (`fsutil.adopt`):
-one sync per `fsutil.BATCH_FILES` pages whichever process wrote them, not one per task (a `syncfs`
-flushes everything waiting on the file system, so syncing every 32 pages made a 10,000-page render
-pay for the whole machine's writes hundreds of times). What crosses between processes per task is
-the task's paths and, back, per page its problems, a temp file name and its key: nothing grows with the site.
-A page the caller had no key to compare with (every page of a first render) is keyed where it is
-rendered, its backlinks and aliases read once for both (`_Site.render_keyed`), not keyed by the caller.
-
-Invariants: the same pages, byte for byte, whichever way they are rendered (a worker's `_Site`
-is built from the same index, root and options); problems (`sidecar_missing`, `note_changed`)
-are reported in resource order either way; a resource without a page rule raises `UnknownKind`
-either way; each page is written atomically and joins the caller's `durable_batch` either way, so
-it is on disk before the state file records it (a kill can leave temp files, never a partial
-page). A worker that crashes breaks only the pool: what was not handed back is rendered here
-instead, and the temp files the workers wrote for those pages are removed.
+`write_pages` renders the pages whose key changed as the caller finds them: here when there are few
+(or `jobs` is 1), else in a pool of `jobs` workers (`parse/workers.py`: they die with the build)
+started by the first `PAGES_FOR_POOL`. Each worker builds its own `_Site` from the index once and
+renders `PAGE_BATCH` pages per task into temp files (`fsutil.stage_bytes`) that this process puts in
+place within its own `durable_batch` (`fsutil.adopt`). A page with no key to compare is keyed where it
+is rendered (`_Site.render_keyed`).
+Invariants: the same pages, byte for byte, problems in resource order and `UnknownKind` either way;
+each page is atomic and on disk before the state file records it. A crashed worker breaks only the
+pool: what was not handed back is rendered here, and its temp files are removed.
 """
 
 from __future__ import annotations
@@ -37,14 +25,14 @@ from mnote_evidence.build.core.fsutil import adopt, atomic_write_text, stage_byt
 from mnote_evidence.build.core.urls import page_path
 from mnote_evidence.build.parse.workers import worker_pool
 
-PAGE_BATCH = 32  # pages per worker task
+PAGE_BATCH = 32
 PAGES_FOR_POOL = 200  # fewer pages are rendered in this process: starting workers costs more
 
 Problems = list[dict[str, str]]
 # `_Site` is render/site.py's (which imports this module): typed `Any` here, its class passed in
 _Site = Any
-_worker_site: Any = None  # the worker's own site, built once by `_start`
-_worker_salt: list[Any] | None = None  # what the worker keys its pages with (None: it does not)
+_worker_site: Any = None
+_worker_salt: list[Any] | None = None
 
 
 def write_pages(
@@ -69,12 +57,12 @@ def write_pages(
             _write(site, path, salt if path in unkeyed else None, keys)
             advance(1)
         return keys
-    order: list[str] = []  # every path drawn, in the caller's order
+    order: list[str] = []
     problems: dict[str, Problems] = {}
     try:
         _in_pool(site, chain(head, paths), order, jobs, problems, advance, salt, keys, unkeyed)
     except BrokenExecutor:  # a worker died (BrokenProcessPool): render what is missing here
-        order.extend(paths)  # the ones not drawn yet
+        order.extend(paths)
         for path in order:
             if path not in problems:
                 known = len(site.report.problems)
@@ -83,13 +71,13 @@ def write_pages(
                 problems[path] = site.report.problems[known:]
                 del site.report.problems[known:]
                 advance(1)
-    for path in order:  # in resource order, as if rendered here
+    for path in order:
         site.report.problems.extend(problems[path])
     return keys
 
 
 def _drop_temps(page: Path) -> None:
-    for tmp in page.parent.glob(f".{glob.escape(page.name)}.*.tmp"):  # `fsutil.write_temp`'s names
+    for tmp in page.parent.glob(f".{glob.escape(page.name)}.*.tmp"):
         tmp.unlink(missing_ok=True)
 
 
@@ -133,7 +121,7 @@ def _in_pool(
             if len(batch) == PAGE_BATCH:
                 futures.add(task(batch))
                 batch = []
-                for fut in [f for f in futures if f.done()]:  # put finished pages in place as we go
+                for fut in [f for f in futures if f.done()]:
                     futures.discard(fut)
                     _done(site, fut.result(), problems, advance, keys)
         if batch:
@@ -154,9 +142,9 @@ def _done(
     for path, outcome, written, key in done:
         if key is not None:
             keys[path] = key
-        if written is not None:  # (temp file, bytes)
+        if written is not None:
             adopt(Path(written[0]), site.out / page_path(path))
-        if isinstance(outcome, tuple):  # (kind, page rule) of an UnknownKind
+        if isinstance(outcome, tuple):
             raise UnknownKind(path, *outcome)
         problems[path] = outcome
     advance(len(done))

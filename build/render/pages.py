@@ -1,13 +1,9 @@
 """The site's page rules (SPEC §8): one function per page type, chosen through a dict.
 
-Like markdown-it-py's renderer, `RULES` maps a rule name to a function; the format registry
-(`build/core/formats.py`) names the rule each format's resources are rendered with, and
-`render/site.py` looks it up, raising `UnknownKind` when there is none (never a silent
-placeholder page). A rule gets the site, the resource row, the page context and the parsed
-artifact, and returns HTML from a template.
-
-Invariants: block ids come from the artifact, never recomputed here; every URL is relative
-(`build.urls.relative_url`); a rule never writes files (the site writes the page it returns).
+Like markdown-it-py's renderer, `RULES` maps a rule name to a function; the format registry names the
+rule for each format, and `render/site.py` looks it up, raising `UnknownKind` when there is none. A
+rule gets the site, the resource row, the page context and the parsed artifact, and returns HTML.
+Invariants: block ids come from the artifact; every URL is relative; a rule never writes files.
 """
 
 from __future__ import annotations
@@ -38,22 +34,20 @@ class _Site(Protocol):
     root: Path
     env: Environment
     resolver: LinkResolver
-    note_links: NoteLinks  # how notes' wikilinks, embeds and tags resolve
-    programs: Path | None  # notes compiled by the build's parse (`render/note_programs.py`), if any
-    options: Any  # RenderOptions: `.images`, `.max_page_images`
-    report: Any  # RenderReport: `.problems`
+    note_links: NoteLinks
+    programs: Path | None
+    options: Any
+    report: Any
 
 
-PageRule = Callable[
-    [_Site, Resource, dict[str, Any], ParsedResourceArtifact | NoteMap, str], str
-]  # NoteMap: a note
+PageRule = Callable[[_Site, Resource, dict[str, Any], ParsedResourceArtifact | NoteMap, str], str]
 
 
 def note_body(
     site: _Site, res: Resource, artifact: NoteMap, page: str, aliases: dict[str, list[str]]
 ) -> str | None:
     """A note's HTML with its links relative to `page` (its own page, or the front page);
-    None when the note no longer matches its indexed blocks (recorded as `note_changed`). The blocks
+    None when the note does not match its indexed blocks (recorded as `note_changed`). The blocks
     themselves are read only when the note is compiled here (`render/note_map.py`)."""
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())

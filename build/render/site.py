@@ -1,25 +1,13 @@
 """Stage 5: render the static site from `evidence.sqlite` + sidecars (SPEC §8).
 
-Incremental: every page has a key (hash of the resource row, its backlinks and
-aliases, the note's link resolutions and what it shows of their targets, the templates and, for a PDF, the page image settings); only pages whose key
-changed are written, and only the pages the build names as possibly changed
-(`build_meta.render_dirty`, `render/dirty.py`) are keyed at all; a page with no key to compare (every
-page of a first render) is keyed where it is rendered, from the same reads (`_Site.render_keyed`). PDF page images are
-cached by content hash and settings (`page_images.py`); images of other
-settings are removed. A resource that disappeared leaves a tombstone page, so
-old citation URLs still land somewhere that says what happened.
-The front page `index.html` (`render/front.py`: the home note, tree, recent changes) has a key
-of its own and is rewritten only when what it shows changed (`RenderReport.front_page_written`).
-The header links the Ask page only with `RenderOptions.ask` (a knowledge server configured).
-
-Every URL is relative (`build.urls.relative_url`): the site works from any
-base path and from `file://`. Pages are written atomically and synced in batches
-(`fsutil.durable_batch`), all before the state file records them.
-
-A resource's page is drawn by the page rule its format names (`build/core/formats.py`
--> `render/pages.py` RULES); a resource with no rule raises `UnknownKind` rather
-than getting a placeholder page. Progress goes out as `ProgressEvent`s
-(stages render, page_images), never drawn here.
+Incremental: every page has a key (a hash of the resource row, its backlinks and aliases, what a note
+shows of its links' targets, the templates and, for a PDF, the page image settings); only pages the
+build names as possibly changed (`render/dirty.py`) are keyed, and only those whose key changed are
+written. PDF page images are cached by content hash and settings. A resource that disappeared leaves
+a tombstone page, so old citation URLs still land. The front page (`render/front.py`) has a key too.
+A resource's page is drawn by its format's page rule (`render/pages.py`), `UnknownKind` without one.
+Invariants: every URL is relative (the site works from any base path and from `file://`); pages are
+written atomically, synced in batches, all before the state file records them.
 """
 
 from __future__ import annotations
@@ -71,37 +59,36 @@ from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
 from mnote_evidence.build.workspace.links import LinkResolver, alias_map
 
-if TYPE_CHECKING:  # Jinja and the page rules (the Markdown renderer) load where pages are drawn: a render
-    from jinja2 import Environment  # with nothing to do (a no-op build) spends 50 ms on neither
+# Jinja and the page rules load where pages are drawn, not for a render with nothing to do
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
-STATE_FILE = site_state.STATE_FILE  # what the last render wrote (`render/state.py`)
-TREE_CACHE = ".mnote-front-tree.html"  # the front page's file tree, rendered (`_Site._tree_html`)
+STATE_FILE = site_state.STATE_FILE
+TREE_CACHE = ".mnote-front-tree.html"
 _TREE_MARK = "\0mnote-front-tree\0"  # where `render_index` puts the tree's HTML
-HOME_CACHE = ".mnote-front-note.json"  # the home note as the front page shows it (`_Site._home_note`)
+HOME_CACHE = ".mnote-front-note.json"
 
 
 @dataclass
 class RenderOptions:
     jobs: int = 1
     images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
-    max_page_images: int = (
-        DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: no image, warning page_images_capped
-    )
+    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES
     ask: bool = False  # a knowledge server is configured (the build's LightRAG URL): link the Ask page
 
 
 @dataclass
 class RenderReport:
-    pages_written: int = 0  # resource pages (the render stage's progress counts these)
+    pages_written: int = 0
     pages_unchanged: int = 0
-    tag_pages: int = 0  # tag pages and the tag index written (`render/tag_pages.py`)
+    tag_pages: int = 0
     page_images: int = 0
-    images_removed: int = 0  # page image files of other settings, deleted
+    images_removed: int = 0
     tombstones: int = 0
     front_page_written: bool = False  # index.html: only when what it shows changed (`render/front.py`)
     seconds: float = 0.0
     problems: list[dict[str, str]] = field(default_factory=list)
-    warnings: list[dict[str, str]] = field(default_factory=list)  # per resource, e.g. page_images_capped
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
 
 def _templates_dir() -> Path:
@@ -109,7 +96,7 @@ def _templates_dir() -> Path:
 
 
 def _environment() -> Environment:
-    from mnote_evidence.build.render.templates import environment  # only where pages are drawn
+    from mnote_evidence.build.render.templates import environment
 
     return environment(_templates_dir())
 
@@ -125,15 +112,14 @@ class _Site:
         state: dict[str, Any] | None = None,
     ):
         self.root, self.out, self.db_path, self.options = root, out, db_path, options
-        self.programs: Path | None = out / PROGRAMS_DIR  # notes compiled where they were parsed
+        self.programs: Path | None = out / PROGRAMS_DIR
         self.conn = data.connect_ro(db_path)
         self.env = _environment()
         self.report = RenderReport()
         self.resources, again = data.read_resources(self.conn, from_build)
         self.by_path = {r.path: r for r in self.resources}
         self.same_tree = from_build is not None and same_tree(len(from_build.rows), again, self.by_path)
-        # rows written since the build's read whose page fields changed: their pages' keys change too (a key
-        # hashes those fields), so they are keyed where they are drawn, their backlinks read once for both
+        # rows written since the build's read with changed page fields: keyed where drawn, backlinks read once
         self.rows_changed = {
             p
             for p, old in (again or {}).items()
@@ -194,7 +180,8 @@ class _Site:
                         "path": r.path,
                         "code": "reserved_name",
                         "message": (
-                            f"its name is one the build generates; its copy in the site is {copy_path(r.path)}"
+                            "its name is one the build generates; its copy in the site is "
+                            f"{copy_path(r.path)}"
                         ),
                     }
                 )
@@ -210,7 +197,6 @@ class _Site:
                     }
                 )
 
-    # -- common context ----------------------------------------------------------
     def _base(self, page: str, title: str, source_path: str | None) -> dict[str, Any]:
         """Header and head of every page: the workspace's name links home, then the folders, then the file."""
         parts = (source_path or page).split("/")
@@ -290,7 +276,6 @@ class _Site:
     def _copyable(self, res: data.Resource) -> bool:
         return bool(res.source_hash) and res.status != STATUS_STALE and not self.is_page(copy_path(res.path))
 
-    # -- one page per resource ----------------------------------------------------
     def render_resource(self, res: data.Resource) -> str:
         return self._render(
             res, data.backlinks(self.conn, res.resource_id), data.aliases(self.conn, res.resource_id)
@@ -341,8 +326,8 @@ class _Site:
         return self.env.get_template("tombstone.html").render(ctx)
 
     def _tree_html(self, front: FrontPage) -> str:
-        """The file tree's HTML: 90 % of a 10,000-file front page, so kept in `TREE_CACHE` beside the
-        site state and rendered again only when `front.tree_key()` changes (and the templates: the salt)."""
+        """The file tree's HTML, most of the front page: kept in `TREE_CACHE` beside the site state and
+        rendered again only when `front.tree_key()` changes (and the templates: the salt)."""
         key, cache = f"{front.tree_key()}|{self.templates_salt}", self.out / TREE_CACHE
         try:
             cached_key, html = cache.read_text("utf-8").split("\n", 1)
@@ -367,9 +352,8 @@ class _Site:
 
     def _home_note(self, front: FrontPage) -> tuple[str | None, str | None]:
         """The home note's body (links relative to index.html) and title (None: unreadable, the page's
-        default). Every edit changes the front page (its recent changes), and compiling the home note
-        again (no program: only the edited note was parsed) was most of its cost: both are kept in
-        `HOME_CACHE` with the note's page key, which changes whenever its body or title could."""
+        default), kept in `HOME_CACHE` with the note's page key, which changes whenever its body or title
+        could: every edit changes the front page, and compiling the home note again would cost the most."""
         key, cache = (
             f"{front.note_key}|{self.templates_salt}" if front.note_key else None,
             self.out / HOME_CACHE,
@@ -397,18 +381,15 @@ class _Site:
             del self.report.problems[known:]  # already reported by the note's own page
         title = note_title(front.note, artifact)
         if key and body is not None:
-            atomic_write_text(
-                cache, json.dumps({"key": key, "body": body, "title": title})
-            )  # ASCII: any text
+            atomic_write_text(cache, json.dumps({"key": key, "body": body, "title": title}))
         return body, title
 
 
 def _with_tree(template: Any, ctx: dict[str, Any], tree_html: str) -> str:
-    """`template` rendered with `tree_html` as its `tree_html`. The tree (0.9 MB at 10,000 files) goes in
-    after the template: Jinja's `escape` of a Markup that large copies it twice (1.4 ms of an edit). The
-    page shows the tree once, so exactly one mark is its place (with a second one, written in the home
-    note, the tree goes through the template as before)."""
-    from markupsafe import Markup  # Jinja's, loaded with it
+    """`template` rendered with `tree_html` as its `tree_html`. The tree goes in after the template (Jinja's
+    `escape` would copy so large a Markup twice). The page shows the tree once, so exactly one mark is its
+    place (with a second one, written in the home note, the tree goes through the template)."""
+    from markupsafe import Markup
 
     html = template.render(ctx | {"tree_html": Markup(_TREE_MARK)})
     if html.count(_TREE_MARK) == 1:
@@ -446,16 +427,16 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any], fingerprint: lis
     extra = (
         fingerprint if fingerprint is not None else data.dependency_fingerprint(site.conn, res.resource_id)
     )
-    extra.append([site._title_of(b["from_path"]) for b in extra[0]])  # backlinks are named by their titles
-    if res.kind == KIND_MARKDOWN:  # its links' resolutions, and what it shows of their targets
+    extra.append([site._title_of(b["from_path"]) for b in extra[0]])
+    if res.kind == KIND_MARKDOWN:
         extra.append(dirty.shown_of_targets(site, res))
         if site.conn.execute(
             "SELECT 1 FROM evidence_link l JOIN evidence_resource t ON t.source_root_relative_path "
             "= l.target_path WHERE l.resource_id = ? AND l.kind = 'embed' AND t.kind = ?",
             [res.resource_id, KIND_PDF],
         ).fetchone():
-            extra += [site.options.images.tag, site.options.max_page_images]  # it shows PDF page images
-    if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):  # its page points at image files
+            extra += [site.options.images.tag, site.options.max_page_images]
+    if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):
         extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
 
@@ -522,10 +503,9 @@ def render_site(
 ) -> RenderReport:
     """Render (incrementally) the site for `db_path` into `out`; progress: stages render, page_images.
 
-    Incremental twice over: only the pages the build named (`dirty.dirty_since`: rewritten resources, and the
-    pages that show something of them) are keyed again, and of those only pages whose key changed are
-    written; source copies and page images are checked for those only. Any other start (no state,
-    other templates or settings, a site older than the previous build) keys every page, as before."""
+    Only the pages the build named (`dirty.dirty_since`) are keyed again, and of those only pages whose
+    key changed are written; source copies and page images are checked for those only. Any other start
+    (no state, other templates or settings, a site older than the previous build) keys every page."""
     started = time.perf_counter()
     options = options or RenderOptions()
     root = root.resolve()
@@ -533,17 +513,17 @@ def render_site(
     templates_hash, templates_signed = site_state.templates_hash(_templates_dir(), state)
     salt = [templates_hash]
     stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
-    if state.get("stamp") == stamp and (out / INDEX).exists():  # same index, same templates: nothing to do
+    if state.get("stamp") == stamp and (out / INDEX).exists():
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
     state = site_state.with_pages(out, state)
     site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
-        site.templates_salt = f"{salt[0]}|ask={options.ask}"  # tag pages: their header links Ask too
+        site.templates_salt = f"{salt[0]}|ask={options.ask}"
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         salt.append(options.ask)  # the header's Ask link is on every page
-        pages: dict[str, Any] = state.get("pages", {})  # page -> entry (`render/state.py`)
+        pages: dict[str, Any] = state.get("pages", {})
         since = dirty.dirty_since(site.meta, state, stamp) if (out / INDEX).exists() else None
         todo = (
             site.resources
@@ -552,16 +532,16 @@ def render_site(
         )
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
-        # the pages that stay (the rest get tombstones): with the paths the last render had, its pages stand
-        # and only tag pages can go (`tag_pages.write` drops them); else every resource's page, listed
+        # the pages that stay (the rest get tombstones): with the last render's paths, only tag pages can go
         same_paths = state.get("paths_key") == site.paths_key
         current = set() if same_paths else {page_path(res.path) for res in site.resources}
         keys: dict[str, str] = {}
-        unkeyed: set[str] = set()  # pages written whatever their key: keyed where they are rendered
+        unkeyed: set[str] = set()
         folders = copies.Folders()
 
-        def changed():  # keyed one by one, each changed page handed on at once: the pool starts rendering
-            for res in todo:  # while the rest are keyed and copied here
+        # each changed page is handed on as soon as it is keyed, so the pool renders while the rest are keyed
+        def changed():
+            for res in todo:
                 page = page_path(res.path)
                 compared = page in pages and res.path not in site.rows_changed and (out / page).exists()
                 key = keys[res.path] = _page_key(site, res, salt) if compared else None
@@ -585,9 +565,9 @@ def render_site(
                 else:
                     if key is None:
                         unkeyed.add(res.path)
-                    pages[page] = site_state.page_entry(key or "", res.path)  # in this order; unkeyed: below
+                    pages[page] = site_state.page_entry(key or "", res.path)
                     site.report.pages_written += 1
-                    yield res.path  # written in the worker pool when there are many
+                    yield res.path
 
         keyed = page_pool.write_pages(
             site,
@@ -605,7 +585,7 @@ def render_site(
                     pages[page_path(res.path)] = site_state.page_entry(keyed[res.path], res.path)
         if since is not None:
             site.report.pages_unchanged += len(site.resources) - len(todo)
-        tags = site_state.tag_entries(pages)  # tag_pages reads and updates the tag pages' entries alone
+        tags = site_state.tag_entries(pages)
         had_tags = set(tags)
         site.report.tag_pages = tag_pages.write(
             site, out, tags, current, only=None if since is None else since.get("tags", [])
@@ -623,8 +603,7 @@ def render_site(
         imaging.finish()
         if since is None:  # other settings leave stale images only when the stamp changed: a full pass
             site.report.images_removed = page_images.remove_stale(out, options.images)
-        # the state's tree key holds for the rows it was computed from: the build's, when the site was
-        # rendered from the build before (`since`) and no row of the tree changed (`same_tree`)
+        # the state's tree key holds if the site came from the previous build and no row of the tree changed
         recorded_tree = state.get("tree") if since is not None and site.same_tree else None
         front = FrontPage.of(
             site.resources,
@@ -636,7 +615,7 @@ def render_site(
         if state.get("front") != front_key or not (out / INDEX).exists():
             atomic_write_text(out / INDEX, site.render_index(front))
             site.report.front_page_written = True
-        if since is None or not (out / "ask.html").exists():  # same templates and settings: as they were
+        if since is None or not (out / "ask.html").exists():
             atomic_write_text(
                 out / "ask.html",
                 site.env.get_template("ask.html").render(
@@ -645,7 +624,7 @@ def render_site(
             )
             copies.copy_static(_templates_dir(), out)
             atomic_write_text(out / HEADERS_FILE, headers_file())
-        commit_pending()  # the pages are on disk before the state file says they are done
+        commit_pending()
         site_state.save(
             out,
             {
@@ -662,6 +641,6 @@ def render_site(
         )
     finally:
         site.conn.close()
-        shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)  # what the render did not use
+        shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         site.report.seconds = round(time.perf_counter() - started, 3)
     return site.report

@@ -1,28 +1,15 @@
-"""The site's state: what the last render wrote, read by the next (SPEC §8; README "Incremental builds").
+"""The site's state: what the last render wrote, read by the next (SPEC §8).
 
-The state file `.mnote-site.json` holds the render's stamp (the index it rendered, the templates'
-hash, the settings), the front page's key, the recorded collisions, and `pages`: per page of the
-site, the key it was written with. Only the entries that changed since a base are in it: the others
-are in `PAGES_FILE` (`{"id", "pages"}`), which the state names by its id (`"base"`, with `"removed"`:
-the base's pages gone since). An edit rewrites the small state file, not 10,000 entries (with their
-sync); the base is written again (`save`) when there is none, or the changes reach a tenth of it.
-A state whose base is missing or has another id reads as no state at all.
-A resource's page is one string, `KEY<TAB>SOURCE` (`page_entry`): at 10,000 notes, reading and
-writing 10,000 small objects was a fifth of a one-note edit's render. Tombstones and tag pages keep
-their objects (`{"key": "tombstone", "source": ...}`, `{"key", "source": null, "tag": true}`, the
-tag index with its `counts`): few, and `render/tag_pages.py` reads and updates them as objects
-(`tag_entries` / `merge_tags` hand it those alone). States written before keep working: an object
-entry is read the same way (`entry_key`, `entry_source`), and `load` turns a resource page's into a string
-once (`FORMAT`).
-
-The templates' hash (`templates_hash`) is kept with the stat signature of every template file
-(path, size, modification and change times in ns, inode) it was computed from, and computed again
-whenever any of them differs (a template edited, added, removed or replaced, the package installed
-elsewhere): any write to a file changes its change time, which no tool can set back.
-
-Invariants: a key never holds a tab (`data.page_key` is hex), so `KEY<TAB>SOURCE` splits at the first
-tab whatever the source path holds; the state is written after the pages it records (`render_site`);
-an unreadable or missing state reads as `{}` (every page keyed again, nothing trusted).
+The state file `.mnote-site.json` holds the render's stamp (the index rendered, the templates' hash,
+the settings), the front page's key, the recorded collisions, and `pages`: per page, the key it was
+written with. Only entries changed since a base are in it; the others are in `PAGES_FILE`, named by
+its id (with `"removed"`: the base's pages gone since); the base is written again when there is none
+or the changes grow large. A resource's page entry is one string, `KEY<TAB>SOURCE` (`page_entry`);
+tombstones and tag pages keep their objects. The templates' hash is recomputed whenever the stat
+signature of any template file (path, size, mtime and ctime in ns, inode) differs.
+Invariants: a key never holds a tab, so an entry splits at the first tab; the state is written after
+the pages it records; a missing or unreadable state, or one whose base is missing or of another id,
+reads as `{}` (every page keyed again).
 """
 
 from __future__ import annotations
@@ -36,7 +23,7 @@ from typing import Any
 from mnote_evidence.build.core.fsutil import atomic_write_text
 
 STATE_FILE = ".mnote-site.json"
-PAGES_FILE = ".mnote-site-pages.json"  # the base of the state's page entries
+PAGES_FILE = ".mnote-site-pages.json"
 TOMBSTONE = "tombstone"
 FORMAT = 2  # resource pages' entries as strings, on a base; a state without it holds every entry itself
 COMPACT_MIN = 256  # changes the state file may hold over its base before the base is written again
@@ -54,7 +41,7 @@ def load_head(out: Path) -> dict[str, Any]:
     state = _read(out / STATE_FILE)
     if state is None or not isinstance(state.get("pages", {}), dict):
         return {}
-    state.pop("_base", None)  # ours only in memory
+    state.pop("_base", None)
     return state
 
 
@@ -62,7 +49,7 @@ def with_pages(out: Path, state: dict[str, Any]) -> dict[str, Any]:
     """`state` (from `load_head`) with every page entry: merged from its base."""
     if not state:
         return {}
-    if state.get("format") != FORMAT:  # written before: its resource pages' objects become strings, once
+    if state.get("format") != FORMAT:  # an earlier format: its resource pages' objects become strings, once
         state["pages"] = {p: _compact(e) for p, e in state.get("pages", {}).items()}
         return state
     base = _read(out / PAGES_FILE)
@@ -124,9 +111,7 @@ def _compact(entry: Any) -> Any:
 
 
 def dumps(state: dict[str, Any]) -> str:
-    return json.dumps(
-        {**state, "format": FORMAT}, ensure_ascii=False
-    )  # no indent=: the C encoder, 10x faster
+    return json.dumps({**state, "format": FORMAT}, ensure_ascii=False)  # no indent=: the C encoder
 
 
 def page_entry(key: str, source: str) -> str:
@@ -174,7 +159,8 @@ def _signature(folder: Path) -> str:
             path = os.path.join(base, name)
             st = os.stat(path)
             rows.append(
-                f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
+                f"{os.path.relpath(path, folder)}\0{st.st_size}"
+                f"\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
             )
     rows.sort()
     return hashlib.sha256("\0".join([str(folder), *rows]).encode()).hexdigest()

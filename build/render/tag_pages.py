@@ -1,13 +1,11 @@
-"""One page per tag, and a tag index (README "Obsidian-flavoured Markdown"; SPEC §8).
+"""One page per tag, and a tag index (SPEC §8; docs/guides/obsidian.md).
 
-A tag is a `tag` row of `evidence_link`: a `#tag` written in a block, or a front matter
-tag (its block is the note's `properties` block). `_tags/<tag>.html` lists every
-block carrying the tag, grouped by note, each linking its block anchor; tags compare
-case-insensitively (`#Project` and `#project` share a page, named in lower case).
-`_tags/index.html` lists every tag with its count (kept in the site state, so an edit counts only its own
-tags again). Incremental like resource pages:
-a tag page is written when its content key changes; a tag that no longer exists
-loses its page (it was never a citation target, so no tombstone is left).
+A tag is a `tag` row of `evidence_link`: a `#tag` in a block, or a front matter tag (on the note's
+`properties` block). `_tags/<tag>.html` lists every block carrying it, grouped by note, each linking
+its anchor; tags compare case-insensitively (one page, named in lower case). `_tags/index.html` lists
+every tag with its count, kept in the site state so an edit counts only its own tags again. A tag page
+is written when its key changes; a tag that is gone loses its page (it was never a citation target,
+so no tombstone is left).
 """
 
 from __future__ import annotations
@@ -25,8 +23,7 @@ from mnote_evidence.build.render.note_links import tag_page
 INDEX = f"{TAGS_DIR}/index.html"
 
 
-# tag rows are read through their index (evidence_link_tag: lower(target) WHERE TAG_LINKS), so an edit's
-# `only` tags cost their own rows, not a scan of every link row
+# read through evidence_link_tag, so an edit's `only` tags cost their own rows, not a scan
 _TAG = TAG_LINKS.format(l="l.")
 _FROM = (
     "FROM evidence_link l JOIN evidence_resource r USING (resource_id) "
@@ -66,7 +63,8 @@ def tag_counts(conn) -> dict[str, int]:
     an `ok` note all sit in its blocks, so the links alone count them."""
     return dict(
         conn.execute(
-            "SELECT lower(l.target), count(DISTINCT l.source_block_id) FROM evidence_link l JOIN evidence_resource r "
+            "SELECT lower(l.target), count(DISTINCT l.source_block_id) FROM evidence_link l JOIN "
+            "evidence_resource r "
             f"USING (resource_id) WHERE {_TAG} AND r.status = 'ok' GROUP BY 1 ORDER BY 1"
         )
     )
@@ -76,11 +74,9 @@ def _counts(
     conn, pages: dict[str, Any], only: list[str] | None, entries: dict[str, list[dict[str, str]]]
 ) -> tuple[dict[str, int], list[str] | None]:
     """Every tag's count, and the tags counted again (lower case; None: all were). The counts are those the
-    state recorded with the tag index (`pages[INDEX]["counts"]`), with the tags in `only` counted again
-    from their `entries` (one per block: what `tag_counts` counts, see there); a tag whose blocks are all
-    gone drops out. `only` names every tag whose links changed since the site was rendered
-    (`render_dirty`), so the others' counts stand. Without a recorded count (an older state) or `only`,
-    all are counted (every tag link: 14 ms at 10,000 notes, through evidence_link_tag)."""
+    state recorded with the tag index (`pages[INDEX]["counts"]`), with the tags in `only` (every tag whose
+    links changed since the site was rendered) counted again from their `entries`; a tag whose blocks are
+    all gone drops out. Without a recorded count or `only`, all are counted."""
     recorded = pages.get(INDEX, {}).get("counts")
     if only is None or not isinstance(recorded, dict):
         return tag_counts(conn), None
@@ -88,10 +84,10 @@ def _counts(
     changed = [
         t
         for (t,) in conn.execute(
-            "SELECT lower(value) FROM json_each(?)",  # SQL's lower(), as
+            "SELECT lower(value) FROM json_each(?)",
             [json.dumps(only)],
         )
-    ]  # tag_entries compares
+    ]
     for tag in changed:
         counts.pop(tag, None)
     counts.update({tag: len(blocks) for tag, blocks in entries.items()})
@@ -101,7 +97,7 @@ def _counts(
 def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[str] | None = None) -> int:
     """Write changed tag pages and the tag index; drop pages of vanished tags. Returns pages written.
     `only`: the tags whose pages may have changed (the build's `render_dirty`); None: every tag."""
-    if only is not None and not only:  # no tag changed: every tag page and the index stay as they are
+    if only is not None and not only:
         current.update(p for p, e in pages.items() if e.get("tag"))
         return 0
     tags = tag_entries(site.conn, only)
@@ -145,12 +141,11 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[
         atomic_write_text(out / page, template.render(ctx))
         pages[page] = {"key": key, "source": None, "tag": True}
         written += 1
-    # a page goes with its tag: only a tag counted again can have gone (the state's tag pages are the
-    # recorded counts' tags: both are written here), so an edit looks at those, not at every page
+    # only a tag counted again can have lost its page, so an edit looks at those, not at every page
     for page in list(pages) if changed is None else [tag_page(t) for t in changed]:
         if pages.get(page, {}).get("tag") and page not in wanted and page != INDEX:
             (out / page).unlink(missing_ok=True)
             del pages[page]
     if INDEX in pages:
-        pages[INDEX]["counts"] = counts  # the next edit counts only its own tags again (`_counts`)
+        pages[INDEX]["counts"] = counts
     return written

@@ -1,7 +1,7 @@
 """The site's Jinja environment (SPEC §8): the templates of `site_templates/`, autoescaped, strict.
 
-Imported where a page is drawn (`render/site.py`), not with the renderer: a render with nothing to do
-(a no-op build) loads neither Jinja nor the Markdown renderer (issue 17: start-up of small operations).
+Imported where a page is drawn (`render/site.py`): a render with nothing to do loads neither Jinja nor
+the Markdown renderer.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ class SiteEnvironment(Environment):
 
 def environment(folder: Path) -> Environment:
     """The environment of the templates in `folder`."""
-    # compiled templates are cached per user in the temp folder (Jinja's own, keyed by source checksum):
-    # compiling them took a fifth of a one-note rebuild's time. `auto_reload` off: the templates are hashed
-    # once per render (`state.templates_hash`), not stat'ed again at every page's `get_template` and include
+    # compiled templates are cached per user (Jinja's bytecode cache, by source checksum); no auto_reload: the
+    # templates are hashed once per render, not stat'ed at every get_template
     env = SiteEnvironment(
         loader=FileSystemLoader(folder),
         autoescape=True,
