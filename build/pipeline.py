@@ -105,24 +105,20 @@ class BuildOptions:
     out: Path = DEFAULT_OUT
     jobs: int = DEFAULT_JOBS
     max_file_mb: float = DEFAULT_MAX_FILE_MB
-    site: bool = True  # render the static site after indexing
+    site: bool = True
     page_zoom: float = DEFAULT_ZOOM
-    page_format: str = DEFAULT_FORMAT  # jpeg | webp | png
+    page_format: str = DEFAULT_FORMAT
     page_quality: int = JPEG_QUALITY
-    max_page_images: int = (
-        DEFAULT_MAX_PAGE_IMAGES  # per PDF; later pages: text only, warning page_images_capped
-    )
+    max_page_images: int = DEFAULT_MAX_PAGE_IMAGES
     ocr: OcrSettings = field(default_factory=OcrSettings)
-    lightrag: LightRagConfig | None = None  # ingest into LightRAG when set
-    # where sidecars go (build/parse/sidecars.py): "beside" (SPEC §2: `Note.ocr/`) or "mnote" (all under
-    # `.mnote/sidecars/`); None = the layout of the previous build into `out`, else "beside"
+    lightrag: LightRagConfig | None = None
+    # sidecar layout: "beside" (`Note.ocr/`) or "mnote" (`.mnote/sidecars/`); None: the previous build's
     sidecars: str | None = None
-    on_progress: OnProgress | None = None  # called with a ProgressEvent as each stage advances
+    on_progress: OnProgress | None = None
     rehash: bool = (
         False  # hash every file, not only those whose size or mtime changed (build/workspace/scan.py)
     )
-    # process-wide: keep the build's long-lived objects out of the cyclic GC while it runs (`_long_lived`);
-    # the command line turns it on, a program embedding the library opts in
+    # process-wide GC tuning (`_long_lived`): on from the command line, opt-in for a program using the library
     tune_gc: bool = False
 
     @property
@@ -140,13 +136,13 @@ class BuildReport:
     unchanged: int = 0
     stale: int = 0
     removed: int = 0
-    hashed: int = 0  # files read to compute their hash (the others kept the recorded one: same size, mtime)
+    hashed: int = 0
     status_counts: dict[str, int] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     site: RenderReport | None = None
     knowledge: dict[str, Any] | None = None
-    redone: dict[str, Any] = field(default_factory=dict)  # what a changed version redid (build/versions.py)
+    redone: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -174,10 +170,10 @@ class _Build:
         self.report = BuildReport(root=root.name, db_path=str(self.db_path))
         self.prev: PreviousBuild = load_previous(self.db_path)
         self.changes = IndexChanges()
-        self.fresh: FreshIndex | None = None  # the index written from empty as the build goes (`opened`)
+        self.fresh: FreshIndex | None = None
         self.stamp = now_ms()
-        self._versions: dict[str, str] = {}  # by provider spec
-        self._suffix_versions: dict[str, str] = {}  # by suffix as written (`_version`)
+        self._versions: dict[str, str] = {}
+        self._suffix_versions: dict[str, str] = {}
         self.layout = options.sidecars or self.prev.meta.get("sidecar_layout") or LAYOUT_BESIDE
         if self.layout not in LAYOUTS:
             raise ValueError(f"sidecar layout must be one of {', '.join(LAYOUTS)} (got {self.layout!r})")
@@ -205,11 +201,10 @@ class _Build:
             fmt = format_for(path)
             spec = fmt.provider
             if spec not in self._versions:
-                self._versions[spec] = provider_version(fmt, self.options.ocr)  # (the registry's: no import)
+                self._versions[spec] = provider_version(fmt, self.options.ocr)
             version = self._suffix_versions[suffix] = self._versions[spec]
         return version
 
-    # -- rows -----------------------------------------------------------------
     def _row(
         self,
         f: SourceFile,
@@ -271,12 +266,10 @@ class _Build:
         self._record(ResourceUpdate(row))
 
     def _record(self, update: ResourceUpdate) -> None:
-        """`update` joins the index changes, in the build's order (which decides the block ids); written
-        from empty, its rows go in now, and its artifact goes unless LightRAG reads it later
-        (`knowledge/candidates.py`): held until the index write, it cost ~95 KB per note at 10,000. The
-        working copy is renamed into place only after this step's sidecars are synced (`write_index`
-        comes after every `in_durable_batch` step), so the index readers see never points at a sidecar
-        that is not on disk."""
+        """`update` joins the index changes, in the build's order (which decides the block ids); written from
+        empty, its rows go in now and its artifact is dropped unless LightRAG reads it later
+        (`knowledge/candidates.py`). The working copy is renamed into place only after this step's sidecars
+        are synced, so the index never points at a sidecar that is not on disk."""
         self.changes.updates.append(update)
         if self.fresh is not None:
             self.fresh.add(update)
@@ -299,7 +292,7 @@ class _Build:
         prev = self.prev.resources.get(f.path)
         paths = prepared.paths if prepared else write_sidecars(self.root, artifact, owner, self.layout)
         self._drop_old_sidecars(prev, keep=paths)
-        if reused_from and reused_from != paths.source_map:  # moved, not copied
+        if reused_from and reused_from != paths.source_map:
             remove_sidecars(self.root, paths_at(reused_from, artifact))
         row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
         self._record(ResourceUpdate(row, artifact, prepared.segmented if prepared else None))
@@ -322,7 +315,7 @@ class _Build:
         def arrived(path: str, result: Any) -> None:
             adopt_prepared(result)
             if self.options.tune_gc:
-                gc.freeze()  # see `_long_lived`
+                gc.freeze()
             in_order(path, result)
 
         parse_all(
@@ -364,7 +357,6 @@ class _Build:
             )
         )
 
-    # -- steps ----------------------------------------------------------------
     def screen(self, f: SourceFile, owner: str | None) -> bool:
         """Record refused, unsupported, empty and oversized files. True if `f` should be parsed."""
         if f.refused:
@@ -402,7 +394,7 @@ class _Build:
         limit, unchanged, screened = self.options.max_file_mb * 2**20, 0, 0
         # one provider reads every note (formats.py: kind markdown is one format), so one version for all
         version = self._version(files[0].path) if files else ""
-        for f in files:  # (once per note: `screen` is asked only of the files it may refuse)
+        for f in files:
             if (f.refused or not 0 < f.size <= limit or f.kind == KIND_OTHER) and not self.screen(f, f.path):
                 screened += 1
                 continue
@@ -414,7 +406,7 @@ class _Build:
                 continue
             todo.append(f)
         self.report.unchanged += unchanged
-        progress.advance(screened + unchanged)  # at once: neither takes any time
+        progress.advance(screened + unchanged)
 
         def parsed(f: SourceFile, owner: str | None, result: Any) -> None:
             artifact = self._parsed(f, owner, result)
@@ -467,7 +459,7 @@ class _Build:
         progress.finish()
 
     def vanished(self, present: set[str]) -> None:
-        for path in sorted(self.prev.resources.keys() - present):  # the few gone, not every row sorted
+        for path in sorted(self.prev.resources.keys() - present):
             prev = self.prev.resources[path]
             if prev.status == STATUS_STALE:
                 self.changes.removed.append(prev.resource_id)
@@ -478,9 +470,9 @@ class _Build:
                 self.report.stale += 1
 
     def stamps(self, files: list[SourceFile]) -> None:
-        """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes).
-        A file the scan did not hash kept the stamp recorded for it (build/workspace/scan.py), unless that stamp is
-        now too recent to trust: only the others are looked at (a few among 10,000)."""
+        """Record new (size, mtime) stamps of files whose rows are not rewritten (touched, same bytes). A file
+        the scan did not hash kept its recorded stamp, unless that stamp is too recent to trust: only the
+        others are looked at."""
         rewritten = {u.row.path for u in self.changes.updates}
         for f in files:
             if not f.hashed and f.stamp is not None:
@@ -519,27 +511,16 @@ class _Collection:
 
 @contextmanager
 def _long_lived(tuned: bool) -> Iterator[_Collection]:
-    """The parsed artifacts live until the index is written (millions of objects at 10,000 notes; written
-    from empty, each until its rows are in, `_Build._record`, or to the end when LightRAG reads them):
-    each is moved out of the cyclic GC's generations as it arrives (`gc.freeze`, O(1)), since every full
-    collection would scan them all again (~8 s of this process's CPU at 10,000 notes, issue 17); they
-    are handed back to the GC when the build ends. Reference counting frees them as before. So are
-    the modules imported before the build, the previous build's rows (10,000 `ResourceRow`s read by
-    `load_previous`) and the scanned files (10,000 `SourceFile`s): frozen as the build starts and once
-    the scan is done (`_Collection.settled`), so the collections an edit's own allocations trigger do
-    not traverse them (two full collections cost an edit ~30 ms).
-    Automatic collection is off until then: reading the rows and scanning allocate ~30,000 objects that
-    all live on and form no cycles, and the collections they triggered found nothing (with those after
-    them, an edit at 10,000 notes spent 16-22 ms in the GC; 4-6 ms with this). A build that parses few
-    files in this process (an edit: `NOTES_FOR_POOL` or fewer read) keeps it off until its index is
-    written (`_Collection.resume`, before the render): what it allocates meanwhile (the parser's
-    imports, one note's parse) is small, and the ~40 collections it triggered (~5 ms) ran over
-    objects that live on. Whatever cyclic garbage is left meanwhile is collected once it is back on."""
+    """With `tuned`: the build's long-lived objects (the modules imported before it, the previous rows, the
+    scanned files, each parsed artifact as it arrives) are frozen out of the cyclic GC's generations
+    (`gc.freeze`) so collections do not traverse them again, and automatic collection is off until the
+    scan has settled (for an edit, until its index is written: `_Collection.resume`). Everything is
+    handed back to the GC when the build ends; reference counting frees objects meanwhile."""
     collection = _Collection(tuned)
     if not tuned:
         yield collection
         return
-    gc.freeze()  # what this process imported before the build
+    gc.freeze()
     gc.disable()
     try:
         yield collection
@@ -554,11 +535,15 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     root = root.resolve()
     if not root.is_dir():
         raise NotAWorkspace(root)
-    with _build_lock(options.out), _long_lived(options.tune_gc) as collection, _Build.opened(root, options) as run:
+    with (
+        _build_lock(options.out),
+        _long_lived(options.tune_gc) as collection,
+        _Build.opened(root, options) as run,
+    ):
         files = scan(root, exclude=[options.out], known=None if options.rehash else run.prev.resources)
         run.report.hashed = sum(1 for f in files if f.sha256 and f.hashed)
         # the previous build's rows and the files just scanned; an edit collects after its index write
-        collection.settled(resume=run.report.hashed > NOTES_FOR_POOL)  # see `_long_lived`
+        collection.settled(resume=run.report.hashed > NOTES_FOR_POOL)
         StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
@@ -618,7 +603,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 IndexChanges(stamps=changes.stamps, meta={row_cache.TOKEN_KEY: token}),
                 valid=run.prev.valid,
             )
-        if run.report.changed or changes.stamps:  # the rows for the next build (a new base after a rebuild)
+        if run.report.changed or changes.stamps:
             rebuilt = run.fresh is not None or changes.rebuild or changes.resegment
             row_cache.save(
                 run.db_path, token, None if rebuilt else run.prev.cached, changes.resource_ids_written()
@@ -629,7 +614,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         collection.resume()
         if options.site:
             from mnote_evidence.build.render.data import FromBuild
-            from mnote_evidence.build.render.site import RenderOptions, render_site  # see TYPE_CHECKING above
+            from mnote_evidence.build.render.site import RenderOptions, render_site
 
             render_options = RenderOptions(
                 jobs=options.jobs,

@@ -1,19 +1,19 @@
-"""What the derived data depends on, and what a change of each redoes (SPEC §6, issue 9).
+"""What the derived data depends on, and what a change of each redoes (SPEC §6).
 
-Every index write records these `build_meta` keys; the next build compares them
-with what this code would produce and redoes exactly what they affect:
+Every index write records these `build_meta` keys; the next build compares them with what this code
+would produce and redoes exactly what they affect:
 
-| key                    | value                                  | a change redoes |
-| ---------------------- | -------------------------------------- | --------------- |
-| `schema_version`       | `index/schema.py: SCHEMA_VERSION`      | the whole index, from sidecars and files (the old file is not read) |
-| `segmentation_version` | `text.py: SEGMENTATION_VERSION`        | every FTS row, from the stored block text; no file is re-parsed |
-| `provider_versions`    | `{kind: provider.version()}`           | the resources of that kind (each row's `provider_version` decides) |
-| `ocr_engine`           | the engine's version, or `none`        | part of the pdf and image provider versions: those resources |
-| `page_images`          | format, quality, zoom of the last site | every page image and the PDF pages that point at them; old files go |
+| key                    | value                       | a change redoes                                 |
+| ---------------------- | --------------------------- | ----------------------------------------------- |
+| `schema_version`       | `schema.SCHEMA_VERSION`     | the whole index, from sidecars and files        |
+| `segmentation_version` | `text.SEGMENTATION_VERSION` | every FTS row, from the stored block text       |
+| `provider_versions`    | `{kind: provider.version()}`| that kind's resources (each row's version)      |
+| `ocr_engine`           | engine version, or `none`   | in the pdf/image provider versions: those       |
+| `page_images`          | format, quality, zoom       | every page image and the PDF pages showing them |
 
-Invariants: a reader accepts an index only if its schema and segmentation are
-this code's (`index/meta.py: reader_problem`); `page_images` is recorded only by
-builds that render the site.
+A schema change does not read the old file; a segmentation change re-parses no file; old page images
+are removed. Invariants: a reader accepts an index only if its schema and segmentation are this
+code's (`index/meta.py: reader_problem`); `page_images` is recorded only by builds that render the site.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 def current(ocr: OcrSettings, images: PageImageSettings | None) -> dict[str, str]:
     """The `build_meta` version keys this code writes (`images` None: no site rendered)."""
-    from mnote_evidence.build.parse.ocr.run import engine_version  # parsers load only when building
+    from mnote_evidence.build.parse.ocr.run import engine_version
     from mnote_evidence.build.parse.providers import provider_versions
 
     now = {
@@ -56,7 +56,7 @@ class Plan:
     """This build's versions against the previous build's, and what the difference redoes."""
 
     before: dict[str, str]  # the previous build_meta ({} if there was no index)
-    now: dict[str, str]  # the version keys this build records
+    now: dict[str, str]
     rebuild_from: str | None  # the other schema version found: the index is rebuilt
 
     @classmethod

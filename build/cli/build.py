@@ -87,7 +87,7 @@ def build_command(
     from mnote_evidence.build.pipeline import (
         BuildOptions,
         build,
-    )  # the build's imports (PyMuPDF, ...) only here
+    )
 
     ocr = OcrSettings(
         engine="none" if no_ocr else ocr_engine,

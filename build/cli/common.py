@@ -1,5 +1,7 @@
-"""What several commands share: mapping the library's typed errors to what to do, and links into the site.
-Light by design (`search`, `ask` and `verify` import it): the build's options live in `build/cli/options.py`."""
+"""What several commands share: mapping the library's typed errors to what to do, and links into the
+site. Light by design (`search`, `ask` and `verify` import it): the build's options live in
+`build/cli/options.py`.
+"""
 
 from __future__ import annotations
 

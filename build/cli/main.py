@@ -1,13 +1,10 @@
 """`mnote-evidence`: the command group. Each command lives in its own module (`build/cli/<name>.py`),
-imported only when that command runs (or its own `--help` is asked for): `mnote-evidence --help`
-lists the commands from the registry's one-line summaries and imports none of them, so start-up
-pays for click alone (bench/startup.py; tests/test_cli.py checks each summary against its command).
+imported only when that command runs (or its own `--help` is asked for): `--help` lists the commands
+from the registry's one-line summaries (tests/test_cli.py checks them against each command).
 
-The command modules are thin shells over the library (flags in, library call, report out): they take
-every default from the library, turn its typed errors (`build/core/errors.py`) into messages that say what
-to do (`build/cli/common.py`), and draw progress from its `ProgressEvent`s. Only `build/cli/` knows
-click. Each command imports its heavy parts inside the command, so `ask --json` pays for neither the
-build's parsers nor Datasette (tests/test_cli.py checks what `ask` imports).
+The command modules are thin shells over the library: they take every default from it, turn its
+typed errors into messages that say what to do (`cli/common.py`), and draw progress from its
+`ProgressEvent`s. Only `build/cli/` knows click; each command imports its heavy parts inside itself.
 """
 
 from __future__ import annotations
@@ -21,11 +18,10 @@ from mnote_evidence import __version__
 
 
 class Entry(NamedTuple):
-    target: str  # "module:attribute" of the click command, imported when the command runs
+    target: str
     summary: str  # its help's first sentence (what click would list), so `--help` imports no command
 
 
-# One registry for the commands; add a line to add one.
 COMMANDS = {
     "build": Entry(
         "mnote_evidence.build.cli.build:build_command",
@@ -63,7 +59,8 @@ COMMANDS = {
 
 
 class _Commands(click.Group):
-    """Commands loaded on use; every command's disk-full / permission error is one clear line, not a traceback."""
+    """Commands loaded on use; every command's disk-full / permission error is one clear line, not a
+    traceback."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)

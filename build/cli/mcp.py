@@ -1,4 +1,6 @@
-"""`mnote-evidence mcp`: the query functions as an MCP server for agents (`functions/adapters/mcp_server.py`)."""
+"""`mnote-evidence mcp`: the query functions as an MCP server for agents
+(`functions/adapters/mcp_server.py`).
+"""
 
 from __future__ import annotations
 

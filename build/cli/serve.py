@@ -1,4 +1,6 @@
-"""`mnote-evidence serve`: the site, Datasette and the evidence routes on one URL (`functions/adapters/serve.py`)."""
+"""`mnote-evidence serve`: the site, Datasette and the evidence routes on one URL
+(`functions/adapters/serve.py`).
+"""
 
 from __future__ import annotations
 
@@ -69,9 +71,12 @@ def serve_command(
         if site_dir.is_dir() and looks_like_notes(site_dir):
             notes = shlex.quote(str(site_dir))
             raise click.ClickException(
-                f"{site_dir} is a folder of notes, not a built site (it has Markdown files and no evidence.sqlite)."
-                f" Build it, then serve the result:\n  mnote-evidence build {notes}\n  mnote-evidence serve _site\n"
-                f"or build and keep it up to date while serving:\n  mnote-evidence serve _site --watch {notes}"
+                f"{site_dir} is a folder of notes, not a built site (it has Markdown files and no "
+                "evidence.sqlite)."
+                f" Build it, then serve the result:\n  mnote-evidence build {notes}\n  mnote-evidence serve "
+                "_site\n"
+                "or build and keep it up to date while serving:\n  mnote-evidence serve _site --watch "
+                f"{notes}"
             )
         if watch is None:
             raise click.ClickException(

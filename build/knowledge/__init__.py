@@ -1,1 +1,1 @@
-"""LightRAG: the HTTP client and build-time ingest (the query side lives in functions/handlers/knowledge.py)."""
+"""LightRAG: the HTTP client and build-time ingest (the query side: functions/handlers/knowledge.py)."""

@@ -55,7 +55,7 @@ def candidates(root: Path, previous: Mapping[str, ResourceRow], changes: IndexCh
 
 
 def _text_loader(root: Path, path: str, prev: ResourceRow) -> Callable[[], str]:
-    source = root / (prev.artifact_path or path)  # parsed text, or the note itself
+    source = root / (prev.artifact_path or path)
     source_map = root / prev.source_map_path if prev.source_map_path else None
 
     def load() -> str:

@@ -1,21 +1,12 @@
 """Build-time LightRAG ingest (SPEC §9): keep LightRAG's documents equal to the index.
 
-LightRAG keeps only a file's basename, so every resource is sent under a unique
-flat name, `<resource id>-<file name>`, and `knowledge_source` maps that name
-back to the root-relative path. What is sent is the parsed text (`*.parse.md`),
-the OCR text (`*.ocr.md`) or the note itself, never a placeholder: an image in
-which OCR found nothing is skipped (`skipped_no_text`), not sent as `![](x.png)`.
-
-Reconciliation, every build:
-- a registry entry whose file is gone, stale, failed to parse or has new bytes:
-  its LightRAG document is deleted first (and the deletion awaited), so one
-  file never has two documents;
-- a file with no processed document (new, changed, or a previous failure) is
-  inserted; processing is awaited with a bounded poll.
-A LightRAG outage records `status=error` rows (retried next build); the build
-itself never fails because of LightRAG. The exact text sent is returned too
-(`IngestReport.texts`) and kept in `knowledge_text`, where citations locate
-LightRAG's chunks by offset (SPEC §10).
+LightRAG keeps only a file's basename, so every resource is sent under a unique flat name,
+`<resource id>-<file name>`, mapped back by `knowledge_source`. What is sent is the parsed or OCR text,
+or the note itself, never a placeholder (an image with no OCR text is `skipped_no_text`). Every build:
+a document whose file is gone, stale, failed or changed is deleted first (and awaited), so one file
+never has two; a file with no processed document is inserted (a bounded poll). A LightRAG outage
+records `status=error` rows (retried next build), never a failed build. The exact text sent is
+returned (`IngestReport.texts`) for `knowledge_text` (SPEC §10).
 """
 
 from __future__ import annotations
@@ -41,7 +32,7 @@ class Candidate:
     source_hash: str
     from_ocr: bool
     text: Callable[[], str]  # loaded only if the file must be sent
-    text_hash: str | None = None  # of the text, when this build re-parsed the file (it is in memory)
+    text_hash: str | None = None
 
 
 @dataclass
@@ -52,7 +43,7 @@ class IngestReport:
     failed: int = 0
     error: str | None = None
     rows: list[dict] = field(default_factory=list)
-    texts: dict[str, str] = field(default_factory=dict)  # path -> the exact text LightRAG chunked
+    texts: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("rows", "texts")}
@@ -88,10 +79,10 @@ def reconcile(
     sent: dict[str, str] | None = None,
 ) -> IngestReport:
     """The new `knowledge_source` rows (report.rows) after bringing LightRAG up to date, and the texts sent
-    (report.texts). A kept document whose text an older index did not keep (`have_text`) gets it re-read from
-    its unchanged source, so citations can locate its chunks without re-sending it. A re-parsed file whose
-    text differs from the one sent (`sent`: path -> text hash; a provider revision that blanks page
-    furniture) is re-sent: LightRAG's chunks must be substrings of the text kept for citations."""
+    (report.texts). A kept document whose text the index does not hold (`have_text`) gets it re-read from
+    its unchanged source, so citations can locate its chunks without re-sending it. A re-parsed file
+    whose text differs from the one sent (`sent`: path -> text hash) is re-sent: LightRAG's chunks must
+    be substrings of the text kept for citations."""
     report = IngestReport()
     current = {c.path: c for c in candidates}
     sent = sent or {}

@@ -1,20 +1,11 @@
 """A small, strict client for the LightRAG server API (lightrag-hku 1.5.x).
 
-Every failure becomes a `LightRagError` with one of the reason codes of SPEC §11:
-`knowledge_rag_unavailable` (cannot connect), `knowledge_rag_timeout`,
-`knowledge_rag_bad_response` (5xx, non-JSON, unexpected shape) or
-`knowledge_rag_rejected` (LightRAG refused the request, e.g. a query under 3
-characters). The API key comes from `LIGHTRAG_API_KEY` only, is sent as
-`X-API-Key`, and never appears in an error message.
-
-Transport: the standard library's `http.client`, one connection per request
-(LightRAG is on loopback or a private network; a connect costs well under a
-millisecond there). `httpx` is not imported: it cost `ask` ~45-190 ms of
-start-up (bench/ask_startup.py). `timeout` bounds each socket operation
-(connect, send, every read), as httpx's single timeout did; no proxy variables
-are read (httpx ran with `trust_env=False`); TLS is set up only for https URLs.
-`http.client` itself is imported by the first request (`_send`), not with this module: every query
-command imports `LightRagConfig` (`functions/core/contracts.py`) and only `ask` talks HTTP.
+Every failure becomes a `LightRagError` with a reason code of SPEC §11: `knowledge_rag_unavailable`,
+`knowledge_rag_timeout`, `knowledge_rag_bad_response` (5xx, non-JSON, unexpected shape) or
+`knowledge_rag_rejected`. The API key comes from `LIGHTRAG_API_KEY` only, is sent as `X-API-Key`, and
+never appears in an error message. Transport: the standard library's `http.client` (imported by the
+first request), one connection per request; `timeout` bounds each socket operation; no proxy
+variables are read; TLS only for https URLs.
 """
 
 from __future__ import annotations
@@ -57,7 +48,7 @@ class _Response:
         self.content = content
 
     def json(self) -> Any:
-        return json.loads(self.content)  # ValueError (incl. UnicodeDecodeError) on anything but JSON
+        return json.loads(self.content)
 
 
 class LightRag:
@@ -78,7 +69,7 @@ class LightRag:
         self.host, self.prefix = url.hostname, url.path.rstrip("/")
 
     def close(self) -> None:
-        pass  # no connection outlives its request
+        pass
 
     def __enter__(self) -> LightRag:
         return self
@@ -87,7 +78,8 @@ class LightRag:
         self.close()
 
     def _send(self, method: str, path: str, payload: Any = None) -> _Response:
-        import http.client  # the transport boundary: loaded by the first request (module docstring)
+        # loaded by the first request: most commands import this module and never talk HTTP
+        import http.client
 
         headers = {**self.headers, "Accept": "application/json"}
         body = None
@@ -144,7 +136,6 @@ class LightRag:
             raise LightRagError("knowledge_rag_bad_response", f"LightRAG answered {path} with a non-object")
         return body
 
-    # -- queries ----------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/health")
 
@@ -180,7 +171,6 @@ class LightRag:
             },
         )
 
-    # -- documents ---------------------------------------------------------------------
     def insert_texts(self, texts: list[str], sources: list[str]) -> str:
         body = self._call("POST", "/documents/texts", payload={"texts": texts, "file_sources": sources})
         track = body.get("track_id")

@@ -1,14 +1,9 @@
 """Decode a note's bytes to text, whatever editor wrote it (SPEC §3, "bad input loses nothing").
 
-Order, first that applies:
-1. a byte-order mark decides: UTF-32 LE/BE, UTF-8, UTF-16 LE/BE (Windows Notepad's "Unicode");
-2. UTF-8;
-3. a detector (charset-normalizer) over the whole file, with a `non_utf8_text` warning that
-   names the encoding it chose. Short texts fit several 8-bit code pages equally well, so among
-   the candidates as clean as the best one (chaos within `_CHAOS_MARGIN`) the encodings notes
-   are actually written in win (`_PREFERRED`: GB18030 ⊃ GBK ⊃ GB2312, Big5, Shift_JIS, cp1252);
-4. nothing decodes: UTF-8 with U+FFFD replacement, and the warning says how many characters.
-
+First that applies: 1. a byte-order mark (UTF-32 LE/BE, UTF-8, UTF-16 LE/BE); 2. UTF-8; 3. a detector
+(charset-normalizer) over the whole file, with a `non_utf8_text` warning naming the encoding; among
+candidates as clean as the best (within `_CHAOS_MARGIN`) the encodings notes are written in win
+(`_PREFERRED`); 4. UTF-8 with U+FFFD replacement, the warning saying how many characters.
 Invariant: text is never silently replaced; any decoding other than UTF-8/BOM leaves a warning.
 """
 

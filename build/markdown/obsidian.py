@@ -1,21 +1,14 @@
-"""Obsidian's additions to the one Markdown dialect (SPEC §3; README "Obsidian-flavoured Markdown").
+"""Obsidian's additions to the one Markdown dialect (SPEC §3; docs/guides/obsidian.md).
 
-markdown-it-py and mdit-py-plugins supply task lists, footnotes and `$`/`$$` math; this
-module adds the rules they lack, as markdown-it rules (never post-processing of HTML):
-- `==highlight==` -> `mark_open` / `mark_close` around the parsed inner text;
-- `#tag` (after a space or at the start of a line; letters, digits, `_`, `-`, `/`; not all
-  digits) -> a `tag` token (code spans and `\\#` escapes are never tags; a heading's own `#`
-  marks are not tags);
-- callouts `> [!type] Title` (foldable with `-` collapsed / `+` open): the blockquote's
-  `meta["callout"]` names the type and fold, and the marker line becomes a
-  `callout_title_open` / inline / `callout_title_close` triple (its default text is the type);
-- block references: ` ^id` at the end of a paragraph or list item is stripped from its
-  text and recorded as `meta["anchor"]` on the paragraph's opening token;
-- a footnote defined but never referenced is kept (mdit-py-plugins drops it, text and
-  all): it is listed with the others, without a back-link to a reference that is not there.
-
-Linear time: a `==` looks for its closing `==` within `MAX_SPAN` characters of its own
-paragraph, so unbalanced markers cost O(n).
+markdown-it-py and mdit-py-plugins supply task lists, footnotes and `$`/`$$` math; this module adds
+the rules they lack, as markdown-it rules (never post-processing of HTML):
+- `==highlight==` -> `mark_open` / `mark_close` (its closing `==` looked for within `MAX_SPAN`);
+- `#tag` (after a space or at a line's start; letters, digits, `_`, `-`, `/`; not all digits) -> a
+  `tag` token (never in code spans, after `\\#`, or a heading's own `#` marks);
+- callouts `> [!type] Title` (foldable: `-` collapsed, `+` open): `meta["callout"]` on the blockquote,
+  the marker line a `callout_title_open` / inline / `callout_title_close` triple;
+- ` ^id` at the end of a paragraph or list item: stripped, recorded as `meta["anchor"]`;
+- a footnote defined but never referenced is kept (mdit-py-plugins drops it), without a back-link.
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
-MAX_SPAN = 1000  # characters between `==` and `==`
+MAX_SPAN = 1000
 TAG = re.compile(r"#([\w\-/]+)")
 CALLOUT = re.compile(r"\[!([\w-]+)\]([+-]?)[ \t]*(.*)")
 BLOCK_REF = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$")

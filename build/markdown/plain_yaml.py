@@ -1,25 +1,19 @@
 """The plain front matter most notes have, read without PyYAML: same values, or None to ask PyYAML.
 
-A note's front matter is nearly always a flat mapping of plain words: `title: Meeting notes`,
-`tags: [a, b]`, or a block list (`tags:` then `  - a` lines, as Obsidian's property editor writes
-it). PyYAML's pure-Python loader takes ~0.1 ms for three such lines and ~10 ms to import, a
-twentieth of a one-note edit at 10,000 notes (issue 17), while the notes step needs nothing else
-of it. `plain_mapping` accepts only a grammar in which a YAML 1.1 loader (PyYAML's `safe_load`)
-cannot read anything but the strings it returns: unquoted keys of word characters; values that
-are plain scalars no implicit resolver turns into another type (no leading digit, sign or dot, no
-yes/no/on/off/true/false/null/~, no `<<`, no `=`); flow lists and block lists of such scalars.
-Anything else (quotes, comments, nesting, anchors, tags, multi-line scalars, odd characters or
-line breaks, a duplicate key) returns None and PyYAML reads it, errors and all. Equality with
-`yaml.safe_load` over generated and real front matter is tested (tests/test_plain_yaml.py).
+Most front matter is a flat mapping of plain words (`title: Meeting notes`, `tags: [a, b]`, block
+lists), and importing PyYAML costs an edit more than the notes step needs. `plain_mapping` accepts
+only a grammar in which YAML 1.1 (`yaml.safe_load`) can read nothing but the strings it returns:
+unquoted word keys; plain scalars no implicit resolver turns into another type (no leading digit,
+sign or dot, no yes/no/on/off/true/false/null/~, no `<<`, no `=`); flow and block lists of such
+scalars. Anything else (quotes, comments, nesting, anchors, tags, multi-line scalars, odd characters,
+a duplicate key) returns None and PyYAML reads it, errors and all.
 """
 
 from __future__ import annotations
 
 import re
 
-# one `key: value` line at column 0; the key a plain word (never resolved to a bool, null or number)
 _ENTRY = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?: +(.*))?")
-# one block-list item at the indentation of the first
 _ITEM = re.compile(r"( *)- +(.*)")
 # characters a plain scalar may not start with: YAML indicators, and the first characters of the
 # implicit resolvers' patterns (int, float, timestamp, merge, null, value)
@@ -84,7 +78,7 @@ def plain_mapping(raw: str) -> dict[str, str | list[str] | None] | None:
                 return None
             out[key] = parsed
             continue
-        items: list[str] = []  # a block list follows, or the value is null
+        items: list[str] = []
         indent = None
         while i < n and lines[i].strip(" "):
             item = _ITEM.fullmatch(lines[i].rstrip(" "))

@@ -1,16 +1,12 @@
 """The one Markdown dialect: parser configuration shared by the provider and the renderer.
 
-CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`,
-`[[Note#Heading]]`, `[[Note#^id]]`, `![[image.png]]`) + Obsidian's additions: task lists
-(markdown-it-py), footnotes and `$`/`$$` math (mdit-py-plugins), highlights, tags, callouts
-and block references (`build/markdown/obsidian.py`). Raw HTML is parsed (so its text can
-be indexed) but the renderer neutralises it. A wikilink without an alias shows
-`Note › Heading` for `[[Note#Heading]]` (never the raw `#`).
-
-Linear time on hostile input: a wikilink's closing `]]` is looked for within
-`MAX_WIKILINK` characters on the same line only, so a note of unbalanced `[[`
-costs O(n), not O(n^2) (each `[[` used to scan to the end of the text).
-Nothing is dropped: blocks nested past markdown-it's limit are kept as text.
+CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`, `[[Note#Heading]]`,
+`[[Note#^id]]`, `![[image.png]]`) + Obsidian's additions: task lists, footnotes and `$`/`$$` math
+(mdit-py-plugins), highlights, tags, callouts and block references (`markdown/obsidian.py`). Raw HTML
+is parsed (its text is indexed) but the renderer neutralises it. A wikilink without an alias shows
+`Note › Heading` for `[[Note#Heading]]`. Linear time on hostile input: a wikilink's closing `]]` is
+looked for within `MAX_WIKILINK` characters on the same line only. Nothing is dropped: blocks nested
+past markdown-it's limit are kept as text.
 """
 
 from __future__ import annotations
@@ -83,7 +79,7 @@ def keep_deep_text_plugin(md: MarkdownIt) -> None:
     md.block.tokenize = tokenize
 
 
-KEEP_PARSED = 32  # parsed notes held for the renderer, at most (the oldest goes first)
+KEEP_PARSED = 32
 _kept: dict[str, tuple[list[Token], list[int]]] = {}
 
 

@@ -27,7 +27,7 @@ class Resolution:
     problem: str | None = None  # "outside_root" | "missing" | None (external links: both None)
 
 
-NAME_KINDS = ("tag", "alias")  # a note's links that name no file
+NAME_KINDS = ("tag", "alias")
 
 
 def alias_map(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -43,12 +43,9 @@ NAMES_BY_SEARCH = 64  # names a resolver finds by searching its paths' text befo
 
 class LinkResolver:
     def __init__(self, paths: set[str], aliases: dict[str, str] | None = None):
-        self.paths = paths  # (read-only: the renderer compares it, render/site.py)
+        self.paths = paths
         self.aliases = {a: p for a, p in (aliases or {}).items() if p in paths}
-        # file name (lower case, also without `.md`) -> the paths of that name (`_named`). Indexing 10,000
-        # paths cost a one-note edit 6-8 ms, for the dozen names its links ask: the first
-        # `NAMES_BY_SEARCH` names are found by searching every path's lower-case text instead (0.3 ms
-        # once, microseconds a name); a resolver asked more (a full build's) indexes every path then.
+        # file name (lower case, also without `.md`) -> its paths, built only past `NAMES_BY_SEARCH` names
         self._by_name: dict[str, list[str]] | None = None
         self._searched: dict[str, list[str]] = {}
         self._listed: list[str] = []
@@ -59,7 +56,7 @@ class LinkResolver:
         if self._by_name is None and len(self._searched) >= NAMES_BY_SEARCH and key not in self._searched:
             self._by_name = defaultdict(list)  # unsorted: the tie-break (`_wikilink`) is a `min`
             for p in self.paths:
-                name = p[p.rfind("/") + 1 :].lower()  # the file name (paths are normalised, '/'-separated)
+                name = p[p.rfind("/") + 1 :].lower()
                 self._by_name[name].append(p)
                 if name.endswith(".md"):
                     self._by_name[name[:-3]].append(p)
@@ -125,7 +122,7 @@ class LinkResolver:
         if not candidates:
             alias = self.aliases.get(name.lower())
             return Resolution(alias) if alias else Resolution(None, "missing")
-        if len(candidates) == 1:  # (most names: a full build resolves 120,000 wikilinks at 10,000 notes)
+        if len(candidates) == 1:
             return Resolution(candidates[0])
         here = posixpath.dirname(note)
         # same folder first, then the shallowest, then alphabetical

@@ -1,29 +1,14 @@
 """Stage 1: scan the workspace.
 
-Walks the root and returns every candidate file with its root-relative path,
-kind (from the format registry, `build/core/formats.py`), size and content hash.
-Nothing outside the root is read: a symlink whose target resolves outside the
-root becomes a refused entry with an error code, and symlinked directories are
-never descended (no cycles, no escapes).
-
-Only regular files are read. A FIFO, socket or device is recorded as
-`not_regular_file` without ever being opened (opening a FIFO blocks forever);
-a broken or looping symlink (`a -> b -> a`) is recorded as `symlink_broken`.
-Files are opened non-blocking and checked again after opening, so a file
-swapped for a FIFO between the check and the read is refused too.
-
-Change detection (README "What a build does"): every file is `stat`ed; its content
-hash is computed only when its size or `st_mtime_ns` differs from what the previous
-build recorded for the path (`known`), else the recorded hash is reused. A stamp is
-handed on for recording (`SourceFile.stamp`) only when the file's mtime is at least
-`RACY_NS` older than the scan began: a file written in the same clock tick as the
-previous build read it could keep both size and mtime while its bytes changed
-("racily clean", as git calls it), so such a file is hashed again next time.
-`known=None` (`build --rehash`) hashes everything.
-
-Skipped, never indexed: hidden files and folders (`.git`, `.mnote`, ...),
-sidecar folders (`*.ocr/`), and the build's own output folder when it sits
-inside the workspace.
+Walks the root and returns every candidate file with its root-relative path, kind (from the format
+registry), size and content hash. Nothing outside the root is read: a symlink resolving outside it is
+a refused entry, and symlinked directories are never descended. Only regular files are read: a FIFO,
+socket or device is `not_regular_file` without being opened, a broken or looping symlink
+`symlink_broken`; files are opened non-blocking and checked again after opening.
+Change detection: a file's hash is computed only when its size or `st_mtime_ns` differs from what
+the previous build recorded (`known`; None, `build --rehash`, hashes all); a stamp is recorded only
+when the mtime is `RACY_NS` older than the scan (a "racily clean" file is hashed again next time).
+Skipped: hidden files and folders, sidecar folders (`*.ocr/`), and the build's own output folder.
 """
 
 from __future__ import annotations
@@ -44,26 +29,26 @@ from mnote_evidence.build.core.model import suffix_of
 SIDECAR_DIR_SUFFIX = ".ocr"
 RACY_NS = 2_000_000_000  # a stamp younger than this (2 s: FAT's mtime granularity) is not trusted next time
 
-Stamp = tuple[int, int]  # (size, st_mtime_ns)
+Stamp = tuple[int, int]
 
 
 class Recorded(Protocol):
     """What the previous build recorded of a file (`model.ResourceRow` is one): its stamp and hash."""
 
     source_size: int | None
-    source_mtime_ns: int | None  # None: no stamp recorded (refused, or too recent to trust)
+    source_mtime_ns: int | None
     source_hash: str | None
 
 
-@dataclass(slots=True)  # one per file of the workspace, every build: slotted, built faster
+@dataclass(slots=True)
 class SourceFile:
-    path: str  # root-relative, '/'-separated
+    path: str
     kind: str
     size: int
-    sha256: str | None  # "sha256:<hex>", None when refused
-    refused: tuple[str, str] | None = None  # (error_code, message)
+    sha256: str | None
+    refused: tuple[str, str] | None = None
     stamp: Stamp | None = None  # (size, mtime_ns) to record: None when refused or too recent to trust
-    hashed: bool = True  # False: the previous build's hash was reused (same size and mtime)
+    hashed: bool = True
 
     @property
     def source_hash(self) -> str:
@@ -111,18 +96,15 @@ def scan(
     root: Path, exclude: list[Path] | None = None, known: Mapping[str, Recorded] | None = None
 ) -> list[SourceFile]:
     """All files under `root`, sorted by path (deterministic order). `known`: path -> what the previous
-    build recorded (its rows, as read: no second mapping of 10,000 tuples made for the scan); a file with
-    the recorded stamp (and a recorded hash) keeps that hash without being read.
-
-    One `os.scandir` per folder and one `lstat` per file (`DirEntry.stat`), its type from the folder
-    listing: what `os.walk` reads, without a `Path` per entry or a second `lstat` per folder."""
+    build recorded (its rows, as read); a file with the recorded stamp (and a recorded hash) keeps that
+    hash without being read. One `os.scandir` per folder and one `lstat` per file (`DirEntry.stat`)."""
     root = root.resolve()
     known = known or {}
     trust_before = time.time_ns() - RACY_NS
     excluded = {str(p.resolve()) for p in (exclude or [])}
     found: list[SourceFile] = []
     kinds: dict[str, str] = {}  # suffix as written -> kind: `kind_for` once per suffix, not once per file
-    folders = [(str(root), "")]  # (full path, root-relative prefix)
+    folders = [(str(root), "")]
     while folders:
         folder, prefix = folders.pop()
         try:
@@ -160,8 +142,8 @@ def scan(
                     and stat.S_ISREG(st.st_mode)
                     and st.st_mtime_ns < trust_before
                 ):
-                    # the common case of an edit (a regular file as recorded, stamp trusted): what `_entry`
-                    # returns, without its calls (each costs an edit at 10,000 files ~1 ms)
+                    # an edit's common case (a regular file as recorded, stamp trusted): `_entry`'s result
+                    # without its calls
                     suffix = suffix_of(name)
                     kind = kinds.get(suffix)
                     if kind is None:
