@@ -32,7 +32,7 @@ def test_an_edited_notes_page_reads_its_backlinks_once_and_the_site_is_a_full_re
     _count(monkeypatch, data, "backlinks", read)
     report = run_build(workspace, out, site=True).site
     ids = [args[1] for args in read]
-    # read once: to key the page, and reused to draw it
+    # read once: the rows that key the page also draw it
     assert report.pages_written >= 1 and ids.count(resource_id(EDITED)) == 1, ids
     monkeypatch.undo()
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
