@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from mnote_evidence.build.core.formats import FORMATS, Format, format_for
+from mnote_evidence.build.core import formats
+from mnote_evidence.build.core.formats import Format
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers.base import ParseInput, Provider
 
@@ -25,7 +26,7 @@ def provider_class(spec: str) -> type:
 
 def provider_for(path: str, ocr: OcrSettings | None = None) -> Provider | None:
     """A provider for `path`'s format, set up with the build's OCR settings; None if unsupported."""
-    fmt = format_for(path)
+    fmt = formats.format_for(path)
     return provider_class(fmt.provider)(ocr or OcrSettings()) if fmt else None
 
 
@@ -46,7 +47,7 @@ def provider_versions(ocr: OcrSettings | None = None) -> dict[str, str]:
     """Every provider's version by the resource kind it produces (`build_meta.provider_versions`);
     formats that share a kind are joined with '|' in registry order."""
     out: dict[str, str] = {}
-    for fmt in FORMATS:
+    for fmt in formats.FORMATS:  # read when asked: the registry may be extended at run time
         version = provider_version(fmt, ocr)
         out[fmt.kind] = f"{out[fmt.kind]}|{version}" if fmt.kind in out else version
     return out
