@@ -53,7 +53,6 @@ from mnote_evidence.build.core.model import (
 from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.core.redact import redact
 from mnote_evidence.build.core.urls import DB_NAME
-from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.linkgraph import LinkStage
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
 from mnote_evidence.build.index.recorded import recorded
@@ -584,14 +583,12 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
             or not run.db_path.exists()
         )
         resegmented = 0
-        token = row_cache.new_token()  # names this write: the row cache written after it must carry it
         if run.report.changed:
             changes.meta.update(
                 {
                     "generator": f"mnote-evidence {__version__}",
                     "workspace_name": root.name,
                     "built_at_ms": str(run.stamp),
-                    row_cache.TOKEN_KEY: token,
                 }
             )
             resegmented = write_index(run.db_path, changes, run.fresh, run.prev.valid)
@@ -600,13 +597,8 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         ):  # only touched files (same bytes): their new stamps, so they are not hashed again
             write_index(
                 run.db_path,
-                IndexChanges(stamps=changes.stamps, meta={row_cache.TOKEN_KEY: token}),
+                IndexChanges(stamps=changes.stamps),
                 valid=run.prev.valid,
-            )
-        if run.report.changed or changes.stamps:
-            rebuilt = run.fresh is not None or changes.rebuild or changes.resegment
-            row_cache.save(
-                run.db_path, token, None if rebuilt else run.prev.cached, changes.resource_ids_written()
             )
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)

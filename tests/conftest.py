@@ -60,8 +60,13 @@ MARKERS = {
     "ocr": "runs an OCR engine on real images",
     "slow": "builds whole workspaces, starts servers or drives a browser; left out of the fast path",
 }
-BY_FIXTURE = {"page": "browser", "browser": "browser", "lightrag": "knowledge", "knowledge_site": "knowledge",
-              "tesseract": "ocr"}
+BY_FIXTURE = {
+    "page": "browser",
+    "browser": "browser",
+    "lightrag": "knowledge",
+    "knowledge_site": "knowledge",
+    "tesseract": "ocr",
+}
 BY_FOLDER = {"knowledge": "knowledge", "ocr": "ocr"}
 SLOW_FILES: set[str] = set()  # filled from measured durations (tests/slow_tests.txt)
 _SLOW_LIST = Path(__file__).with_name("slow_tests.txt")

@@ -1,4 +1,4 @@
-"""A one-note edit does its work once (issue 17 point 1): counted calls, not timers.
+"""A one-note edit does its work once: counted calls, not timers.
 
 Real builds of the sample workspace with the site rendered. An edit reads the resource rows once
 (the renderer takes the build's rows and re-reads only those written), builds one link resolver,
@@ -358,7 +358,7 @@ def test_a_library_version_asks_importlib_metadata_unless_one_dist_info_answers(
         libraries.library_version.__wrapped__("d-lib")
 
 
-# -- issue 17 point 1, session 6: what an edit still did over every file or row ---------------------------
+# -- what an edit does over every file or row: only what changed ----------------------------------
 
 
 def _report(r) -> tuple:
@@ -533,8 +533,11 @@ def test_a_library_build_leaves_the_garbage_collector_as_it_found_it(workspace, 
     import gc
 
     seen: list = []
-    report = run_build(workspace, tmp_path / "out",
-                       on_progress=lambda event: seen.append((gc.isenabled(), gc.get_freeze_count())))
+    report = run_build(
+        workspace,
+        tmp_path / "out",
+        on_progress=lambda event: seen.append((gc.isenabled(), gc.get_freeze_count())),
+    )
     assert report.parsed > 0 and seen
     assert set(seen) == {(True, 0)} and gc.isenabled() and gc.get_freeze_count() == 0
 

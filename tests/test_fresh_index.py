@@ -19,7 +19,7 @@ import pytest
 
 from mnote_evidence.build import pipeline
 from mnote_evidence.build.core.progress import Stage
-from mnote_evidence.build.index import row_cache, writer
+from mnote_evidence.build.index import writer
 from mnote_evidence.build.parse.run import InOrder
 from tests.conftest import copy_workspace, run_build
 
@@ -58,7 +58,6 @@ def _dump(db: Path) -> list[str]:
 def test_streamed_build_writes_the_database_a_write_at_the_end_writes(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "now_ms", lambda: STAMP_MS)
     monkeypatch.setattr(writer, "now_ms", lambda: STAMP_MS)
-    monkeypatch.setattr(row_cache, "new_token", lambda: "token")  # in build_meta, random otherwise
     opened = []
     monkeypatch.setattr(
         writer.FreshIndex,

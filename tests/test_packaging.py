@@ -14,7 +14,11 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CODE = {"mnote_evidence": "mnote_evidence", "build": "mnote_evidence.build", "functions": "mnote_evidence.functions"}
+CODE = {
+    "mnote_evidence": "mnote_evidence",
+    "build": "mnote_evidence.build",
+    "functions": "mnote_evidence.functions",
+}
 DATA = {"mnote_evidence.schemas", "mnote_evidence.site_templates"}
 
 
@@ -50,8 +54,11 @@ def _folder(package: str) -> Path:
 
 
 def test_the_wheel_holds_the_code_and_nothing_of_the_checkout(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-                    "-w", str(tmp_path), str(REPO)], check=True, cwd=tmp_path)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+        check=True,
+        cwd=tmp_path,
+    )
     (wheel,) = tmp_path.glob("mnote_evidence-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     packages = {n.rpartition("/")[0].replace("/", ".") for n in names if n.endswith(".py")}
@@ -60,4 +67,6 @@ def test_the_wheel_holds_the_code_and_nothing_of_the_checkout(tmp_path):
     assert tops == {"mnote_evidence"}
     assert any(n.startswith("mnote_evidence/schemas/") and n.endswith(".json") for n in names)
     assert any(n.startswith("mnote_evidence/site_templates/") and n.endswith(".html") for n in names)
-    assert not [n for n in names if any(part in n.split("/") for part in ("tests", "bench", "content_fixtures"))]
+    assert not [
+        n for n in names if any(part in n.split("/") for part in ("tests", "bench", "content_fixtures"))
+    ]

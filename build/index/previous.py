@@ -17,7 +17,6 @@ from pathlib import Path
 
 from mnote_evidence.build.core.model import ResourceRow
 from mnote_evidence.build.core.sqlite_ro import connect_ro
-from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.index.schema import SCHEMA_VERSION
 from mnote_evidence.build.index.writer import is_valid_db
 
@@ -32,7 +31,6 @@ class PreviousBuild:
     valid: bool = False
     knowledge_texts: set[str] = field(default_factory=set)
     sent_hashes: dict[str, str] = field(default_factory=dict)
-    cached: row_cache.Cached | None = None
 
 
 def load_previous(db_path: Path) -> PreviousBuild:
@@ -61,7 +59,7 @@ def load_previous(db_path: Path) -> PreviousBuild:
                 sent_hashes=hashes,
                 valid=True,
             )
-        resources, cached = _resources(conn, db_path, meta.get(row_cache.TOKEN_KEY))
+        resources = {r[1]: ResourceRow.from_values(r) for r in ResourceRow.select(conn)}
         knowledge, hashes = _knowledge(conn)
         return PreviousBuild(
             resources,
@@ -70,24 +68,9 @@ def load_previous(db_path: Path) -> PreviousBuild:
             knowledge_texts=set(hashes),
             sent_hashes=hashes,
             valid=True,
-            cached=cached,
         )
     finally:
         conn.close()
-
-
-def _resources(
-    conn: sqlite3.Connection, db_path: Path, token: str | None
-) -> tuple[dict[str, ResourceRow], row_cache.Cached | None]:
-    """Every resource row by path: from the cache beside the index when it is this index's (a third of
-    the cost), else from the index; and the cache read."""
-    found = row_cache.read(db_path, token)
-    if found is not None:
-        try:
-            return {r[1]: ResourceRow.from_values(r) for r in found[0]}, found[1]
-        except (TypeError, IndexError, ValueError):  # values of another layout after all: ask the index
-            pass
-    return {r[1]: ResourceRow.from_values(r) for r in ResourceRow.select(conn)}, None
 
 
 def _knowledge(conn: sqlite3.Connection) -> tuple[dict[str, dict], dict[str, str]]:

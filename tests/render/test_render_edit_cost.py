@@ -1,4 +1,4 @@
-"""What a one-note edit's render does once, or not at all (issue 17 point 1): counted calls and
+"""What a one-note edit's render does once, or not at all: counted calls and
 equal outputs, in the style of tests/test_edit_cost.py.
 
 Real builds of the sample workspace with the site rendered. The templates are hashed again only when
@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build.index import row_cache
 from mnote_evidence.build.render import copies, data, front, site
 from mnote_evidence.build.render import state as site_state
 from tests.conftest import run_build
@@ -38,8 +37,6 @@ def _site_files(out: Path) -> dict[str, bytes]:
         site.STATE_FILE,
         site_state.PAGES_FILE,
         ".build.lock",
-        row_cache.ROWS_BASE,
-        row_cache.ROWS_DELTA,
     }  # the build's state, not the site's
     return {
         p.relative_to(out).as_posix(): p.read_bytes()
