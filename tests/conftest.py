@@ -79,12 +79,20 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: {description}")
 
 
+def pytest_ignore_collect(collection_path, config):
+    """The fast path (`-m "not slow"`) does not even import the slow files."""
+    if config.getoption("markexpr", "").replace(" ", "") == "notslow":
+        rel = Path(collection_path).resolve()
+        return rel.is_file() and rel.relative_to(REPO).as_posix() in SLOW_FILES or None
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         rel = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
         kinds = {BY_FIXTURE[f] for f in item.fixturenames if f in BY_FIXTURE}
         kinds |= {BY_FOLDER[part] for part in rel.split("/")[1:-1] if part in BY_FOLDER}
-        if kinds or rel in SLOW_FILES or item.nodeid in SLOW_FILES:
+        if kinds or rel in SLOW_FILES or item.nodeid.split("[")[0] in SLOW_FILES:
             kinds.add("slow")
         for kind in sorted(kinds):
             item.add_marker(kind)
