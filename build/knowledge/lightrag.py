@@ -1,26 +1,33 @@
 """A small, strict client for the LightRAG server API (lightrag-hku 1.5.x).
 
 Every failure becomes a `LightRagError` with a reason code of SPEC §11: `knowledge_rag_unavailable`,
-`knowledge_rag_timeout`, `knowledge_rag_bad_response` (5xx, non-JSON, unexpected shape) or
+`knowledge_rag_timeout`, `knowledge_rag_bad_response` (5xx, non-JSON, unexpected shape or types) or
 `knowledge_rag_rejected`. The API key comes from `LIGHTRAG_API_KEY` only, is sent as `X-API-Key`, and
-never appears in an error message. Transport: the standard library's `http.client` (imported by the
-first request), one connection per request; `timeout` bounds each socket operation; no proxy
-variables are read; TLS only for https URLs.
+never appears in an error message. Transport: httpx, imported by the first request; one pooled
+`httpx.Client` per configuration and process, reused by every `LightRag` of that configuration.
+`timeout` bounds connecting, each read, and the whole call: the body is streamed and the deadline
+checked after every chunk, so a server that drips bytes cannot hold a call open. No proxy variables
+are read; certificates are loaded only for https URLs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mnote_evidence.build.core.redact import redact
 
+if TYPE_CHECKING:
+    import httpx
+
 URL_ENV = "LIGHTRAG_URL"
 KEY_ENV = "LIGHTRAG_API_KEY"
+_CONNECT_TIMEOUT = 10.0
 
 
 class LightRagError(Exception):
@@ -51,6 +58,31 @@ class _Response:
         return json.loads(self.content)
 
 
+class _DeadlinePassed(Exception):
+    pass
+
+
+_POOLS: dict[tuple[LightRagConfig, int], httpx.Client] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(config: LightRagConfig, tls: bool) -> httpx.Client:
+    """The process's one `httpx.Client` for `config` (a forked child gets its own)."""
+    key = (config, os.getpid())
+    with _POOLS_LOCK:
+        client = _POOLS.get(key)
+        if client is None:
+            import ssl
+
+            import httpx
+
+            # for a plain-http URL: no CA bundle to load, and any certificate offered would be refused
+            verify = ssl.create_default_context() if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, _CONNECT_TIMEOUT))
+            client = _POOLS[key] = httpx.Client(timeout=timeout, verify=verify, trust_env=False)
+        return client
+
+
 class LightRag:
     def __init__(self, config: LightRagConfig):
         key = os.environ.get(KEY_ENV, "").strip()
@@ -66,10 +98,10 @@ class LightRag:
         except ValueError:
             raise LightRagError("knowledge_rag_unavailable", "LightRAG URL has an invalid port") from None
         self.tls = url.scheme == "https"
-        self.host, self.prefix = url.hostname, url.path.rstrip("/")
+        self.base = f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path.rstrip('/')}"
 
     def close(self) -> None:
-        pass
+        """Nothing to release: the connections stay in the process's pool for the next call."""
 
     def __enter__(self) -> LightRag:
         return self
@@ -78,44 +110,41 @@ class LightRag:
         self.close()
 
     def _send(self, method: str, path: str, payload: Any = None) -> _Response:
-        # loaded by the first request: most commands import this module and never talk HTTP
-        import http.client
+        deadline = time.monotonic() + self.config.timeout
+        client = _pool(self.config, self.tls)
+        import httpx  # loaded by _pool: only its exception types are needed here
 
         headers = {**self.headers, "Accept": "application/json"}
         body = None
         if payload is not None:
             body = json.dumps(payload).encode("utf-8")
             headers["Content-Type"] = "application/json"
-        if self.tls:
-            import ssl  # only for https: loading the CA bundle costs start-up
-
-            conn = http.client.HTTPSConnection(
-                self.host, self.port, timeout=self.config.timeout, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.config.timeout)
         try:
-            conn.request(method, self.prefix + path, body=body, headers=headers)
-            resp = conn.getresponse()
-            return _Response(resp.status, resp.read())
-        except http.client.HTTPException as exc:  # a malformed reply: as unreachable as a refused connect
-            raise LightRagError(
-                "knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})"
-            ) from None
-        finally:
-            conn.close()
-
-    def _call(self, method: str, path: str, payload: Any = None) -> dict[str, Any]:
-        try:
-            resp = self._send(method, path, payload)
-        except TimeoutError:
+            with client.stream(method, self.base + path, content=body, headers=headers) as resp:
+                chunks = []
+                for chunk in resp.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise _DeadlinePassed
+                if time.monotonic() > deadline:
+                    raise _DeadlinePassed
+                return _Response(resp.status_code, b"".join(chunks))
+        except (httpx.TimeoutException, _DeadlinePassed):
             raise LightRagError(
                 "knowledge_rag_timeout", f"LightRAG did not answer {path} within {self.config.timeout:g} s"
             ) from None
-        except OSError as exc:
+        except httpx.DecodingError:
+            raise LightRagError(
+                "knowledge_rag_bad_response", f"LightRAG answered {path} with an undecodable body"
+            ) from None
+        except httpx.TransportError as exc:
+            # refused, reset, or a malformed reply: as unreachable as a refused connect
             raise LightRagError(
                 "knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})"
             ) from None
+
+    def _call(self, method: str, path: str, payload: Any = None) -> dict[str, Any]:
+        resp = self._send(method, path, payload)
         if resp.status_code in (400, 422):
             raise LightRagError("knowledge_rag_rejected", f"LightRAG rejected the request: {_message(resp)}")
         if resp.status_code in (401, 403):
@@ -137,7 +166,9 @@ class LightRag:
         return body
 
     def health(self) -> dict[str, Any]:
-        return self._call("GET", "/health")
+        body = self._call("GET", "/health")
+        _typed(body, "/health", configuration=dict, rerank_queue_status=dict)
+        return body
 
     def query_data(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
         body = self._call(
@@ -153,13 +184,11 @@ class LightRag:
         )
         if body.get("status") == "failure" or not body.get("data"):
             return {"chunks": [], "references": [], "entities": [], "relationships": []}
-        data = body["data"]
-        if not isinstance(data.get("chunks", []), list):
-            raise LightRagError("knowledge_rag_bad_response", "LightRAG /query/data: 'chunks' is not a list")
-        return data
+        data = _typed(body, "/query/data", data=dict)["data"]
+        return _typed(data, "/query/data", chunks=list, references=list, entities=list, relationships=list)
 
     def answer(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
-        return self._call(
+        body = self._call(
             "POST",
             "/query",
             payload={
@@ -170,10 +199,14 @@ class LightRag:
                 "enable_rerank": False,
             },
         )
+        _typed(body, "/query", response=str, references=list)
+        if not all(isinstance(r, dict) for r in body.get("references") or []):
+            raise _bad_type("/query", "references", "a list of objects")
+        return body
 
     def insert_texts(self, texts: list[str], sources: list[str]) -> str:
         body = self._call("POST", "/documents/texts", payload={"texts": texts, "file_sources": sources})
-        track = body.get("track_id")
+        track = _typed(body, "/documents/texts", track_id=str).get("track_id")
         if not track:
             raise LightRagError("knowledge_rag_bad_response", "LightRAG returned no track_id for the insert")
         return track
@@ -181,7 +214,10 @@ class LightRag:
     def wait_track(self, track_id: str, expected: int, timeout: float) -> list[dict[str, Any]]:
         deadline = time.monotonic() + timeout
         while True:
-            docs = self._call("GET", f"/documents/track_status/{track_id}").get("documents") or []
+            path = f"/documents/track_status/{track_id}"
+            docs = _typed(self._call("GET", path), path, documents=list).get("documents") or []
+            if not all(isinstance(d, dict) for d in docs):
+                raise _bad_type(path, "documents", "a list of objects")
             done = [d for d in docs if str(d.get("status", "")).lower() in ("processed", "failed")]
             if len(done) >= expected and len(done) == len(docs):
                 return docs
@@ -204,6 +240,21 @@ class LightRag:
                     "knowledge_rag_timeout", f"LightRAG pipeline still busy after {timeout:g} s"
                 )
             time.sleep(0.3)
+
+
+_KINDS = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _bad_type(path: str, key: str, kind: str) -> LightRagError:
+    return LightRagError("knowledge_rag_bad_response", f"LightRAG answered {path}: '{key}' is not {kind}")
+
+
+def _typed(body: dict[str, Any], path: str, **kinds: type) -> dict[str, Any]:
+    """`body`, checked: each named key is absent, null, or of its kind (else a bad response)."""
+    for key, kind in kinds.items():
+        if body.get(key) is not None and not isinstance(body[key], kind):
+            raise _bad_type(path, key, _KINDS[kind])
+    return body
 
 
 def _message(resp: _Response) -> str:
