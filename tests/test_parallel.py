@@ -181,18 +181,25 @@ def test_a_batch_commits_when_full(tmp_path, monkeypatch):
     assert (tmp_path / "3.txt").read_text() == "3"
 
 
-def test_the_state_file_is_written_after_the_pages_are_committed(tmp_path, monkeypatch):
+def test_the_state_is_written_after_the_pages_are_committed(tmp_path, monkeypatch):
+    from mnote_evidence.build.render import state as site_state
+
     root = copy_workspace(tmp_path / "ws")
     out = tmp_path / "out"
     run_build(root, out)
     order: list[str] = []
-    commit = fsutil._Batch.commit
+    commit, save = fsutil._Batch.commit, site_state.save
 
-    def spy(self):
+    def spy_commit(self):
         order.extend(p.name for _, p in self.moves)
         commit(self)
 
-    monkeypatch.setattr(fsutil._Batch, "commit", spy)
+    def spy_save(*args):
+        order.append(STATE_FILE)
+        save(*args)
+
+    monkeypatch.setattr(fsutil._Batch, "commit", spy_commit)
+    monkeypatch.setattr(site_state, "save", spy_save)
     render_site(root, out, out / "evidence.sqlite", RenderOptions())
     assert STATE_FILE in order and "index.html" in order
     assert order.index(STATE_FILE) > max(i for i, name in enumerate(order) if name.endswith(".html"))

@@ -32,7 +32,8 @@ RESERVED_NAMES = frozenset(
         "index.html",
         "ask.html",
         "_headers",
-        ".mnote-site.json",
+        ".mnote-state.sqlite",
+        ".mnote-state.sqlite-journal",
         ".build.lock",
     }
 )

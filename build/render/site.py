@@ -64,9 +64,7 @@ if TYPE_CHECKING:
     from jinja2 import Environment
 
 STATE_FILE = site_state.STATE_FILE
-TREE_CACHE = ".mnote-front-tree.html"
 _TREE_MARK = "\0mnote-front-tree\0"  # where `render_index` puts the tree's HTML
-HOME_CACHE = ".mnote-front-note.json"
 
 
 @dataclass
@@ -326,17 +324,13 @@ class _Site:
         return self.env.get_template("tombstone.html").render(ctx)
 
     def _tree_html(self, front: FrontPage) -> str:
-        """The file tree's HTML, most of the front page: kept in `TREE_CACHE` beside the site state and
-        rendered again only when `front.tree_key()` changes (and the templates: the salt)."""
-        key, cache = f"{front.tree_key()}|{self.templates_salt}", self.out / TREE_CACHE
-        try:
-            cached_key, html = cache.read_text("utf-8").split("\n", 1)
-            if cached_key == key:
-                return html
-        except (OSError, ValueError):
-            pass
-        html = self.env.get_template("_tree.html").render(tree=tree(front.resources))
-        atomic_write_text(cache, f"{key}\n{html}")
+        """The file tree's HTML, most of the front page: kept in the state store and rendered again
+        only when `front.tree_key()` changes (and the templates: the salt)."""
+        key = f"{front.tree_key()}|{self.templates_salt}"
+        html = site_state.cached(self.out, "front_tree", key)
+        if html is None:
+            html = self.env.get_template("_tree.html").render(tree=tree(front.resources))
+            site_state.cache(self.out, "front_tree", key, html)
         return html
 
     def render_index(self, front: FrontPage) -> str:
@@ -352,17 +346,14 @@ class _Site:
 
     def _home_note(self, front: FrontPage) -> tuple[str | None, str | None]:
         """The home note's body (links relative to index.html) and title (None: unreadable, the page's
-        default), kept in `HOME_CACHE` with the note's page key, which changes whenever its body or title
+        default), kept in the state store with the note's page key, which changes whenever its body or title
         could: every edit changes the front page, and compiling the home note again would cost the most."""
-        key, cache = (
-            f"{front.note_key}|{self.templates_salt}" if front.note_key else None,
-            self.out / HOME_CACHE,
-        )
+        key = f"{front.note_key}|{self.templates_salt}" if front.note_key else None
         try:
-            cached = json.loads(cache.read_text("utf-8")) if key else None
-            if cached and cached["key"] == key:
-                return cached["body"], cached["title"]
-        except (OSError, ValueError, KeyError, TypeError):
+            kept = json.loads(site_state.cached(self.out, "front_note", key) or "null") if key else None
+            if kept:
+                return kept["body"], kept["title"]
+        except (ValueError, KeyError, TypeError):
             pass
         from mnote_evidence.build.render.pages import note_body, note_title
 
@@ -381,7 +372,7 @@ class _Site:
             del self.report.problems[known:]  # already reported by the note's own page
         title = note_title(front.note, artifact)
         if key and body is not None:
-            atomic_write_text(cache, json.dumps({"key": key, "body": body, "title": title}))
+            site_state.cache(self.out, "front_note", key, json.dumps({"body": body, "title": title}))
         return body, title
 
 

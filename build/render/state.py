@@ -1,117 +1,148 @@
-"""The site's state: what the last render wrote, read by the next (SPEC §8).
+"""The build's state beside the site: one SQLite file, `.mnote-state.sqlite` (SPEC §8).
 
-The state file `.mnote-site.json` holds the render's stamp (the index rendered, the templates' hash,
-the settings), the front page's key, the recorded collisions, and `pages`: per page, the key it was
-written with. Only entries changed since a base are in it; the others are in `PAGES_FILE`, named by
-its id (with `"removed"`: the base's pages gone since); the base is written again when there is none
-or the changes grow large. A resource's page entry is one string, `KEY<TAB>SOURCE` (`page_entry`);
-tombstones and tag pages keep their objects. The templates' hash is recomputed whenever the stat
-signature of any template file (path, size, mtime and ctime in ns, inode) differs.
-Invariants: a key never holds a tab, so an entry splits at the first tab; the state is written after
-the pages it records; a missing or unreadable state, or one whose base is missing or of another id,
-reads as `{}` (every page keyed again).
+It holds what the last render wrote, read by the next: `head` (the render's stamp, the front page's
+key, the recorded collisions, the templates' signature and hash), `page` (per page, the key it was
+written with: `KEY<TAB>SOURCE` for a resource's page, a JSON object for tombstones and tag pages) and
+`cache` (the front page's parts, each stored with the key it was made for). A resource's entry is one
+string (`page_entry`). The templates' hash is recomputed whenever the stat signature of any template
+file (path, size, mtime and ctime in ns, inode) differs.
+Invariants: a key never holds a tab; `save` writes in one transaction, after the pages it records
+(a crash before it costs a re-render of those pages, never a wrong page); a missing or unreadable
+store reads as `{}` (every page keyed again) and is made anew; a cached value is used only for the
+key it was stored with.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mnote_evidence.build.core.fsutil import atomic_write_text
-
-STATE_FILE = ".mnote-site.json"
-PAGES_FILE = ".mnote-site-pages.json"
+STATE_FILE = ".mnote-state.sqlite"
 TOMBSTONE = "tombstone"
-FORMAT = 2  # resource pages' entries as strings, on a base; a state without it holds every entry itself
-COMPACT_MIN = 256  # changes the state file may hold over its base before the base is written again
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS head (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS page (page TEXT PRIMARY KEY, entry TEXT NOT NULL, object INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS cache (name TEXT PRIMARY KEY, key TEXT NOT NULL, value TEXT NOT NULL);
+"""
+# files other versions kept beside the site: removed when the store is written
+OTHER_STATE = (
+    ".mnote-site.json",
+    ".mnote-site-pages.json",
+    ".mnote-front-tree.html",
+    ".mnote-front-note.json",
+    ".mnote-rows-base.marshal",
+    ".mnote-rows-delta.marshal",
+)
+
+
+@contextlib.contextmanager
+def _store(out: Path, write: bool = False) -> Iterator[sqlite3.Connection | None]:
+    """The store of the site in `out` (None when there is none to read, or it cannot be read)."""
+    path = out / STATE_FILE
+    if not write and not path.is_file():
+        yield None
+        return
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.executescript(SCHEMA)
+    except sqlite3.DatabaseError:
+        if not write:
+            yield None
+            return
+        path.unlink(missing_ok=True)  # unreadable: made anew (every page is keyed again)
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.executescript(SCHEMA)
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def load(out: Path) -> dict[str, Any]:
-    """The state, its pages merged from the base; `{}` when it cannot be read whole.
-    (`"_base"` holds the base as read, for `save`.)"""
+    """The state with every page's entry; `{}` when it cannot be read."""
     return with_pages(out, load_head(out))
 
 
 def load_head(out: Path) -> dict[str, Any]:
-    """The state file alone (its `pages`: the changes over the base): what a render with nothing to do
-    reads (its stamp, its collisions), without the base's 10,000 entries."""
-    state = _read(out / STATE_FILE)
-    if state is None or not isinstance(state.get("pages", {}), dict):
+    """The head alone: what a render with nothing to do reads (its stamp, its collisions)."""
+    try:
+        with _store(out) as conn:
+            if conn is None:
+                return {}
+            return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM head")}
+    except (sqlite3.DatabaseError, ValueError):
         return {}
-    state.pop("_base", None)
-    return state
 
 
 def with_pages(out: Path, state: dict[str, Any]) -> dict[str, Any]:
-    """`state` (from `load_head`) with every page entry: merged from its base."""
+    """`state` (from `load_head`) with every page entry (`"_base"`: a copy, what `save` compares with)."""
     if not state:
         return {}
-    if state.get("format") != FORMAT:  # an earlier format: its resource pages' objects become strings, once
-        state["pages"] = {p: _compact(e) for p, e in state.get("pages", {}).items()}
-        return state
-    base = _read(out / PAGES_FILE)
-    removed = state.get("removed")
-    if (
-        base is None
-        or base.get("id") != state.get("base")
-        or not isinstance(base.get("pages"), dict)
-        or not isinstance(removed, list)
-    ):
-        return {}  # a base of another state (or none): nothing is trusted
-    pages = dict(base["pages"])
-    pages.update(state["pages"])
-    for page in removed:
-        pages.pop(page, None)
-    state["pages"], state["_base"] = pages, base
+    try:
+        with _store(out) as conn:
+            if conn is None:
+                return {}
+            rows = conn.execute("SELECT page, entry, object FROM page").fetchall()
+        pages = {page: json.loads(entry) if obj else entry for page, entry, obj in rows}
+    except (sqlite3.DatabaseError, ValueError):
+        return {}
+    state["pages"], state["_base"] = pages, dict(pages)
     return state
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def save(out: Path, head: dict[str, Any], pages: dict[str, Any], loaded: dict[str, Any]) -> None:
-    """Write the state: `head` and `pages`, as changes over the base `loaded` came with while they are
-    few, else on a new base. Inside the render's batch, after its pages: the base goes in before the state
-    naming it, and a state is read only with the base of its id, so a crash between them costs a full
-    re-render, never a wrong page."""
-    base = loaded.get("_base")
-    if base is not None:
-        before: dict[str, Any] = base["pages"]
-        changed = {p: e for p, e in pages.items() if p not in before or before[p] != e}
-        removed = [p for p in before if p not in pages]
-        if len(changed) + len(removed) <= max(COMPACT_MIN, len(before) // 10):
-            atomic_write_text(
-                out / STATE_FILE, dumps({**head, "base": base["id"], "pages": changed, "removed": removed})
+    """Write the state: `head`, and the page entries that differ from what `loaded` read, in one
+    transaction. Called after the render's pages are committed."""
+    before: dict[str, Any] = loaded.get("_base") or {}
+    changed = [(p, e) for p, e in pages.items() if p not in before or before[p] != e]
+    removed = [(p,) for p in before if p not in pages]
+    with _store(out, write=True) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        if not before:
+            conn.execute("DELETE FROM page")
+        conn.execute("DELETE FROM head")
+        conn.executemany(
+            "INSERT INTO head VALUES (?, ?)",
+            [(k, json.dumps(v, ensure_ascii=False)) for k, v in head.items()],
+        )
+        conn.executemany("DELETE FROM page WHERE page = ?", removed)
+        conn.executemany(
+            "INSERT OR REPLACE INTO page VALUES (?, ?, ?)",
+            [
+                (p, e, 0) if isinstance(e, str) else (p, json.dumps(e, ensure_ascii=False), 1)
+                for p, e in changed
+            ],
+        )
+        conn.execute("COMMIT")
+    for name in OTHER_STATE:
+        with contextlib.suppress(OSError):
+            (out / name).unlink()
+
+
+def cached(out: Path, name: str, key: str) -> str | None:
+    """The value stored as `name` for `key`; None when none is, or it was made for another key."""
+    try:
+        with _store(out) as conn:
+            row = (
+                conn.execute("SELECT key, value FROM cache WHERE name = ?", [name]).fetchone()
+                if conn
+                else None
             )
-            return
-    text = json.dumps(pages, ensure_ascii=False)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
-    atomic_write_text(out / PAGES_FILE, f'{{"id": "{digest}", "pages": {text}}}')
-    atomic_write_text(out / STATE_FILE, dumps({**head, "base": digest, "pages": {}, "removed": []}))
+    except sqlite3.DatabaseError:
+        return None
+    return row[1] if row and row[0] == key else None
 
 
-def _compact(entry: Any) -> Any:
-    if (
-        isinstance(entry, dict)
-        and entry.keys() == {"key", "source"}
-        and entry["key"] != TOMBSTONE
-        and isinstance(entry["key"], str)
-        and isinstance(entry["source"], str)
-    ):
-        return page_entry(entry["key"], entry["source"])
-    return entry
-
-
-def dumps(state: dict[str, Any]) -> str:
-    return json.dumps({**state, "format": FORMAT}, ensure_ascii=False)  # no indent=: the C encoder
+def cache(out: Path, name: str, key: str, value: str) -> None:
+    """Store `value` as `name`, made for `key`."""
+    with _store(out, write=True) as conn:
+        conn.execute("INSERT OR REPLACE INTO cache VALUES (?, ?, ?)", [name, key, value])
 
 
 def page_entry(key: str, source: str) -> str:

@@ -7,6 +7,7 @@ import subprocess
 import httpx
 import pytest
 
+from mnote_evidence.functions.adapters.datasette_compat import V1
 from tests.conftest import SPEC_PDF
 from tests.functions.conftest import STALE_PDF
 from tests.servers import DATASETTE
@@ -146,8 +147,13 @@ def test_canned_queries_and_metadata(datasette_server):
         datasette_server, "/evidence/sections_of_resource.json", path=SPEC_PDF, _shape="array"
     ).json()
     assert "3 Retention policy" in {s["title"] for s in sections}
-    meta = get(datasette_server, "/-/metadata.json").json()
-    assert "evidence_block" in meta["databases"]["evidence"]["tables"]
+    page = get(datasette_server, "/evidence/evidence_block").text
+    assert "One row per evidence block" in page  # the table description, on 0.65 and 1.0
+    tables = {t["name"]: t for t in get(datasette_server, "/evidence.json").json()["tables"]}
+    assert tables["evidence_block_row"]["hidden"] and not tables["evidence_resource"]["hidden"]
+    if not V1:
+        meta = get(datasette_server, "/-/metadata.json").json()
+        assert "evidence_block" in meta["databases"]["evidence"]["tables"]
 
 
 def test_site_is_served_and_guarded(datasette_server):
@@ -155,16 +161,7 @@ def test_site_is_served_and_guarded(datasette_server):
     assert httpx.get(datasette_server + "/-/evidence/site/index.html", timeout=30).status_code == 200
     for bad in (
         "/-/evidence/site/evidence.sqlite",
-        "/-/evidence/site/.mnote-site.json",
+        "/-/evidence/site/.mnote-state.sqlite",
         "/-/evidence/site/%2e%2e/%2e%2e/etc/passwd",
     ):
         assert httpx.get(datasette_server + bad, timeout=30).status_code == 404, bad
-
-
-def test_old_site_urls_redirect(datasette_server):
-    old = httpx.get(
-        datasette_server + "/site/Projects/Evidence%20Kernel.html", params={"hl": "b-x"}, timeout=30
-    )
-    assert old.status_code == 302
-    assert old.headers["location"] == "/-/evidence/site/Projects/Evidence%20Kernel.html?hl=b-x"
-    assert httpx.get(datasette_server + old.headers["location"], timeout=30).status_code == 200

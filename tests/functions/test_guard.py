@@ -68,7 +68,7 @@ def test_hostile_requests_are_4xx_with_a_message(app):
         ("GET", "/-/databases.json", {}, 404),
         ("GET", "/site/evidence.sqlite/", {}, 404),
         ("GET", SITE_BASE + "evidence.sqlite/", {}, 404),
-        ("GET", SITE_BASE + ".mnote-site.json", {}, 404),
+        ("GET", SITE_BASE + ".mnote-state.sqlite", {}, 404),
     ]
     answers = _run(app, [(m, u, kw) for m, u, kw, _ in cases])
     for (_method, url, _, status), r in zip(cases, answers):

@@ -63,7 +63,7 @@ def _rebuild_and_check(root: Path, out: Path, tmp: Path) -> set[str]:
 def test_an_edit_rewrites_exactly_the_pages_showing_it(tmp_path):
     root, out = _workspace(tmp_path / "ws"), tmp_path / "out"
     run_build(root, out, site=True)
-    site = {"_site_state": ".mnote-site.json", "db": DB_NAME}
+    site = {"_site_state": ".mnote-state.sqlite", "db": DB_NAME}
 
     # A's Part section: A's page, the page embedding it; not B (plain link) nor D (#Other lands the same)
     changed = _rebuild_and_check(root, out, tmp_path)

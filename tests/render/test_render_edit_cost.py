@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,6 @@ def _site_files(out: Path) -> dict[str, bytes]:
     skip = {
         "evidence.sqlite",
         site.STATE_FILE,
-        site_state.PAGES_FILE,
         ".build.lock",
     }  # the build's state, not the site's
     return {
@@ -138,10 +138,11 @@ def test_a_deleted_site_is_rendered_whole_and_hashes_the_templates(workspace, tm
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
 
 
-def test_the_state_keeps_a_page_key_as_a_string_and_reads_an_older_states_objects(workspace, tmp_path):
-    out, old = tmp_path / "out", tmp_path / "old"
+def test_the_state_keeps_a_page_key_as_a_string_and_removes_the_files_other_versions_left(
+    workspace, tmp_path
+):
+    out = tmp_path / "out"
     _aged_build(workspace, out)
-    shutil.copytree(out, old)
     state = site._load_state(out)
     resource_pages = {p: e for p, e in state["pages"].items() if isinstance(e, str)}
     assert len(resource_pages) > 10
@@ -152,111 +153,60 @@ def test_the_state_keeps_a_page_key_as_a_string_and_reads_an_older_states_object
         conn.close()
     assert {site_state.entry_source(e) for e in resource_pages.values()} == paths
     assert all(e.get("tag") for e in state["pages"].values() if isinstance(e, dict))
-    # the state as builds before wrote it: one file, an object per page; an edit reads it the same way
-    older = {k: v for k, v in state.items() if k not in ("format", "base", "removed", "_base")}
-    older["pages"] = {
-        p: (
-            {"key": site_state.entry_key(e), "source": site_state.entry_source(e)}
-            if isinstance(e, str)
-            else e
-        )
-        for p, e in state["pages"].items()
-    }
-    (old / site.STATE_FILE).write_text(json.dumps(older), "utf-8")
-    (old / site_state.PAGES_FILE).unlink()
-    loaded = site._load_state(old)
-    assert "format" not in loaded and loaded == {**older, "pages": state["pages"]}
+    hidden = {p.name for p in out.iterdir() if p.name.startswith(".")}
+    assert hidden == {site.STATE_FILE}  # the one state file beside the site and evidence.sqlite
+    for name in site_state.OTHER_STATE:
+        (out / name).write_text("{}", "utf-8")
     _edit(workspace)
-    edited = run_build(workspace, out, site=True)
-    from_old = run_build(workspace, old, site=True)
-    assert edited.site.pages_written == from_old.site.pages_written >= 1
-    assert edited.site.pages_unchanged == from_old.site.pages_unchanged
-    assert _site_files(out) == _site_files(old)
-    assert site._load_state(out)["pages"] == site._load_state(old)["pages"]
-    raw = json.loads((old / site_state.PAGES_FILE).read_text("utf-8"))  # written in strings, on a base
-    assert json.loads((old / site.STATE_FILE).read_text("utf-8"))["base"] == raw["id"]
-    assert all(isinstance(e, str) or e.get("tag") for e in raw["pages"].values())
+    run_build(workspace, out, site=True)
+    assert {p.name for p in out.iterdir() if p.name.startswith(".")} == {site.STATE_FILE}
 
 
-def _state_files(out: Path) -> tuple[dict, dict]:
-    return (
-        json.loads((out / site.STATE_FILE).read_text("utf-8")),
-        json.loads((out / site_state.PAGES_FILE).read_text("utf-8")),
-    )
+def _store_rows(out: Path) -> dict[str, tuple]:
+    conn = sqlite3.connect(out / site.STATE_FILE)
+    try:
+        return {page: (entry, obj) for page, entry, obj in conn.execute("SELECT * FROM page")}
+    finally:
+        conn.close()
 
 
-def test_an_edit_writes_the_changed_entries_over_the_base_and_a_full_render_reads_them_the_same(
-    workspace, tmp_path
-):
+def test_an_edit_writes_the_changed_entries_and_a_full_render_reads_them_the_same(workspace, tmp_path):
     out = tmp_path / "out"
     _aged_build(workspace, out)
-    head, base = _state_files(out)
-    assert head["base"] == base["id"] and head["pages"] == {} and head["removed"] == []
-    base_bytes = (out / site_state.PAGES_FILE).read_bytes()
+    before = _store_rows(out)
     _edit(workspace)
     report = run_build(workspace, out, site=True)
-    head, _ = _state_files(out)
-    assert (out / site_state.PAGES_FILE).read_bytes() == base_bytes  # the base stands
+    after = _store_rows(out)
     page = EDITED.replace(".md", ".html")
-    assert (
-        page in head["pages"]
-        and 1 <= len(head["pages"]) <= report.site.pages_written + report.site.tag_pages + 1
-    )
+    changed = {p for p in after if before.get(p) != after[p]}
+    assert page in changed and len(changed) <= report.site.pages_written + report.site.tag_pages + 1
+    assert after.keys() == before.keys()
     merged = site._load_state(out)["pages"]
-    assert merged[page] == head["pages"][page] and len(merged) == len(base["pages"])
-    # what a full render of the same index records, entry for entry
-    fresh = tmp_path / "fresh"
+    fresh = tmp_path / "fresh"  # what a full render of the same index records, entry for entry
     site.render_site(workspace, fresh, out / "evidence.sqlite")
     assert site._load_state(fresh)["pages"] == merged
     (workspace / EDITED).unlink()
     run_build(workspace, out, site=True)
-    run_build(workspace, out, site=True)  # the note's page: a tombstone, in the state file itself
-    head, _ = _state_files(out)
-    assert head["pages"][page] == {"key": "tombstone", "source": EDITED}
+    run_build(workspace, out, site=True)  # the note's page: a tombstone
+    assert site._load_state(out)["pages"][page] == {"key": "tombstone", "source": EDITED}
 
 
-def test_a_state_without_its_base_is_no_state(workspace, tmp_path):
+def test_an_unreadable_state_is_no_state(workspace, tmp_path):
     out = tmp_path / "out"
     _aged_build(workspace, out)
-    _edit(workspace)
-    run_build(workspace, out, site=True)
-    kept = site._load_state(out)
-    assert kept["pages"]
-    base = out / site_state.PAGES_FILE
-    good = base.read_bytes()
-    for broken in (
-        b"",
-        b"[]",
-        good.replace(b'"id": "', b'"id": "0'),
-        None,
-    ):  # torn, wrong shape, other id, gone
-        base.unlink(missing_ok=True)
+    assert site._load_state(out)["pages"]
+    store = out / site.STATE_FILE
+    for broken in (b"", b"not a database" * 100, None):  # torn, not SQLite, gone
+        store.unlink(missing_ok=True)
         if broken is not None:
-            base.write_bytes(broken)
+            store.write_bytes(broken)
         assert site._load_state(out) == {}
-    base.write_bytes(good)
-    assert site._load_state(out) == kept
-    base.unlink()
+    store.write_bytes(b"not a database" * 100)
     _edit(workspace)
     report = run_build(workspace, out, site=True)  # every page written again, as a full render writes it
     assert report.site.pages_unchanged == 0 and report.site.pages_written > 10
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh")
     assert site._load_state(out)["pages"] == site._load_state(tmp_path / "fresh")["pages"]
-
-
-def test_many_changes_write_a_new_base(workspace, tmp_path, monkeypatch):
-    out = tmp_path / "out"
-    _aged_build(workspace, out)
-    monkeypatch.setattr(site_state, "COMPACT_MIN", 0)  # a tenth of this small site's pages: a few
-    _, before = _state_files(out)
-    for note in ("Projects/Evidence Kernel.md", EDITED, "Obsidian/Review.md"):
-        _edit(workspace, note)
-    run_build(workspace, out, site=True)
-    head, base = _state_files(out)
-    assert base["id"] != before["id"] and head["pages"] == {} and head["base"] == base["id"]
-    fresh = tmp_path / "fresh"
-    site.render_site(workspace, fresh, out / "evidence.sqlite")
-    assert site._load_state(out)["pages"] == base["pages"] == site._load_state(fresh)["pages"]
 
 
 def test_a_removed_note_leaves_a_tombstone_in_the_state_and_the_site(workspace, tmp_path):
@@ -333,8 +283,8 @@ def test_the_front_pages_one_pass_lists_what_the_separate_passes_listed():
     assert ctx["counts"] == counts and list(ctx["counts"]) == list(counts)
 
 
-def test_a_tag_entry_changed_in_place_is_saved_over_the_base(tmp_path):
-    """`tag_pages.write` sets the tag index's `counts` on its entry: the base keeps its own copy."""
+def test_a_tag_entry_changed_in_place_is_saved(tmp_path):
+    """`tag_pages.write` sets the tag index's `counts` on its entry: what was read keeps its own copy."""
     out = tmp_path / "out"
     out.mkdir()
     pages = {
@@ -349,24 +299,21 @@ def test_a_tag_entry_changed_in_place_is_saved_over_the_base(tmp_path):
     site_state.save(out, {"stamp": [2]}, loaded["pages"], loaded)
     again = site_state.load(out)
     assert again["pages"]["_tags/index.html"]["counts"] == {"x": 2} and again["stamp"] == [2]
-    assert json.loads((out / site.STATE_FILE).read_text("utf-8"))["pages"] == {
-        "_tags/index.html": {"key": "t", "source": None, "tag": True, "counts": {"x": 2}}
-    }
+    entry, is_object = _store_rows(out)["_tags/index.html"]
+    assert is_object and json.loads(entry) == {"key": "t", "source": None, "tag": True, "counts": {"x": 2}}
 
 
-def test_a_render_with_nothing_to_do_reads_no_base(workspace, tmp_path, monkeypatch):
+def test_a_render_with_nothing_to_do_reads_no_page_entry(workspace, tmp_path, monkeypatch):
     out = tmp_path / "out"
     _aged_build(workspace, out)
     read: list = []
-    _count(monkeypatch, site_state, "_read", read)
+    _count(monkeypatch, site_state, "with_pages", read)
     report = run_build(workspace, out, site=True)  # a no-op
     assert report.site.pages_written == 0 and report.site.pages_unchanged > 10
-    assert [args[0].name for args in read] == [site.STATE_FILE]
-    assert [args[0].name for args in read][-1] == site.STATE_FILE
+    assert read == []
     _edit(workspace)
-    read.clear()
     run_build(workspace, out, site=True)
-    assert [args[0].name for args in read] == [site.STATE_FILE, site_state.PAGES_FILE]
+    assert len(read) == 1
 
 
 def test_an_edits_note_page_runs_the_program_its_parse_left(workspace, tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import sqlite3
 from urllib.parse import unquote
 
 from mnote_evidence.build.core.urls import page_path
-from mnote_evidence.build.render.site import STATE_FILE
+from mnote_evidence.build.render import state as site_state
 from tests.conftest import SPEC_PDF, run_build
 from tests.render.conftest import block_id
 
@@ -123,7 +123,8 @@ def test_deleted_resource_leaves_a_tombstone(workspace, tmp_path):
     run_build(workspace, out, site=True)  # removed: a tombstone
     html = (out / "Unfiled/orphan-report.pdf.html").read_text("utf-8")
     assert "was removed from the workspace" in html
-    assert '"key": "tombstone"' in (out / STATE_FILE).read_text("utf-8")
+    pages = site_state.load(out)["pages"]
+    assert pages["Unfiled/orphan-report.pdf.html"]["key"] == "tombstone"
 
 
 def test_page_images_are_cached_by_content_hash(workspace, tmp_path):
