@@ -5,9 +5,9 @@ Every failure becomes a `LightRagError` with a reason code of SPEC §11: `knowle
 `knowledge_rag_rejected`. The API key comes from `LIGHTRAG_API_KEY` only, is sent as `X-API-Key`, and
 never appears in an error message. Transport: httpx, imported by the first request; one pooled
 `httpx.Client` per configuration and process, reused by every `LightRag` of that configuration.
-`timeout` bounds connecting, each read, and the whole call: the body is streamed and the deadline
-checked after every chunk, so a server that drips bytes cannot hold a call open. No proxy variables
-are read; certificates are loaded only for https URLs.
+`timeout` bounds connecting (10 s at most), each read, and the whole call: httpx has no overall
+timeout, so the body is streamed and the deadline checked after every chunk, and a server that drips
+bytes cannot hold a call open. No proxy variables are read; certificates are loaded only for https.
 """
 
 from __future__ import annotations
