@@ -9,16 +9,18 @@ Datasette's conventions ask, so no database or table URL is ever taken over:
 - `/-/evidence/search-page`: the search page for readers (`functions/adapters/search_page.py`),
   linked from Datasette's menu and the evidence database's actions;
 - `/-/evidence/site/...`: the static site next to the database (when one is there), and
-  `/` redirecting to it, so one URL serves browsing, querying and citations. `/site/...`
-  URLs redirect there, unless a database is routed at `/site`;
+  `/` redirecting to it, so one URL serves browsing, querying and citations;
 - `?_search=` on `evidence_block` through our CJK-aware query builder
   (registered as `escape_fts` on evidence databases only);
 - links from block ids, locators and resource paths to the site (`render_cell`);
-- canned queries and table descriptions (metadata);
+- canned queries and table descriptions (metadata): from the `get_metadata` and
+  `canned_queries` hooks on Datasette 0.65, written at `startup` on 1.0
+  (`functions/adapters/datasette_compat.py`);
 - live rebuilds: the evidence database is served by `LiveDatabase`, so every view
   (Datasette's and ours) reads a rebuilt `evidence.sqlite` from the next query on,
   without a restart and without a failed request (`functions/adapters/live_database.py`).
-On a Datasette without an evidence database it registers no route at all.
+On a Datasette without an evidence database it registers no route at all. Per-instance state
+lives in a `WeakKeyDictionary` keyed by the Datasette object, so it goes with it.
 
 Settings (`plugins.mnote-evidence` in Datasette metadata), all optional:
 `site_dir` (default: the database's folder if it holds an index.html),
@@ -35,6 +37,7 @@ import json
 import os
 import re
 import sqlite3
+import weakref
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -46,16 +49,16 @@ from mnote_evidence.build.core.text import QueryError, fts_query
 from mnote_evidence.build.core.urls import page_url
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.functions.adapters import search_page
+from mnote_evidence.functions.adapters.datasette_compat import V1, metadata_v0, publish
 from mnote_evidence.functions.adapters.guard import Guard, datasette_columns
 from mnote_evidence.functions.adapters.live_database import make_live
-from mnote_evidence.functions.adapters.metadata import CANNED_QUERIES, TABLES
+from mnote_evidence.functions.adapters.metadata import CANNED_QUERIES, DATABASE_DESCRIPTION, TABLES
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.handlers.routes import ROUTES, Route, answer
 
 PLUGIN = "mnote-evidence"
 SITE_BASE = "/-/evidence/site/"
-LEGACY_SITE = "/site/"  # redirected to SITE_BASE while no database is routed there
 NO_MATCH = '"\u2063"'  # an FTS phrase nothing is indexed under: "no results", not an SQL error
 
 
@@ -80,9 +83,10 @@ class _State:
     """Per-Datasette state: the evidence database, its connections, the site folder."""
 
     def __init__(self, datasette):
-        # Discovery only: reading plugin settings here would recurse (settings come from
-        # metadata, and our get_metadata hook needs this state).
-        self.datasette = datasette
+        # Discovery only: reading plugin settings here would recurse on 0.65 (settings come
+        # from metadata, and our get_metadata hook needs this state). No reference to
+        # `datasette` is kept: it is this state's key in a WeakKeyDictionary.
+        self.datasette = weakref.ref(datasette)
         self.name, self.db = None, None
         for name, db in datasette.databases.items():
             if _is_evidence_db(db.path):
@@ -92,7 +96,7 @@ class _State:
 
     def _settings(self) -> tuple[str, Path | None, LightRagConfig | None]:
         if self._site is None:
-            config = self.datasette.plugin_config(PLUGIN) or {}
+            config = self.datasette().plugin_config(PLUGIN) or {}
             site_dir = config.get("site_dir") or (str(self.db.path.parent) if self.db else None)
             found = (
                 Path(site_dir).resolve() if site_dir and (Path(site_dir) / "index.html").exists() else None
@@ -114,15 +118,16 @@ class _State:
 
     def make_live(self) -> None:
         """Serve Datasette's own views of the evidence database through a LiveDatabase."""
-        if self.name is not None and self.name in self.datasette.databases:
-            make_live(self.datasette, self.name)
+        datasette = self.datasette()
+        if self.name is not None and self.name in datasette.databases:
+            make_live(datasette, self.name)
 
     def refresh(self) -> None:
         """Notice a rebuilt file now (closing idle connections to the old one); queries do it anyway."""
         if self.db is None:
             return
         self.db.live.check()
-        database = self.datasette.databases.get(self.name)
+        database = self.datasette().databases.get(self.name)
         if hasattr(database, "live"):
             database.live.check()
 
@@ -131,14 +136,14 @@ class _State:
         return Context(self.db, base, self._settings()[2])
 
 
-_STATES: dict[int, _State] = {}
+_STATES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Datasette -> _State
 
 
 def _state(datasette) -> _State:
-    key = id(datasette)
-    if key not in _STATES:
-        _STATES[key] = _State(datasette)
-    return _STATES[key]
+    state = _STATES.get(datasette)
+    if state is None:
+        state = _STATES[datasette] = _State(datasette)
+    return state
 
 
 # -- HTTP adapter ----------------------------------------------------------------------
@@ -229,29 +234,12 @@ def database_actions(datasette, actor, database, request):
 
 
 @hookimpl
-def skip_csrf(datasette, scope):
-    return _state(datasette).db is not None and scope.get("path", "").startswith(
-        ("/-/evidence/", "/-/knowledge/")
-    )
-
-
-def _legacy_site_redirect(datasette, scope) -> str | None:
-    """Where a `/site/...` URL redirects to (under SITE_BASE), or None when it is not ours to answer."""
-    raw = (scope.get("raw_path") or scope.get("path", "").encode()).decode("latin-1")
-    if not (raw == LEGACY_SITE.rstrip("/") or raw.startswith(LEGACY_SITE)):
-        return None
-    state = _state(datasette)
-    if state.site_dir is None or state.site_base == LEGACY_SITE:
-        return None
-    if any(db.route == LEGACY_SITE.strip("/") for db in datasette.databases.values()):
-        return None  # a database named `site` owns these URLs
-    query = scope.get("query_string", b"").decode("latin-1")
-    return state.site_base + raw[len(LEGACY_SITE) :] + (f"?{query}" if query else "")
-
-
-@hookimpl
 def startup(datasette):
-    _state(datasette).make_live()
+    state = _state(datasette)
+    state.make_live()
+    if V1 and state.name is not None:
+        return publish(datasette, state.name, DATABASE_DESCRIPTION, TABLES, CANNED_QUERIES)
+    return None
 
 
 @hookimpl
@@ -259,27 +247,14 @@ def asgi_wrapper(datasette):
     _state(datasette).make_live()  # before the first request: app() builds this wrapper
 
     def wrap(app):
-        async def redirect_legacy(scope, receive, send):
-            target = _legacy_site_redirect(datasette, scope) if scope.get("type") == "http" else None
-            if target is None:
-                return await app(scope, receive, send)
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 302,
-                    "headers": [(b"location", target.encode("latin-1")), (b"content-type", b"text/plain")],
-                }
-            )
-            await send({"type": "http.response.body", "body": b"Moved to " + target.encode("latin-1")})
-
         state = _state(datasette)
         if state.db is None:
-            return redirect_legacy
+            return app
         # every request passes the guard first (functions/adapters/guard.py)
         hosts = (datasette.plugin_config(PLUGIN) or {}).get("allowed_hosts")
         return Guard(
-            redirect_legacy,
-            site_bases=(state.site_base, LEGACY_SITE),
+            app,
+            site_bases=(state.site_base,),
             columns=datasette_columns(datasette),
             allowed_hosts=frozenset(h.lower() for h in hosts) if hosts else None,
         )
@@ -307,27 +282,28 @@ def prepare_connection(conn, database, datasette):
         conn.create_function("escape_fts", 1, _escape_fts)
 
 
-@hookimpl
-def get_metadata(datasette, key, database, table):
-    state = _state(datasette)
-    if state.name is None:
-        return {}
-    return {
-        "databases": {
-            state.name: {
-                "description": "mnote-evidence index: every block of every note and attachment, "
-                "with its locator.",
-                "tables": TABLES,
-            }
-        }
-    }
+if not V1:  # Datasette 0.65: metadata, canned queries and the CSRF exemption come from hooks
 
+    @hookimpl
+    def get_metadata(datasette, key, database, table):
+        state = _state(datasette)
+        if state.name is None:
+            return {}
+        return metadata_v0(state.name, DATABASE_DESCRIPTION, TABLES)
 
-@hookimpl
-def canned_queries(datasette, database, actor):
-    if database == _state(datasette).name:
-        return CANNED_QUERIES
-    return None
+    @hookimpl
+    def canned_queries(datasette, database, actor):
+        if database == _state(datasette).name:
+            return CANNED_QUERIES
+        return None
+
+    @hookimpl
+    def skip_csrf(datasette, scope):
+        # Our JSON POST routes take no CSRF token; the Guard refuses cross-origin POSTs
+        # (Origin, Sec-Fetch-Site), as Datasette 1.0 itself does.
+        return _state(datasette).db is not None and scope.get("path", "").startswith(
+            ("/-/evidence/", "/-/knowledge/")
+        )
 
 
 @hookimpl

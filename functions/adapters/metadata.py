@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+DATABASE_DESCRIPTION = "mnote-evidence index: every block of every note and attachment, with its locator."
+
 TABLES = {
     "evidence_resource": {
         "description": "One row per file in the workspace: its kind, owner note, provider, content hash, "
