@@ -1,5 +1,5 @@
-"""Small helpers shared by the benchmarks: where results go, timing, peak memory, the machine's load, a git ref's
-sources."""
+"""Small helpers shared by the benchmarks: where results go, timing, peak memory, the machine's load, a
+git ref's sources."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def machine() -> dict:
 
 
 def git_commit(ref: str = "HEAD") -> str:
-    """`ref`'s short commit; for HEAD, "+dirty" when the working tree has uncommitted changes to tracked files."""
+    """`ref`'s short commit; for HEAD, "+dirty" when the working tree has uncommitted changes to tracked
+    files."""
     sha = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", ref], capture_output=True, text=True, check=True
     ).stdout.strip()
@@ -73,7 +74,8 @@ def git_commit(ref: str = "HEAD") -> str:
 
 
 def code_commit(ref: str = "HEAD") -> str:
-    """The last commit up to `ref` that changed the package's sources (bench-only commits on top share its code)."""
+    """The last commit up to `ref` that changed the package's sources (bench-only commits on top share its
+    code)."""
     return subprocess.run(
         ["git", "-C", str(REPO), "log", "-1", "--format=%h", ref, "--", *TREE],
         capture_output=True,
@@ -83,7 +85,8 @@ def code_commit(ref: str = "HEAD") -> str:
 
 
 def baseline_tree(ref: str, bench: str) -> Path:
-    """`ref`'s package sources in bench/_work/<bench>/<ref>, importable with PYTHONPATH (no install), byte-compiled."""
+    """`ref`'s package sources in bench/_work/<bench>/<ref>, importable with PYTHONPATH (no install),
+    byte-compiled."""
     dest = WORK / bench / ref.replace("/", "_")
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)

@@ -20,7 +20,8 @@ Both source trees are byte-compiled first (`compileall`), as an install is: this
 PYTHONDONTWRITEBYTECODE, which would otherwise add ~80 ms of compiling to every start.
 Each `askInProcess` call gets a fresh `Context` (a new database handle), as the CLI process does.
 Medians in ms of wall time, and (`...Cpu`) of the process's CPU time (user + system; the
-machine is shared, CPU time leaves out waiting for a core); the ratios are wall over `queryData`. Results: bench/results/ask_startup.json.
+machine is shared, CPU time leaves out waiting for a core); the ratios are wall over `queryData`.
+Results: bench/results/ask_startup.json.
 """
 
 from __future__ import annotations
@@ -127,11 +128,11 @@ def measure(url: str, out: Path, questions: list[dict], args) -> dict:
     def one_round(record: bool) -> None:
         for q in questions:
             row = {
-                "queryData": timed(lambda: client.query_data(q["q"], "naive", 10)),
-                "query": timed(lambda: client.answer(q["q"], "naive", 10)),
+                "queryData": timed(lambda q=q: client.query_data(q["q"], "naive", 10)),
+                "query": timed(lambda q=q: client.answer(q["q"], "naive", 10)),
             }
             c0 = time.process_time()
-            row["askInProcess"] = timed(lambda: ask_fresh(q["q"]))
+            row["askInProcess"] = timed(lambda q=q: ask_fresh(q["q"]))
             row["askInProcessCpu"] = (time.process_time() - c0) * 1000
             for name, cmd in commands.items():
                 cmd = [q["q"] if part == "" else part for part in cmd]

@@ -1,4 +1,5 @@
-"""Citation truth on real documents through a real lightrag-server: what the reader sees is where the link opens.
+"""Citation truth on real documents through a real lightrag-server: what the reader sees is where the
+link opens.
 
     python bench/citation_truth.py [--baseline]
 
@@ -11,7 +12,8 @@ checks of tests/knowledge/truth.py against the sidecars on disk and the PDFs (Py
 `get_textbox`). Also: fact hits (when a retrieved chunk holds the answer phrase, does its citation
 open a block holding it?) and mapping time per question (median, p95; the LightRAG call excluded).
 Mapping time is reported as wall time and as this process's CPU time (the machine is shared: CPU time
-leaves out the waits for a core). `--baseline` runs the same data through the mapper of `git show main:functions/citations/mapper.py` too.
+leaves out the waits for a core). `--baseline` runs the same data through the mapper of
+`git show main:functions/citations/mapper.py` too.
 Targets: >= 95 % quotes fully in block, >= 98 % blocks and >= 95 % regions inside the
 chunk, 100 % boxes, mapping <= 20 ms per question.
 """

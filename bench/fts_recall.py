@@ -75,7 +75,8 @@ QUERIES = ["线程作用域", "吗啉", "线程", "吡咯烷", "借用检查", "
 
 
 def paragraphs(seed: int = 7) -> Iterator[str]:
-    """An endless, seeded stream of mixed Chinese/English blocks (bench/scale.py's notes are made of it too)."""
+    """An endless, seeded stream of mixed Chinese/English blocks (bench/scale.py's notes are made of it
+    too)."""
     rnd = random.Random(seed)
     while True:
         parts = []

@@ -73,11 +73,11 @@ def liteparse_json(pdf: Path, pages: int) -> int:
 
 
 def rss_of_ours(pdf: Path) -> float:
+    repo = str(Path(__file__).resolve().parent.parent)
     code = (
-        "import sys, tempfile; from pathlib import Path; sys.path.insert(0, %r);"
+        f"import sys, tempfile; from pathlib import Path; sys.path.insert(0, {repo!r});"
         "from bench.pdf_provider import ours; from bench._util import peak_rss_mb;"
-        "ours(Path(%r), Path(tempfile.mkdtemp())); print(peak_rss_mb())"
-        % (str(Path(__file__).resolve().parent.parent), str(pdf))
+        f"ours(Path({str(pdf)!r}), Path(tempfile.mkdtemp())); print(peak_rss_mb())"
     )
     return float(subprocess.check_output([sys.executable, "-c", code]).strip())
 
@@ -130,8 +130,8 @@ def main() -> None:
     if not args.pdfs:
         sys.exit("no PDF: install Debian's r-doc-pdf or name PDFs")
     result = {
-        "compares": "ours_vs_this(_cpu) = our provider's min wall (CPU) time / this row's; same PDF, same run, "
-        "interleaved",
+        "compares": "ours_vs_this(_cpu) = our provider's min wall (CPU) time / this row's; same PDF, "
+        "same run, interleaved",
         "pdfs": [measure(pdf, args.rounds, args.pdfplumber_max_pages) for pdf in args.pdfs],
     }
     print(json.dumps(result, indent=2))

@@ -74,8 +74,9 @@ def make_db(path: Path, blocks: int) -> None:
     create_schema(conn)
     resources = 1000
     conn.executemany(
-        "INSERT INTO evidence_resource (resource_id, owner_document_path, source_root_relative_path, kind, provider,"
-        " provider_version, source_hash, source_map_path, status, page_count, block_count, updated_at_ms, page_url)"
+        "INSERT INTO evidence_resource (resource_id, owner_document_path, source_root_relative_path, kind,"
+        " provider, provider_version, source_hash, source_map_path, status, page_count, block_count,"
+        " updated_at_ms, page_url)"
         " VALUES (?, ?, ?, 'pdf', 'pymupdf', 'bench', 'sha256:0', ?, 'ok', 50, ?, 0, ?)",
         [
             (
@@ -94,7 +95,8 @@ def make_db(path: Path, blocks: int) -> None:
     batch = []
     for n, text in enumerate(texts):
         rid = n * resources // blocks  # a resource's blocks are contiguous, as a real build writes them
-        # the locator is the evidence_block view's (build/core/locator.py), from these columns and the resource's
+        # the locator is the evidence_block view's (build/core/locator.py),
+        # from these columns and the resource's
         batch.append(
             (
                 n + 1,
@@ -204,38 +206,38 @@ def main() -> None:
                     match = fts_query(q)
                     timed(
                         "raw_fts5",
-                        lambda: conn.execute(
-                            "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY bm25(evidence_fts) "
-                            "LIMIT 10",
+                        lambda match=match: conn.execute(
+                            "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? "
+                            "ORDER BY bm25(evidence_fts) LIMIT 10",
                             [match],
                         ).fetchall(),
                     )
                     timed(
                         "count_all",
-                        lambda: conn.execute(
+                        lambda match=match: conn.execute(
                             "SELECT count(*) FROM evidence_fts WHERE evidence_fts MATCH ?", [match]
                         ).fetchone(),
                     )
                     timed(
                         "count_all_filtered",
-                        lambda: conn.execute(
-                            "SELECT count(*) FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid JOIN "
-                            "evidence_resource r USING (resource_id) WHERE evidence_fts MATCH ? AND r.status = 'ok' "
-                            "AND b.role = 'body'",
+                        lambda match=match: conn.execute(
+                            "SELECT count(*) FROM evidence_fts f JOIN evidence_block_row b ON b.id = f.rowid "
+                            "JOIN evidence_resource r USING (resource_id) WHERE evidence_fts MATCH ? "
+                            "AND r.status = 'ok' AND b.role = 'body'",
                             [match],
                         ).fetchone(),
                     )
-                    body = timed("handler", lambda: search({"query": q, "topK": 10}, ctx))
+                    body = timed("handler", lambda q=q: search({"query": q, "topK": 10}, ctx))
                     assert body["results"] and all(r["snippet"]["highlights"] for r in body["results"]), q
                     lower_bound += body["totalIsLowerBound"]
                     grouped = timed(
-                        "handler_grouped", lambda: search({"query": q, "topK": 10, **GROUPED}, ctx)
+                        "handler_grouped", lambda q=q: search({"query": q, "topK": 10, **GROUPED}, ctx)
                     )
                     assert grouped["groups"], q
                     for series, extra in (("endpoint", {}), ("endpoint_grouped", GROUPED)):
                         r = timed(
                             series,
-                            lambda: http.get(
+                            lambda q=q, extra=extra: http.get(
                                 base + "/-/evidence/search", params={"q": q, "topK": 10, **extra}
                             ),
                         )

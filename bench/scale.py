@@ -1,4 +1,5 @@
-"""Build cost against workspace size: synthetic notes at 100, 1,000, 10,000 (and 100,000) notes, against a git ref's code.
+"""Build cost against workspace size: synthetic notes at 100, 1,000, 10,000 (and 100,000) notes, \
+against a git ref's code.
 
     python bench/scale.py [--notes 100,1000,10000] [--with-100k] [--baseline-ref REF] [--repeat 3]
                           [--edits N] [--settle S] [--jobs J] [--resume] [--keep]
@@ -16,11 +17,12 @@ tree under test, working directory = that tree), run under /usr/bin/time:
 Per run: wall time of the process, `seconds` of its BuildReport (the time inside `build()`, start-up
 excluded), CPU time (user + system of the process, its forkserver and workers: this process becomes their
 subreaper and waits for them), peak RSS (`%M` of /usr/bin/time: the largest single process), peak
-memory of the whole process tree (summed PSS, sampled every 0.2 s), and the load average before it started. After the last full build: bytes of evidence.sqlite, of the whole
-output folder and of the notes. With --baseline-ref, the same runs on that git ref's sources (`git archive`)
-interleaved with the working tree's, so load on the machine hits both alike.
-Results (bench/results/scale.json, or --result PATH) are written after each size; --resume keeps the sizes already measured
-for the same commits and goes on with the rest.
+memory of the whole process tree (summed PSS, sampled every 0.2 s), and the load average before it
+started. After the last full build: bytes of evidence.sqlite, of the whole output folder and of the notes.
+With --baseline-ref, the same runs on that git ref's sources (`git archive`) interleaved with the working
+tree's, so load on the machine hits both alike.
+Results (bench/results/scale.json, or --result PATH) are written after each size; --resume keeps the
+sizes already measured for the same commits and goes on with the rest.
 """
 
 from __future__ import annotations

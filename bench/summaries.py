@@ -28,8 +28,9 @@ def load(d: dict, key: str = "machine_start") -> str:
 def scale(d: dict) -> list[str]:
     rows = d.get("results", [])
     lines = [
-        "| notes | tree: commit (last commit changing the package) | full build s | peak RSS MiB (tree PSS) | CPU s | DB / notes bytes | "
-        "edit: in build / whole process / CPU s | no-op: in build / whole process / CPU s | load |",
+        "| notes | tree: commit (last commit changing the package) | full build s | peak RSS MiB (tree PSS) "
+        "| CPU s | DB / notes bytes | edit: in build / whole process / CPU s "
+        "| no-op: in build / whole process / CPU s | load |",
         "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in sorted(rows, key=lambda r: (r["notes"], r["ref"] != "baseline")):
@@ -41,8 +42,9 @@ def scale(d: dict) -> list[str]:
             f" {g(f, 'wall_s.min')} | {g(f, 'peak_rss_mb.min')} "
             f"({g(f, 'peak_tree_pss_mb.min')}) | {g(f, 'cpu_s.min')} | {g(r, 'sizes.db_per_notes_byte')}× "
             f"({g(r, 'sizes.db_bytes', 0) / 2**20:.1f} MiB) | {g(e, 'build_s.min')} / {g(e, 'wall_s.min')} / "
-            f"{g(e, 'cpu_s.min')} (median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | {g(n, 'build_s.min')} / "
-            f"{g(n, 'wall_s.min')} / {g(n, 'cpu_s.min')} (median {g(n, 'build_s.median')} / {g(n, 'wall_s.median')}) | "
+            f"{g(e, 'cpu_s.min')} (median {g(e, 'build_s.median')} / {g(e, 'wall_s.median')}) | "
+            f"{g(n, 'build_s.min')} / {g(n, 'wall_s.min')} / {g(n, 'cpu_s.min')} "
+            f"(median {g(n, 'build_s.median')} / {g(n, 'wall_s.median')}) | "
             f"{g(r, 'machine_start.loadavg.0')}–{g(r, 'machine_end.loadavg.0')} |"
         )
     lines.append("")  # a paragraph, not one more table row
@@ -50,7 +52,8 @@ def scale(d: dict) -> list[str]:
         "Full build: min wall time of whole `python -m mnote_evidence build` processes (3 rounds up to 1,000 "
         "notes, else 1); edit/no-op: min (median) of 3, `seconds` of the BuildReport / process wall time / "
         "process CPU time (user + system, workers included: what load on the machine does not inflate); "
-        "peak RSS: largest process (/usr/bin/time), in brackets the whole process tree's summed PSS (sampled)."
+        "peak RSS: largest process (/usr/bin/time), in brackets the whole process tree's summed PSS "
+        "(sampled)."
     )
     return lines
 
@@ -69,12 +72,13 @@ def pdf_provider(d: dict) -> list[str]:
         plumber = runs.get("pdfplumber extract_words()", {})
         nol = runs.get("ours, no-outline path (font-size headings)", {})
 
-        def vs(row: dict) -> str:
-            return f"{ratio(ours['cpu_min_s'], row.get('cpu_min_s'))}× CPU ({ratio(ours['min_s'], row.get('min_s'))}× wall)"
+        def vs(row: dict, ours: dict = ours) -> str:
+            cpu, wall = ratio(ours["cpu_min_s"], row.get("cpu_min_s")), ratio(ours["min_s"], row.get("min_s"))
+            return f"{cpu}× CPU ({wall}× wall)"
 
         out.append(
-            f"- {p['pdf'].rsplit('/', 1)[-1]} ({p['pages']:,} pages; {load(p)}): ours {ours['cpu_min_s']} s CPU, "
-            f"{ours['min_s']} s wall, peak RSS {p['peak_rss_mb_ours']} MB = **{vs(raw)}** raw "
+            f"- {p['pdf'].rsplit('/', 1)[-1]} ({p['pages']:,} pages; {load(p)}): ours {ours['cpu_min_s']} s "
+            f"CPU, {ours['min_s']} s wall, peak RSS {p['peak_rss_mb_ours']} MB = **{vs(raw)}** raw "
             f'`get_text("dict")` ({raw.get("cpu_min_s")} s CPU); {vs(lite)} liteparse '
             f"({g(p, 'liteparse_pages_parsed.0')} pages parsed)"
             + (f"; {vs(plumber)} pdfplumber" if plumber else "")
@@ -97,11 +101,12 @@ def site_render(d: dict) -> list[str]:
     return [
         f"- page images, {d.get('pages')} pages at zoom {d.get('zoom')} ({load(d)}): ours (1 worker) "
         f"{cpu('ours_1_worker')} s CPU = **{ratio(cpu('ours_1_worker'), cpu('raw_in_memory'))}× CPU** "
-        f"({d.get('ours_1_worker_vs_raw_in_memory')}× wall) a raw `get_pixmap` + Pillow JPEG loop into memory, "
-        f"**{ratio(cpu('ours_1_worker'), cpu('raw_to_files'))}× CPU** ({d.get('ours_1_worker_vs_raw_to_files')}× "
-        f"wall) the same loop writing files; pages/s (best wall) {g(im, 'ours_1_worker.pages_per_s')} with 1 "
-        f"worker, {g(im, 'ours_2_workers.pages_per_s')} with 2 (2 workers: {d.get('ours_2_workers_vs_1')}× the "
-        f"wall time, {ratio(cpu('ours_2_workers'), cpu('ours_1_worker'))}× the CPU of 1)",
+        f"({d.get('ours_1_worker_vs_raw_in_memory')}× wall) a raw `get_pixmap` + Pillow JPEG loop into "
+        f"memory, **{ratio(cpu('ours_1_worker'), cpu('raw_to_files'))}× CPU** "
+        f"({d.get('ours_1_worker_vs_raw_to_files')}× wall) the same loop writing files; pages/s (best wall) "
+        f"{g(im, 'ours_1_worker.pages_per_s')} with 1 worker, {g(im, 'ours_2_workers.pages_per_s')} with 2 "
+        f"(2 workers: {d.get('ours_2_workers_vs_1')}× the wall time, "
+        f"{ratio(cpu('ours_2_workers'), cpu('ours_1_worker'))}× the CPU of 1)",
         f"- one-paragraph edit (fixtures + that PDF, with site), edit / full: inside `build()` "
         f"{edit.get('build_s')} / {full.get('build_s')} s = **{d.get('edit_vs_full_percent_in_build')} %**; "
         f"whole process {edit.get('wall_s')} / {full.get('wall_s')} s = "
@@ -113,8 +118,9 @@ def site_render(d: dict) -> list[str]:
 
 def docx_provider(d: dict) -> list[str]:
     return [
-        f"- {d.get('paragraphs_in_body')} paragraphs ({load(d)}): ours {d.get('ours_s')} s = **{d.get('ours_vs_floor')}×** "
-        f"the zipfile + lxml iterparse floor ({d.get('floor_zipfile_lxml_iterparse_s')} s) in wall time, "
+        f"- {d.get('paragraphs_in_body')} paragraphs ({load(d)}): ours {d.get('ours_s')} s = "
+        f"**{d.get('ours_vs_floor')}×** the zipfile + lxml iterparse floor "
+        f"({d.get('floor_zipfile_lxml_iterparse_s')} s) in wall time, "
         f"{d.get('ours_vs_floor_cpu')}× in CPU time (min of 7 interleaved rounds); naive python-docx "
         f"{d.get('naive_vs_floor')}×"
     ]
@@ -122,9 +128,9 @@ def docx_provider(d: dict) -> list[str]:
 
 def noop_rebuild(d: dict) -> list[str]:
     return [
-        f"- {d.get('resources')} resources, --jobs {d.get('jobs')}: no-op {d.get('noop_rebuild_s')} s vs full "
-        f"{d.get('full_build_s')} s = **{d.get('noop_vs_full_percent')} %** (in process, `build()` only); "
-        f"one-note edit {d.get('one_note_edit_rebuild_s')} s"
+        f"- {d.get('resources')} resources, --jobs {d.get('jobs')}: no-op {d.get('noop_rebuild_s')} s vs "
+        f"full {d.get('full_build_s')} s = **{d.get('noop_vs_full_percent')} %** (in process, `build()` "
+        f"only); one-note edit {d.get('one_note_edit_rebuild_s')} s"
     ]
 
 
@@ -134,15 +140,16 @@ def fts_recall(d: dict) -> list[str]:
         qs = row.get("queries", {})
         recall = min((q.get("recall", 0) for q in qs.values()), default="?")
         out.append(
-            f"  - {name}: index {row.get('index_mib')} MiB, build {row.get('build_s')} s, worst recall {recall}"
+            f"  - {name}: index {row.get('index_mib')} MiB, build {row.get('build_s')} s, worst recall "
+            f"{recall}"
         )
     return out
 
 
 def query_latency(d: dict) -> list[str]:
     return [
-        f"- {d.get('blocks'):,} blocks ({d.get('db_mib')} MiB): handler CPU p95 {g(d, 'cpu_ms.handler.p95')} ms "
-        f"vs raw FTS5 {g(d, 'cpu_ms.raw_fts5.p95')} ms = **{g(d, 'cpu_p95_ratio.handler')}×** (grouped "
+        f"- {d.get('blocks'):,} blocks ({d.get('db_mib')} MiB): handler CPU p95 {g(d, 'cpu_ms.handler.p95')} "
+        f"ms vs raw FTS5 {g(d, 'cpu_ms.raw_fts5.p95')} ms = **{g(d, 'cpu_p95_ratio.handler')}×** (grouped "
         f"{g(d, 'cpu_p95_ratio.handler_grouped')}×); wall p95 ratio handler {g(d, 'p95_ratio.handler')}×, "
         f"HTTP endpoint {g(d, 'p95_ratio.endpoint')}×"
     ]
@@ -151,8 +158,8 @@ def query_latency(d: dict) -> list[str]:
 def mcp_roundtrip(d: dict) -> list[str]:
     return [
         f"- stdio: MCP p50 {g(d, 'stdio.mcp_ms.p50')} ms vs in-process {g(d, 'stdio.in_process_ms.p50')} ms: "
-        f"overhead **{g(d, 'stdio.overhead_p50_ms')} ms p50** (load {g(d, 'load_average.0')}); streamable HTTP "
-        f"overhead {g(d, 'streamable_http.overhead_p50_ms')} ms"
+        f"overhead **{g(d, 'stdio.overhead_p50_ms')} ms p50** (load {g(d, 'load_average.0')}); streamable "
+        f"HTTP overhead {g(d, 'streamable_http.overhead_p50_ms')} ms"
     ]
 
 
@@ -214,8 +221,8 @@ def ocr_engines(d: dict) -> list[str]:
 def verify_quote(d: dict) -> list[str]:
     c = d.get("cost", {})
     return [
-        f"- {c.get('blocks')} blocks: quote check per result p50 {g(c, 'quoteCheckPerResult.cpuMsP50')} ms CPU; "
-        f"verify_quote by blockId p95 {g(c, 'verifyQuote_blockId.wallMsP95')} ms; citations verified "
+        f"- {c.get('blocks')} blocks: quote check per result p50 {g(c, 'quoteCheckPerResult.cpuMsP50')} ms "
+        f"CPU; verify_quote by blockId p95 {g(c, 'verifyQuote_blockId.wallMsP95')} ms; citations verified "
         f"{g(d, 'citationTruth.agree')}"
     ]
 
@@ -223,8 +230,8 @@ def verify_quote(d: dict) -> list[str]:
 def page_image_formats(d: Any) -> list[str]:
     rows = d if isinstance(d, list) else d.get("rows", [])
     return [
-        f"- {r.get('format')} zoom {r.get('zoom')}: {r.get('pages_per_s')} pages/s, {r.get('kb_per_page')} KB/page, "
-        f"7 pt x-height {r.get('x_height_px_7pt')} px"
+        f"- {r.get('format')} zoom {r.get('zoom')}: {r.get('pages_per_s')} pages/s, {r.get('kb_per_page')} "
+        f"KB/page, 7 pt x-height {r.get('x_height_px_7pt')} px"
         for r in rows
         if isinstance(r, dict)
     ]
@@ -243,7 +250,8 @@ def static_search(d: dict) -> list[str]:
 
 
 def startup(d: dict) -> list[str]:
-    """bench/startup.py: per command, wall and CPU ms (min of the rounds), this tree and the baseline ref's."""
+    """bench/startup.py: per command, wall and CPU ms (min of the rounds), this tree and the
+    baseline ref's."""
     cur, base = d.get("current", {}), d.get("baseline", {})
     out = [
         f"- `python -c pass`: {g(d, 'bare.wallMs')} ms wall, {g(d, 'bare.cpuMs')} ms CPU "
@@ -261,7 +269,8 @@ def startup(d: dict) -> list[str]:
 
 
 def generic(d: Any) -> list[str]:
-    """Top-level numbers and strings of a results file whose shape has no summary of its own (e.g. startup)."""
+    """Top-level numbers and strings of a results file whose shape has no summary of its own
+    (e.g. startup)."""
     if not isinstance(d, dict):
         return [f"- {str(d)[:300]}"]
     return [
