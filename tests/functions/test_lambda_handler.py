@@ -126,10 +126,10 @@ def test_without_a_bundled_database_every_query_is_503(bundled, monkeypatch, tmp
     )
 
 
-def test_a_slim_bundle_needs_only_the_standard_library_and_mangum(stale_site, tmp_path):
+def test_a_slim_bundle_needs_only_the_standard_library_mangum_and_httpx(stale_site, tmp_path):
     """What docs/guides/deploy-functions.md's Lambda recipe ships: our package (`pip install --no-deps`,
-    laid out as pyproject's package-dir says), mangum and typing_extensions, evidence.sqlite; no
-    site-packages."""
+    laid out as pyproject's package-dir says), mangum, httpx and its pure-Python dependencies,
+    typing_extensions, evidence.sqlite; no site-packages."""
     import importlib.util
     import subprocess
     import sys
@@ -146,11 +146,12 @@ def test_a_slim_bundle_needs_only_the_standard_library_and_mangum(stale_site, tm
             dirs_exist_ok=True,
             ignore=shutil.ignore_patterns("__pycache__"),
         )
-    shutil.copytree(
-        importlib.util.find_spec("mangum").submodule_search_locations[0],
-        bundle / "mangum",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+    for package in ("mangum", "httpx", "httpcore", "h11", "anyio", "idna", "certifi"):
+        shutil.copytree(
+            importlib.util.find_spec(package).submodule_search_locations[0],
+            bundle / package,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     shutil.copy(importlib.util.find_spec("typing_extensions").origin, bundle)
     shutil.copy(stale_site[1] / "evidence.sqlite", bundle / "evidence.sqlite")
     code = (
