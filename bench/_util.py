@@ -94,8 +94,20 @@ def baseline_tree(ref: str, bench: str) -> Path:
         ["git", "-C", str(REPO), "archive", ref, *TREE], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    wheel_layout(dest)
     compile_tree(dest)
     return dest
+
+
+def wheel_layout(root: Path) -> None:
+    """Make the stage folders subpackages of `root/mnote_evidence` (links, as the wheel lays them out),
+    so PYTHONPATH=root imports that tree's code, not an editable install's."""
+    if not (root / "build" / "__init__.py").is_file():
+        return  # a tree whose package extends its own path to the stage folders
+    for folder in ("build", "functions", "schemas", "site_templates"):
+        link = root / "mnote_evidence" / folder
+        if (root / folder).is_dir() and not link.exists():
+            link.symlink_to(Path("..") / folder)
 
 
 def compile_tree(root: Path) -> None:
