@@ -22,18 +22,31 @@ SKIP = {REPO / "docs/SPEC.md", REPO / "CHANGELOG.md", Path(__file__).resolve()}
 
 
 def scanned() -> list[Path]:
-    files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-    for folder in SOURCES:
-        files += [
-            p
-            for p in sorted((REPO / folder).rglob("*"))
-            if p.is_file()
+    """The files of the checkout (tracked, or new and not ignored: never a bench's work copy)."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        text=True,
+    )
+    if listed.returncode == 0:
+        files = [REPO / line for line in listed.stdout.splitlines()]
+    else:
+        files = [p for p in REPO.rglob("*") if ".git" not in p.parts]
+    keep = []
+    for p in files:
+        rel = p.relative_to(REPO)
+        top = rel.parts[0]
+        doc = rel.as_posix() == "README.md" or (top == "docs" and p.suffix == ".md")
+        code = (
+            top in SOURCES
             and p.suffix in SUFFIXES
-            and "real_documents" not in p.parts
-            and "results" not in p.relative_to(REPO).parts[:2]
-            and "__pycache__" not in p.parts
-        ]
-    return [p for p in files if p.resolve() not in SKIP and p.exists()]
+            and "real_documents" not in rel.parts
+            and rel.parts[:2] != ("bench", "results")
+            and "__pycache__" not in rel.parts
+        )
+        if (doc or code) and p.is_file() and p.resolve() not in SKIP:
+            keep.append(p)
+    return keep
 
 
 def commit_prefixes() -> set[str]:
