@@ -30,6 +30,13 @@ def prepare(conn: sqlite3.Connection, datasette, database: str) -> None:
     pm.hook.prepare_connection(conn=conn, database=database, datasette=datasette)
 
 
+def jinja_environment(datasette, request):
+    """The Jinja environment Datasette renders `request` with (1.0 lets plugins vary it per request)."""
+    if V1:
+        return datasette.get_jinja_environment(request)
+    return datasette.jinja_env
+
+
 def metadata_v0(database: str, description: str, tables: dict) -> dict:
     """The `get_metadata` answer on 0.65: descriptions and table configuration together."""
     return {"databases": {database: {"description": description, "tables": tables}}}

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from datasette.utils.asgi import Response
 from markupsafe import Markup, escape
 
+from mnote_evidence.functions.adapters.datasette_compat import jinja_environment
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.errors import call
 from mnote_evidence.functions.handlers.evidence import DEFAULT_TOP_K, KINDS, SEARCH_REQUEST, search
@@ -173,6 +174,6 @@ async def respond(request, datasette, database: str, ctx: Context, session, link
             values.update(page_context(answer, form, row_url))
         else:
             values["error"] = answer["error"]["message"]
-    template = datasette.jinja_env.from_string(TEMPLATE)
+    template = jinja_environment(datasette, request).from_string(TEMPLATE)
     html = await datasette.render_template(template, values, request=request)
     return Response.html(html, status=status, headers={"Cache-Control": "no-store"})

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from datasette.app import Datasette
 
+from mnote_evidence.functions.adapters.datasette_compat import V1
 from mnote_evidence.functions.adapters.datasette_plugin import SITE_BASE
 from mnote_evidence.functions.adapters.guard import allowed_hosts_for
 from tests.servers import free_port, start, stop
@@ -269,7 +270,7 @@ def test_serve_a_folder_whose_path_has_uri_characters(stale_site, tmp_path):
     )
     try:
         answer = httpx.get(
-            base + "/evidence.json",
+            base + ("/evidence/-/query.json" if V1 else "/evidence.json"),
             params={"sql": "select count(*) n from evidence_resource", "_shape": "array"},
             timeout=30,
         )

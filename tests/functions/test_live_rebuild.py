@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mnote_evidence.functions.adapters.datasette_compat import V1
 from tests.conftest import copy_workspace, run_build
 from tests.servers import start_serve, stop
 
@@ -29,6 +30,17 @@ CLIENTS = 4
 MARKER = "zqxjmarker"
 LINKED = "Projects/Evidence Kernel.md"
 WAIT_SECONDS = 90  # failure detection only
+SQL_JSON = "/evidence/-/query.json" if V1 else "/evidence.json"  # 1.0 redirects the 0.65 URL there
+COUNT = {"_extra": "count"} if V1 else {}  # the filtered row count, asked for on 1.0
+
+
+def counted(r) -> int:
+    return r.json()["count" if V1 else "filtered_table_rows_count"]
+
+
+def faceted(r, column: str) -> dict:
+    facets = r.json()["facet_results"]
+    return facets["results"][column] if V1 else facets[column]
 
 
 def on_disk(out: Path) -> int:
@@ -46,7 +58,7 @@ def on_disk(out: Path) -> int:
 VIEWS = [
     (
         "sql",
-        "/evidence.json",
+        SQL_JSON,
         {
             "sql": "select count(*) as n from evidence_resource where source_root_relative_path like 'Gen/%'",
             "_shape": "array",
@@ -56,26 +68,26 @@ VIEWS = [
     (
         "table.json",
         "/evidence/evidence_resource.json",
-        {"source_root_relative_path__startswith": "Gen/", "_size": "0"},
-        lambda r: r.json()["filtered_table_rows_count"],
+        {"source_root_relative_path__startswith": "Gen/", "_size": "0", **COUNT},
+        counted,
     ),
     (
         "table.html",
         "/evidence/evidence_resource",
         {"source_root_relative_path__startswith": "Gen/"},
-        lambda r: int(re.search(r"<h3>([\d,]+) rows?", r.text).group(1).replace(",", "")),
+        lambda r: int(re.search(r"<h3[^>]*>\s*([\d,]+) rows?", r.text).group(1).replace(",", "")),
     ),
     (
         "_search",
         "/evidence/evidence_block.json",
-        {"_search": MARKER, "_size": "0"},
-        lambda r: r.json()["filtered_table_rows_count"],
+        {"_search": MARKER, "_size": "0", **COUNT},
+        counted,
     ),
     (
         "facet",
         "/evidence/evidence_resource.json",
         {"source_root_relative_path__startswith": "Gen/", "_facet": "kind", "_size": "0"},
-        lambda r: sum(v["count"] for v in r.json()["facet_results"]["kind"]["results"]),
+        lambda r: sum(v["count"] for v in faceted(r, "kind")["results"]),
     ),
     (
         "canned",
