@@ -22,7 +22,8 @@ Datasette's conventions ask, so no database or table URL is ever taken over:
 On a Datasette without an evidence database it registers no route at all. Per-instance state
 lives in a `WeakKeyDictionary` keyed by the Datasette object, so it goes with it.
 
-Settings (`plugins.mnote-evidence` in Datasette metadata), all optional:
+Settings (`plugins.mnote-evidence` in Datasette's metadata on 0.65, its configuration on 1.0),
+all optional:
 `site_dir` (default: the database's folder if it holds an index.html),
 `site_base` (where the site is mounted, default `/-/evidence/site/`), `allowed_hosts` (the Host
 names answered, default any; `serve` sets it), `lightrag_url`
