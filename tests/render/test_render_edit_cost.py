@@ -154,12 +154,12 @@ def test_the_state_keeps_a_page_key_as_a_string_and_removes_the_files_other_vers
     assert {site_state.entry_source(e) for e in resource_pages.values()} == paths
     assert all(e.get("tag") for e in state["pages"].values() if isinstance(e, dict))
     hidden = {p.name for p in out.iterdir() if p.name.startswith(".")}
-    assert hidden == {site.STATE_FILE}  # the one state file beside the site and evidence.sqlite
+    assert hidden == {site.STATE_FILE, ".build.lock"}  # one state file (and the build's lock)
     for name in site_state.OTHER_STATE:
         (out / name).write_text("{}", "utf-8")
     _edit(workspace)
     run_build(workspace, out, site=True)
-    assert {p.name for p in out.iterdir() if p.name.startswith(".")} == {site.STATE_FILE}
+    assert {p.name for p in out.iterdir() if p.name.startswith(".")} == {site.STATE_FILE, ".build.lock"}
 
 
 def _store_rows(out: Path) -> dict[str, tuple]:
