@@ -45,23 +45,29 @@ OTHER_STATE = (
 def _store(out: Path, write: bool = False) -> Iterator[sqlite3.Connection | None]:
     """The store of the site in `out` (None when there is none to read, or it cannot be read)."""
     path = out / STATE_FILE
-    if not write and not path.is_file():
-        yield None
-        return
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.executescript(SCHEMA)
-    except sqlite3.DatabaseError:
-        if not write:
-            yield None
-            return
-        path.unlink(missing_ok=True)  # unreadable: made anew (every page is keyed again)
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.executescript(SCHEMA)
+    conn = None
+    if write or path.is_file():
+        try:
+            conn = _open(path)
+        except sqlite3.DatabaseError:
+            if write:
+                path.unlink(missing_ok=True)  # unreadable: made anew (every page is keyed again)
+                conn = _open(path)
     try:
         yield conn
     finally:
+        if conn is not None:
+            conn.close()
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.executescript(SCHEMA)
+    except sqlite3.DatabaseError:
         conn.close()
+        raise
+    return conn
 
 
 def load(out: Path) -> dict[str, Any]:
