@@ -38,55 +38,22 @@ def alias_map(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
-NAMES_BY_SEARCH = 64  # names a resolver finds by searching its paths' text before it indexes every path
-
-
 class LinkResolver:
     def __init__(self, paths: set[str], aliases: dict[str, str] | None = None):
         self.paths = paths
         self.aliases = {a: p for a, p in (aliases or {}).items() if p in paths}
-        # file name (lower case, also without `.md`) -> its paths, built only past `NAMES_BY_SEARCH` names
-        self._by_name: dict[str, list[str]] | None = None
-        self._searched: dict[str, list[str]] = {}
-        self._listed: list[str] = []
-        self._text = ""
+        self._by_name: dict[str, list[str]] | None = None  # built on the first wikilink
 
     def _named(self, key: str) -> list[str]:
         """The paths whose file name, lower case, is `key` or `key` + `.md` (in no particular order)."""
-        if self._by_name is None and len(self._searched) >= NAMES_BY_SEARCH and key not in self._searched:
+        if self._by_name is None:
             self._by_name = defaultdict(list)  # unsorted: the tie-break (`_wikilink`) is a `min`
             for p in self.paths:
                 name = p[p.rfind("/") + 1 :].lower()
                 self._by_name[name].append(p)
                 if name.endswith(".md"):
                     self._by_name[name[:-3]].append(p)
-        if self._by_name is not None:
-            return self._by_name.get(key, [])
-        if key not in self._searched:
-            self._searched[key] = self._search(key)
-        return self._searched[key]
-
-    def _search(self, key: str) -> list[str]:
-        """`_named`, by searching the paths joined by NUL (no path holds one), each after a '/', lowered as a
-        whole: lowering is per character (the one rule with context, a final sigma, sees the same
-        non-letters around a file name, '/' and NUL, as when the name is lowered alone) and never adds or
-        drops a NUL, so the k-th path's text lies between the k-th and (k+1)-th NUL whatever its length.
-        One pass over the text per name: `/name` followed by NUL or `.md` NUL."""
-        if not key or "\0" in key or "/" in key:
-            return []
-        if not self._listed:
-            self._listed = list(self.paths)
-            self._text = ("\0/" + "\0/".join(self._listed) + "\0").lower()
-        text, needle, found = self._text, "/" + key, []
-        at = text.find(needle)
-        while at >= 0:
-            end = at + len(needle)
-            if text.startswith(".md\0", end):
-                end += 3
-            if text.startswith("\0", end):  # the NUL after the k-th path: k + 1 NULs before it
-                found.append(self._listed[text.count("\0", 0, end) - 1])
-            at = text.find(needle, at + 1)
-        return found
+        return self._by_name.get(key, [])
 
     def resolve(self, note: str, target: str, kind: str) -> Resolution:
         if kind in NAME_KINDS:
