@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Protocol
 
 from mnote_evidence.build.core.formats import kind_for
-from mnote_evidence.build.core.model import suffix_of
 
 SIDECAR_DIR_SUFFIX = ".ocr"
 RACY_NS = 2_000_000_000  # a stamp younger than this (2 s: FAT's mtime granularity) is not trusted next time
@@ -103,7 +102,6 @@ def scan(
     trust_before = time.time_ns() - RACY_NS
     excluded = {str(p.resolve()) for p in (exclude or [])}
     found: list[SourceFile] = []
-    kinds: dict[str, str] = {}  # suffix as written -> kind: `kind_for` once per suffix, not once per file
     folders = [(str(root), "")]
     while folders:
         folder, prefix = folders.pop()
@@ -133,34 +131,7 @@ def scan(
                 except OSError as exc:
                     found.append(_unreadable(rel, exc))
                     continue
-                recorded = known.get(rel)
-                if (
-                    recorded is not None
-                    and recorded.source_mtime_ns == st.st_mtime_ns
-                    and recorded.source_size == st.st_size
-                    and recorded.source_hash
-                    and stat.S_ISREG(st.st_mode)
-                    and st.st_mtime_ns < trust_before
-                ):
-                    # an edit's common case (a regular file as recorded, stamp trusted): `_entry`'s result
-                    # without its calls
-                    suffix = suffix_of(name)
-                    kind = kinds.get(suffix)
-                    if kind is None:
-                        kind = kinds[suffix] = kind_for(rel)
-                    found.append(
-                        SourceFile(
-                            rel,
-                            kind,
-                            st.st_size,
-                            recorded.source_hash,
-                            None,
-                            (st.st_size, st.st_mtime_ns),
-                            False,
-                        )
-                    )
-                else:
-                    found.append(_entry(root, entry.path, rel, known, trust_before, st))
+                found.append(_entry(root, entry.path, rel, known, trust_before, st))
     found.sort(key=_by_path)
     return found
 
