@@ -1,15 +1,17 @@
 """The static site's URL scheme (SPEC §8), defined once for the renderer and the functions.
 
 Depends on the contracts only (`build.model`), never on a pipeline stage: a
-page's URL follows from the source path alone (notes, by `NOTE_SUFFIXES`,
-drop their suffix; every other file keeps its name and gains `.html`).
+page's URL follows from the source path (notes, by `NOTE_SUFFIXES`, drop their
+suffix; every other file keeps its name and gains `.html`), and from the other
+paths only where two pages would be one file (`Pages`).
 
 Inputs can never overwrite outputs: the names the build generates itself
 (`RESERVED_NAMES` at the site root, everything under `RESERVED_DIRS`) are never
 a source's page or copy. A source whose page or copy would land on one is
 placed under `_page/` (pages, `<source path>.html`) or `_file/` (copies,
 `<source path>`) instead, both reserved themselves, so every placement is
-injective and disjoint from generated output; every other URL is unchanged.
+injective and disjoint from generated output; every other URL is unchanged. Of two
+sources whose pages would be one file, one moves under `_page/` too (`Pages`).
 Copies of files a browser would execute (`ACTIVE_SUFFIXES`) go under `_file/`
 too, where the site's headers make them inert downloads (`core/headers.py`).
 """
@@ -17,6 +19,8 @@ too, where the site's headers make them inert downloads (`core/headers.py`).
 from __future__ import annotations
 
 import posixpath
+import unicodedata
+from collections.abc import Iterable
 from functools import cache
 from urllib.parse import quote
 
@@ -57,6 +61,45 @@ def page_path(source_path: str) -> str:
     suffix = suffix_of(source_path)
     page = source_path[: -len(suffix)] + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
     return f"{MOVED_PAGES_DIR}/{source_path}.html" if is_reserved(page) else page
+
+
+def same_file_key(site_path: str) -> str:
+    """What two site paths share when they are one file on some file system or static host: Unicode
+    normalisation (NFC) and case (macOS, Windows and many hosts ignore both)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", site_path).casefold())
+
+
+class Pages:
+    """Every source's page in one site: `page_path`, except where two sources' pages would be one file
+    (`same_file_key`: `a.md` and `a.markdown`, `spec.pdf` and `spec.pdf.md`, `B.md` and `b.md`). Of those,
+    the path first in code point order keeps the page; each other one moves to
+    `_page/<source path>.html` (`.<n>.html` when that is taken too), recorded as `page_collision`. So
+    placement is injective over the set, and the index (`page_url`) and the site, both built over the
+    same paths, agree on it. `moved` is empty for nearly every workspace."""
+
+    def __init__(self, paths: Iterable[str]):
+        taken: dict[str, str] = {}  # same_file_key of a page -> the source placed there
+        self.moved: dict[str, str] = {}  # source -> its page, for the sources not on their page_path
+        self.kept_by: dict[str, str] = {}  # each of those -> the source on its page_path
+        for path in sorted(paths):
+            holder = taken.setdefault(same_file_key(page_path(path)), path)
+            if holder != path:
+                self.kept_by[path] = holder
+        for path in self.kept_by:
+            page, n = f"{MOVED_PAGES_DIR}/{path}.html", 1
+            while same_file_key(page) in taken:
+                n += 1
+                page = f"{MOVED_PAGES_DIR}/{path}.{n}.html"
+            taken[same_file_key(page)] = path
+            self.moved[path] = page
+
+    def __call__(self, source_path: str) -> str:
+        return self.moved.get(source_path) or page_path(source_path)
+
+    def url(self, source_path: str, block_id: str | None = None) -> str:
+        """`page_url` of the source's page in this site."""
+        url = quote(self(source_path), safe="/")
+        return f"{url}#{block_id}" if block_id else url
 
 
 # Attachments a browser would run as a page or script if served by type from our origin.

@@ -8,8 +8,9 @@ One module answers for the site (anchors, embeds) and the build summary (broken 
 A fragment that finds nothing is `None`: the link is broken (`broken_link` warning).
 Embeds read the blocks a fragment covers: the whole resource (its footnotes too), a
 heading's section with its subsections (no footnotes: they are the note's, listed last),
-or the one referenced block. `recorded_aliases` reads the alias link rows (Obsidian `aliases:`), for
-the build's link plan and the renderer alike.
+or the one referenced block, at most `MAX_EMBED_BLOCKS` blocks and `MAX_EMBED_CHARS` characters of
+text (`markdown/limits.py`: the embed's title links the rest). `recorded_aliases` reads the alias
+link rows (Obsidian `aliases:`), for the build's link plan and the renderer alike.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from mnote_evidence.build.core.ids import resource_id
 from mnote_evidence.build.index.schema import ALIAS_LINKS, REPORT_LINKS
+from mnote_evidence.build.markdown.limits import MAX_EMBED_CHARS
 
 MAX_EMBED_BLOCKS = 40
 _PAGE = re.compile(r"page=(\d+)$")
@@ -106,7 +108,7 @@ class LinkTargets:
         rows = "SELECT block_id, kind, text, ordinal FROM evidence_block WHERE resource_id = ? "
         if fragment.startswith("^"):
             found = self.conn.execute(rows + "AND anchor = ?", [rid, fragment[1:]]).fetchall()
-            return [TargetBlock(*r[:3]) for r in found] or None
+            return _within_chars([TargetBlock(*r[:3]) for r in found]) or None
         start, level = 0, None
         if fragment:
             section = self._section(rid, fragment)
@@ -117,6 +119,7 @@ class LinkTargets:
             ).fetchone()[0]
             level = section[2]
         out: list[TargetBlock] = []
+        chars = 0
         for block_id, kind, text, ordinal in self.conn.execute(
             rows + "AND ordinal >= ? AND kind != 'properties' AND (? OR kind != 'footnote') ORDER BY ordinal",
             [rid, start, level is None],
@@ -124,9 +127,10 @@ class LinkTargets:
             if level is not None and ordinal > start and kind == "heading" and self._level(block_id) <= level:
                 break
             out.append(TargetBlock(block_id, kind, text))
-            if len(out) >= MAX_EMBED_BLOCKS:
+            chars += len(text)
+            if len(out) >= MAX_EMBED_BLOCKS or chars >= MAX_EMBED_CHARS:
                 break
-        return out
+        return _within_chars(out)
 
     def _level(self, block_id: str) -> int:
         row = self.conn.execute(
@@ -180,3 +184,14 @@ class LinkTargets:
                     }
                 )
         return out
+
+
+def _within_chars(blocks: list[TargetBlock]) -> list[TargetBlock]:
+    """`blocks` up to `MAX_EMBED_CHARS` characters of text in all: the last one shown is cut (`…`)."""
+    out, left = [], MAX_EMBED_CHARS
+    for b in blocks:
+        if left <= 0:
+            break
+        out.append(b if len(b.text) <= left else TargetBlock(b.block_id, b.kind, b.text[:left] + "…"))
+        left -= len(b.text)
+    return out

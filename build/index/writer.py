@@ -28,6 +28,7 @@ from mnote_evidence.build.core.errors import IndexDamaged
 from mnote_evidence.build.core.fsutil import fsync_path
 from mnote_evidence.build.core.model import LinkRow
 from mnote_evidence.build.core.sqlite_ro import connect_ro
+from mnote_evidence.build.core.urls import Pages
 from mnote_evidence.build.index import anchors, fts_fill, layout
 from mnote_evidence.build.index.knowledge_text import pack_text
 from mnote_evidence.build.index.rows import ResourceUpdate, insert, insert_update, sql_value
@@ -399,6 +400,7 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | 
             if previous.get(rid):
                 anchors.retire(conn, rid, previous[rid], anchors.old_blocks(conn, rid), stamp)
     _replace_links(conn, changes)
+    _place_pages(conn)
     if changes.knowledge is not None:
         conn.execute("DELETE FROM knowledge_source")
         insert(conn, "knowledge_source", changes.knowledge)
@@ -409,6 +411,17 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | 
         [(k, sql_value(v)) for k, v in changes.meta.items()],
     )
     return resegmented
+
+
+def _place_pages(conn: sqlite3.Connection) -> None:
+    """Every row's `page_url` as `urls.Pages` places it over all rows' paths (the site's placement): a
+    new or removed file can move the page of a row this build did not write (`page_collision`)."""
+    rows = conn.execute("SELECT source_root_relative_path, page_url FROM evidence_resource").fetchall()
+    pages = Pages(path for path, _ in rows)
+    conn.executemany(
+        "UPDATE evidence_resource SET page_url = ? WHERE source_root_relative_path = ?",
+        [(pages.url(path), path) for path, url in rows if pages.url(path) != url],
+    )
 
 
 def _write_knowledge_texts(conn: sqlite3.Connection, changes: IndexChanges) -> None:

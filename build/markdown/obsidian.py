@@ -4,7 +4,8 @@ markdown-it-py and mdit-py-plugins supply task lists, footnotes and `$`/`$$` mat
 the rules they lack, as markdown-it rules (never post-processing of HTML):
 - `==highlight==` -> `mark_open` / `mark_close` (its closing `==` looked for within `MAX_SPAN`);
 - `#tag` (after a space or at a line's start; letters, digits, `_`, `-`, `/`; not all digits) -> a
-  `tag` token (never in code spans, after `\\#`, or a heading's own `#` marks);
+  `tag` token (never in code spans, after `\\#`, or a heading's own `#` marks); a tag longer than
+  `MAX_TAG_CHARS`, or past `MAX_TAGS_PER_NOTE` in the note, stays text (`markdown/limits.py`);
 - callouts `> [!type] Title` (foldable: `-` collapsed, `+` open): `meta["callout"]` on the blockquote,
   the marker line a `callout_title_open` / inline / `callout_title_close` triple;
 - ` ^id` at the end of a paragraph or list item: stripped, recorded as `meta["anchor"]`;
@@ -19,6 +20,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
+
+from mnote_evidence.build.markdown.limits import MAX_TAG_CHARS, MAX_TAGS_PER_NOTE, count, left_out, within
 
 MAX_SPAN = 1000
 TAG = re.compile(r"#([\w\-/]+)")
@@ -60,10 +63,16 @@ def _tag_rule(state: StateInline, silent: bool) -> bool:
     name = tag_name(match.group(1)) if match else None
     if name is None:
         return False
-    if not silent:
-        token = state.push("tag", "", 0)
-        token.meta = {"tag": name}
-        token.content = "#" + name
+    if silent:  # a look-ahead (a link's label): the answer the real pass gives, counting nothing
+        return len(name) <= MAX_TAG_CHARS and within(state.env, "tags", MAX_TAGS_PER_NOTE)
+    if len(name) > MAX_TAG_CHARS:
+        left_out(state.env, "tags")
+        return False
+    if not count(state.env, "tags", MAX_TAGS_PER_NOTE):
+        return False
+    token = state.push("tag", "", 0)
+    token.meta = {"tag": name}
+    token.content = "#" + name
     state.pos = pos + 1 + len(name)
     return True
 

@@ -5,7 +5,10 @@ one `key: value` line per property (lists joined with `, `), exactly what the pa
 shows; `title` names the note's page, each alias and tag becomes a link of the block
 (kinds `alias`, `tag`), so they reach `evidence_link` like every other link. YAML that
 does not parse, or is not a mapping, keeps its raw text as the block and gives a
-`front_matter_invalid` warning (nothing is lost, nothing is guessed).
+`front_matter_invalid` warning (nothing is lost, nothing is guessed). YAML whose values,
+aliases expanded, pass `MAX_FRONT_MATTER_CHARS` (or hold themselves) is kept as its raw text too
+(`front_matter_too_large`), measured before anything is expanded; tags past `MAX_TAGS_PER_NOTE` or
+`MAX_TAG_CHARS` are counted in `dropped_tags`, not linked (`markdown/limits.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_evidence.build.core.model import Warning_
+from mnote_evidence.build.markdown.limits import MAX_FRONT_MATTER_CHARS, MAX_TAG_CHARS, MAX_TAGS_PER_NOTE
 from mnote_evidence.build.markdown.obsidian import tag_name
 from mnote_evidence.build.markdown.plain_yaml import plain_mapping
 
@@ -24,6 +28,7 @@ class Properties:
     title: str | None = None
     links: list[dict[str, str]] = field(default_factory=list)
     warning: Warning_ | None = None
+    dropped_tags: int = 0  # tags past the note's bounds: not links
 
 
 def _items(value: Any) -> list[str]:
@@ -40,6 +45,38 @@ def _shown(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}: {_shown(v)}" for k, v in value.items())
     return "" if value is None else str(value)
+
+
+def _expanded_chars(data: Any, limit: int) -> int | None:
+    """About how many characters `data` shows with every alias expanded (None: past `limit`, or it
+    holds itself). Each object is measured once, so a YAML alias bomb costs its size, not its expansion."""
+    sizes: dict[int, int] = {}
+    pending: set[int] = set()
+
+    def size(value: Any) -> int:
+        if isinstance(value, (list, tuple, dict)):
+            key = id(value)
+            if key in sizes:
+                return sizes[key]
+            if key in pending:
+                raise OverflowError  # a list or mapping that holds itself: no finite text
+            pending.add(key)
+            items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            total = 0
+            for item in items:
+                total += size(item) + 2
+                if total > limit:
+                    raise OverflowError
+            pending.discard(key)
+            sizes[key] = total
+            return total
+        return len(str(value)) if value is not None else 0
+
+    try:
+        total = size(data)
+    except (OverflowError, RecursionError):
+        return None
+    return total if total <= limit else None
 
 
 def read_properties(raw: str) -> Properties:
@@ -61,13 +98,26 @@ def read_properties(raw: str) -> Properties:
         return Properties(
             raw, warning=Warning_("front_matter_invalid", "front matter is not a YAML mapping; kept as text")
         )
+    if _expanded_chars(data, MAX_FRONT_MATTER_CHARS) is None:
+        return Properties(
+            raw,
+            warning=Warning_(
+                "front_matter_too_large",
+                f"front matter expands to more than {MAX_FRONT_MATTER_CHARS:,} characters "
+                "(YAML aliases, or a value that holds itself); kept as text",
+            ),
+        )
     out = Properties("\n".join(f"{k}: {_shown(v)}" for k, v in data.items()))
     title = data.get("title")
     out.title = str(title).strip() or None if title is not None else None
     for alias in _items(data.get("aliases", data.get("alias"))):
         out.links.append({"target": alias, "kind": "alias"})
+    tags = 0
     for tag in _items(data.get("tags", data.get("tag"))):
         name = tag_name(tag.lstrip("#"))
-        if name:
+        if name and (len(name) > MAX_TAG_CHARS or tags >= MAX_TAGS_PER_NOTE):
+            out.dropped_tags += 1
+        elif name:
+            tags += 1
             out.links.append({"target": name, "kind": "tag"})
     return out

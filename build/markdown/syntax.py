@@ -5,7 +5,8 @@ CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`, `[
 (mdit-py-plugins), highlights, tags, callouts and block references (`markdown/obsidian.py`). Raw HTML
 is parsed (its text is indexed) but the renderer neutralises it. A wikilink without an alias shows
 `Note › Heading` for `[[Note#Heading]]`. Linear time on hostile input: a wikilink's closing `]]` is
-looked for within `MAX_WIKILINK` characters on the same line only. Nothing is dropped: blocks nested
+looked for within `MAX_WIKILINK` characters on the same line only; past `MAX_EMBEDS_PER_NOTE` embeds in a
+note, `![[…]]` is a plain wikilink (`markdown/limits.py`). Nothing is dropped: blocks nested
 past markdown-it's limit are kept as text.
 """
 
@@ -21,6 +22,7 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
+from mnote_evidence.build.markdown.limits import MAX_EMBEDS_PER_NOTE, count
 from mnote_evidence.build.markdown.obsidian import obsidian_plugin
 
 MAX_WIKILINK = 1000  # characters between `[[` and `]]`; longer is text, not a link
@@ -41,6 +43,7 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
         raw = src[start:end]
         target, _, alias = raw.partition("|")
         token = state.push("wikilink", "", 0)
+        embed = embed and count(state.env, "embeds", MAX_EMBEDS_PER_NOTE)
         token.meta = {"target": target.strip(), "alias": alias.strip(), "embed": embed}
         token.content = alias.strip() or wikilink_label(target)
     state.pos = end + 2

@@ -17,6 +17,7 @@ import heapq
 import json
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from operator import attrgetter
@@ -77,15 +78,16 @@ def same_tree(
     )
 
 
-def tree(resources: list[data.Resource]) -> dict[str, Any]:
-    """Nested folders: {"dirs": {name: subtree}, "files": [{"res", "name", "url"}]}."""
+def tree(resources: list[data.Resource], page_of: Callable[[str], str] = page_path) -> dict[str, Any]:
+    """Nested folders: {"dirs": {name: subtree}, "files": [{"res", "name", "url"}]}; `page_of`: each
+    source's page in this site (`urls.Pages`)."""
     root: dict[str, Any] = {"dirs": {}, "files": []}
     for res in resources:
         node = root
         for part in res.path.split("/")[:-1]:
             node = node["dirs"].setdefault(part, {"dirs": {}, "files": []})
         node["files"].append(
-            {"res": res, "name": res.path.rsplit("/", 1)[-1], "url": relative_url(INDEX, page_path(res.path))}
+            {"res": res, "name": res.path.rsplit("/", 1)[-1], "url": relative_url(INDEX, page_of(res.path))}
         )
     return root
 
@@ -145,7 +147,7 @@ class FrontPage:
         rows = "\0".join([f"{r.path}\0{r.kind}\0{r.status}\0{r.error_code or ''}" for r in self.resources])
         return hashlib.sha256(rows.encode()).hexdigest()[:20]
 
-    def context(self) -> dict[str, Any]:
+    def context(self, page_of: Callable[[str], str] = page_path) -> dict[str, Any]:
         """The template context of `index.html` (without the base context, the note body and the tree's
         HTML: `tree(self.resources)` rendered by `_tree.html`)."""
         changed = self.recent_changes
@@ -154,7 +156,7 @@ class FrontPage:
             status = r.status
             counts[status] = counts.get(status, 0) + 1
             if status == STATUS_ERROR:
-                errors.append({"res": r, "url": relative_url(INDEX, page_path(r.path))})
+                errors.append({"res": r, "url": relative_url(INDEX, page_of(r.path))})
             elif status == STATUS_STALE:
                 stale.append(r)
             if r.warnings:
@@ -166,7 +168,7 @@ class FrontPage:
                     "name": posixpath.basename(r.path),
                     "folder": posixpath.dirname(r.path),
                     "when": _day(r.updated_at_ms),
-                    "url": relative_url(INDEX, page_path(r.path)),
+                    "url": relative_url(INDEX, page_of(r.path)),
                 }
                 for r in changed
             ],
@@ -175,7 +177,7 @@ class FrontPage:
             "warnings": warnings,
             "stale": stale,
             "counts": counts,
-            "home_note": {"path": self.note.path, "url": relative_url(INDEX, page_path(self.note.path))}
+            "home_note": {"path": self.note.path, "url": relative_url(INDEX, page_of(self.note.path))}
             if self.note
             else None,
         }

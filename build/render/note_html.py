@@ -21,7 +21,7 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 
 from mnote_evidence.build.core.model import Block
-from mnote_evidence.build.core.urls import copy_path, page_path, relative_url
+from mnote_evidence.build.core.urls import copy_path, relative_url
 from mnote_evidence.build.markdown.properties import Properties
 from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
 from mnote_evidence.build.parse.providers.markdown import block_tokens
@@ -149,7 +149,7 @@ def _link_target(env: dict, target: str, kind: str) -> tuple[str | None, bool]:
         return (None, True) if internal else (target, False)
     if kind in ("image", "embed") and not hit.path.endswith(".md"):
         return relative_url(env["page"], copy_path(hit.path)), True
-    return relative_url(env["page"], page_path(hit.path)), True
+    return relative_url(env["page"], env["links"].page_of(hit.path)), True
 
 
 def _linked_image(env: dict, target: str, kind: str, img: str) -> str:
@@ -157,7 +157,7 @@ def _linked_image(env: dict, target: str, kind: str, img: str) -> str:
     hit = env["resolver"].resolve(env["note"], target, kind)
     if hit.path is None or env["link_stack"]:  # not ours, or already inside a link (no nested <a>)
         return img
-    href = relative_url(env["page"], page_path(hit.path))
+    href = relative_url(env["page"], env["links"].page_of(hit.path))
     return (
         f'<a class="image-link" href="{html.escape(href)}" '
         f'title="Open the image with its recognised text">{img}</a>'

@@ -25,6 +25,7 @@ from mnote_evidence.build.index.link_targets import LinkTargets, split_target
 from mnote_evidence.build.workspace.links import LinkResolver
 
 _UNSAFE_IN_NAME = re.compile(r"[^\w-]+")  # \w is Unicode: 中文 and café stay as they are
+_NAME_BYTES = 120  # of a tag page's file name, in UTF-8: file systems allow 255
 
 
 def tag_page(tag: str) -> str:
@@ -32,13 +33,14 @@ def tag_page(tag: str) -> str:
 
     A tag comes from the author (front matter takes any string), so each `/`-part becomes a safe
     file name: letters, digits, `_` and `-` stay; a part holding anything else (`..`, `<`, `"`, a
-    space, nothing) is cleaned and given a short hash of the original, so distinct tags keep distinct
-    pages and no page lands outside `_tags/` or has a name a file system or static host refuses."""
+    space, nothing) or longer than `_NAME_BYTES` is cleaned (and cut) and given a short hash of the
+    original, so distinct tags keep distinct pages and no page lands outside `_tags/` or has a name a
+    file system or static host refuses."""
     parts = []
     for part in tag.lower().split("/"):
         safe = _UNSAFE_IN_NAME.sub("-", part).strip("-")
-        if safe != part or not safe:
-            safe = f"{safe or 'tag'}-{hashlib.sha1(part.encode('utf-8')).hexdigest()[:8]}"
+        if safe != part or not safe or len(safe.encode("utf-8")) > _NAME_BYTES:
+            safe = f"{safe[:32] or 'tag'}-{hashlib.sha1(part.encode('utf-8')).hexdigest()[:8]}"
         parts.append(safe)
     return f"{TAGS_DIR}/{'/'.join(parts)}.html"
 
@@ -50,6 +52,7 @@ class NoteLinks:
     resolver: LinkResolver
     targets: LinkTargets | None = None  # None: no index to look fragments up in (they land on the page)
     page_image: Callable[[str, int], str | None] = lambda path, page: None
+    page_of: Callable[[str], str] = page_path  # a source's page in this site (`urls.Pages`)
 
 
 def _missing(label: str, why: str) -> str:
@@ -77,7 +80,7 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
         anchor = links.targets.anchor(path, fragment)
         if anchor is None:
             return _missing(label, f"{path} has nothing at #{fragment}")
-    href = relative_url(env["page"], page_path(path), anchor)
+    href = relative_url(env["page"], links.page_of(path), anchor)
     if not embed:
         return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
     kind = kind_for(path)
@@ -106,7 +109,7 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
 
 def _embed_note(env: dict, path: str, fragment: str, href: str, label: str) -> str:
     blocks = env["links"].targets.embed(path, fragment) or []
-    page = page_path(path)
+    page = env["links"].page_of(path)
     parts = [f'<span class="embed embed-note"><a class="embed-title" href="{html.escape(href)}">{label}</a>']
     for b in blocks:
         url = relative_url(env["page"], page, b.block_id)

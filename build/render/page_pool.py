@@ -22,7 +22,6 @@ from typing import Any
 
 from mnote_evidence.build.core.errors import UnknownKind
 from mnote_evidence.build.core.fsutil import adopt, atomic_write_text, stage_bytes
-from mnote_evidence.build.core.urls import page_path
 from mnote_evidence.build.parse.workers import worker_pool
 
 PAGE_BATCH = 32
@@ -66,7 +65,7 @@ def write_pages(
         for path in order:
             if path not in problems:
                 known = len(site.report.problems)
-                _drop_temps(site.out / page_path(path))  # written by a worker whose answer was lost
+                _drop_temps(site.out / site.page_of(path))  # written by a worker whose answer was lost
                 _write(site, path, salt if path in unkeyed else None, keys)
                 problems[path] = site.report.problems[known:]
                 del site.report.problems[known:]
@@ -91,7 +90,7 @@ def _write(site: _Site, path: str, salt: list[Any] | None, keys: dict[str, str])
     html, key = _page(site, path, salt)
     if key is not None:
         keys[path] = key
-    atomic_write_text(site.out / page_path(path), html)
+    atomic_write_text(site.out / site.page_of(path), html)
 
 
 def _in_pool(
@@ -143,7 +142,7 @@ def _done(
         if key is not None:
             keys[path] = key
         if written is not None:
-            adopt(Path(written[0]), site.out / page_path(path))
+            adopt(Path(written[0]), site.out / site.page_of(path))
         if isinstance(outcome, tuple):
             raise UnknownKind(path, *outcome)
         problems[path] = outcome
@@ -177,6 +176,6 @@ def _render_batch(
             out.append((path, (exc.kind, exc.page), None, None))
             return out
         data = html.encode("utf-8")
-        tmp = stage_bytes(site.out / page_path(path), data)
+        tmp = stage_bytes(site.out / site.page_of(path), data)
         out.append((path, site.report.problems[known:], None if tmp is None else (str(tmp), len(data)), key))
     return out

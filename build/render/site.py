@@ -34,6 +34,7 @@ from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.core.urls import (
     MOVED_PAGES_DIR,
     STATIC_DIR,
+    Pages,
     copy_path,
     is_reserved,
     page_path,
@@ -134,7 +135,8 @@ class _Site:
             aliases,
             from_build.resolver if from_build else None,
         )
-        self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image)
+        self.page_of = Pages(r.path for r in self.resources)
+        self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image, self.page_of)
         # the collisions depend on the paths alone: those the state recorded for the same paths stand
         self.paths_key = _paths_key(self.resources)
         if state and state.get("paths_key") == self.paths_key and isinstance(state.get("collisions"), list):
@@ -152,17 +154,21 @@ class _Site:
         collide with another source's page (the page wins; the copy is not written)."""
         pages: dict[str, str] = {}
         for r in self.resources:
-            page = page_path(r.path)
-            if page in pages:
+            page = self.page_of(r.path)
+            if r.path in self.page_of.kept_by:
                 self.report.problems.append(
                     {
                         "path": r.path,
                         "code": "page_collision",
-                        "message": (f"its page {page} is also the page of {pages[page]}; rename one of them"),
+                        "message": (
+                            f"its page {page_path(r.path)} would be one file with the page of "
+                            f"{self.page_of.kept_by[r.path]} (names that differ only in case, Unicode form "
+                            f"or note suffix); its page is {page}: rename one of them"
+                        ),
                     }
                 )
             pages.setdefault(page, r.path)
-            if page.startswith(f"{MOVED_PAGES_DIR}/"):
+            if page.startswith(f"{MOVED_PAGES_DIR}/") and r.path not in self.page_of.kept_by:
                 self.report.problems.append(
                     {
                         "path": r.path,
@@ -219,7 +225,7 @@ class _Site:
             {
                 "res": res,
                 "source_url": relative_url(page, copy_path(res.path)) if self._copyable(res) else None,
-                "owner": {"path": owner.path, "url": relative_url(page, page_path(owner.path))}
+                "owner": {"path": owner.path, "url": relative_url(page, self.page_of(owner.path))}
                 if owner
                 else None,
                 "outline": data.section_tree(self.conn, res.resource_id),
@@ -230,7 +236,7 @@ class _Site:
                         "folder": posixpath.dirname(b.from_path),
                         "text": b.text,
                         "sentence": sentence,
-                        "url": relative_url(page, page_path(b.from_path), b.block_id),
+                        "url": relative_url(page, self.page_of(b.from_path), b.block_id),
                     }
                     for b, sentence in zip(backlinks, self.sentences.snippets(backlinks, res.path))
                 ],
@@ -264,7 +270,7 @@ class _Site:
 
     @cached_property
     def _pages(self) -> set[str]:
-        return {page_path(r.path) for r in self.resources}
+        return {self.page_of(r.path) for r in self.resources}
 
     def is_page(self, site_path: str) -> bool:
         """True when `site_path` is some resource's page. Every page ends in `.html` (`urls.page_path`), so
@@ -290,7 +296,7 @@ class _Site:
         return self._render(res, backlinks, aliases), key
 
     def _render(self, res: data.Resource, backlinks: list[data.Backlink], aliases: list[data.Alias]) -> str:
-        page = page_path(res.path)
+        page = self.page_of(res.path)
         ctx = self._resource_context(res, page, backlinks, aliases)
         artifact = self._artifact(res)
         if artifact is None:  # recorded error, unsupported file, unreadable sidecar: say so
@@ -329,13 +335,15 @@ class _Site:
         key = f"{front.tree_key()}|{self.templates_salt}"
         html = site_state.cached(self.out, "front_tree", key)
         if html is None:
-            html = self.env.get_template("_tree.html").render(tree=tree(front.resources))
+            html = self.env.get_template("_tree.html").render(tree=tree(front.resources, self.page_of))
             site_state.cache(self.out, "front_tree", key, html)
         return html
 
     def render_index(self, front: FrontPage) -> str:
         """The front page: the home note (links relative to index.html) beside the tree, or the tree."""
-        ctx = self._base(INDEX, self.meta.get("workspace_name", "Workspace"), None) | front.context()
+        ctx = self._base(INDEX, self.meta.get("workspace_name", "Workspace"), None) | front.context(
+            self.page_of
+        )
         ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX)})
         if front.note is not None:
             body, title = self._home_note(front)
@@ -514,8 +522,15 @@ def render_site(
         site.templates_salt = f"{salt[0]}|ask={options.ask}"
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         salt.append(options.ask)  # the header's Ask link is on every page
+        # a page moved by a collision (or back) moves the links to it on any page: every page is keyed again
+        moved = [list(item) for item in sorted(site.page_of.moved.items())]
+        salt.append(moved)
         pages: dict[str, Any] = state.get("pages", {})
-        since = dirty.dirty_since(site.meta, state, stamp) if (out / INDEX).exists() else None
+        since = (
+            dirty.dirty_since(site.meta, state, stamp)
+            if (out / INDEX).exists() and state.get("moved", []) == moved
+            else None
+        )
         todo = (
             site.resources
             if since is None
@@ -525,7 +540,7 @@ def render_site(
         image_jobs = []
         # the pages that stay (the rest get tombstones): with the last render's paths, only tag pages can go
         same_paths = state.get("paths_key") == site.paths_key
-        current = set() if same_paths else {page_path(res.path) for res in site.resources}
+        current = set() if same_paths else {site.page_of(res.path) for res in site.resources}
         keys: dict[str, str] = {}
         unkeyed: set[str] = set()
         folders = copies.Folders()
@@ -533,7 +548,7 @@ def render_site(
         # each changed page is handed on as soon as it is keyed, so the pool renders while the rest are keyed
         def changed():
             for res in todo:
-                page = page_path(res.path)
+                page = site.page_of(res.path)
                 compared = page in pages and res.path not in site.rows_changed and (out / page).exists()
                 key = keys[res.path] = _page_key(site, res, salt) if compared else None
                 if site._copyable(res):
@@ -565,15 +580,15 @@ def render_site(
             changed(),
             options.jobs,
             rendering.advance,
-            distinct=len({page_path(r.path) for r in todo}) == len(todo),
+            distinct=len({site.page_of(r.path) for r in todo}) == len(todo),
             salt=salt,
             unkeyed=unkeyed,
         )
         for res in todo:  # in order: of two sources sharing a page, the last one written holds it
             if res.path in unkeyed:
                 keys[res.path] = keyed[res.path]
-                if pages[page_path(res.path)] == site_state.page_entry("", res.path):
-                    pages[page_path(res.path)] = site_state.page_entry(keyed[res.path], res.path)
+                if pages[site.page_of(res.path)] == site_state.page_entry("", res.path):
+                    pages[site.page_of(res.path)] = site_state.page_entry(keyed[res.path], res.path)
         if since is not None:
             site.report.pages_unchanged += len(site.resources) - len(todo)
         tags = site_state.tag_entries(pages)
@@ -598,7 +613,7 @@ def render_site(
         recorded_tree = state.get("tree") if since is not None and site.same_tree else None
         front = FrontPage.of(
             site.resources,
-            lambda note: keys.get(note.path) or site_state.entry_key(pages.get(page_path(note.path))),
+            lambda note: keys.get(note.path) or site_state.entry_key(pages.get(site.page_of(note.path))),
             options.ask,
             recorded_tree if isinstance(recorded_tree, str) else None,
         )
@@ -625,6 +640,7 @@ def render_site(
                 "ask": options.ask,
                 "collisions": collisions,
                 "paths_key": site.paths_key,
+                "moved": moved,
                 "templates": templates_signed,
             },
             pages,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.core.fsutil import atomic_write_text
-from mnote_evidence.build.core.urls import TAGS_DIR, page_path, relative_url
+from mnote_evidence.build.core.urls import TAGS_DIR, relative_url
 from mnote_evidence.build.index.schema import TAG_LINKS
 from mnote_evidence.build.render.note_links import tag_page
 
@@ -123,10 +123,12 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[
                         "path": e["path"],
                         "title": e["title"],
                         "blocks": [],
-                        "url": relative_url(page, page_path(e["path"])),
+                        "url": relative_url(page, site.page_of(e["path"])),
                     },
                 )
-                note["blocks"].append({**e, "url": relative_url(page, page_path(e["path"]), e["block_id"])})
+                note["blocks"].append(
+                    {**e, "url": relative_url(page, site.page_of(e["path"]), e["block_id"])}
+                )
             payload = list(notes.values())
         key = _key([tag, payload], salt)
         if pages.get(page, {}).get("key") == key and (out / page).exists():

@@ -331,6 +331,9 @@ def render_cell(row, value, column, table, database, datasette):
         return Markup(
             f'<a href="{escape(url)}">open {escape(where)} ▸</a> <code>{escape(value[:120])}…</code>'
         )
-    if column == "source_root_relative_path":
-        return Markup(f'<a href="{escape(base + page_url(value))}">{escape(value)}</a>')
+    if column == "source_root_relative_path" and isinstance(value, str):
+        # the recorded page (the site's placement: `urls.Pages`) of a row of the table, not of a query
+        recorded = row["page_url"] if table == "evidence_resource" and "page_url" in keys else None
+        url = recorded if isinstance(recorded, str) else page_url(value)
+        return Markup(f'<a href="{escape(base + url)}">{escape(value)}</a>')
     return None

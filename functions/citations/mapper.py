@@ -113,7 +113,7 @@ class CitationMapper:
         cur.row_factory = sqlite3.Row  # whatever the connection's own row factory is
         return cur.execute(
             "SELECT k.source_root_relative_path AS path, k.ocr_text_exposed, r.resource_id, r.kind, "
-            "r.status, r.provider "
+            "r.status, r.provider, r.page_url "
             "FROM knowledge_source k LEFT JOIN evidence_resource r "
             "ON r.source_root_relative_path = k.source_root_relative_path WHERE k.lightrag_file_path = ?",
             [file_path],
@@ -238,14 +238,15 @@ class CitationMapper:
             if b.block_id in boxes
         ]
         pinned = block is not None and precision not in ("page", "file")
+        page = src["page_url"] or page_url(path)  # the site's placement, as indexed (`urls.Pages`)
         if pinned:
-            url = page_url(path, block.block_id)
+            url = f"{page}#{block.block_id}"
             if len(region_list) > 1:
-                url = page_url(path) + f"?hl={','.join(r['blockId'] for r in region_list)}#{block.block_id}"
+                url = page + f"?hl={','.join(r['blockId'] for r in region_list)}#{block.block_id}"
         elif block and precision == "page":
-            url = page_url(path) + f"#page-{block.page}"
+            url = page + f"#page-{block.page}"
         else:
-            url = page_url(path)
+            url = page
         out: Citation = {
             "citationId": self._id(kind, path, block.block_id if block else chunk_id),
             "provider": self.provider,

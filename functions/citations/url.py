@@ -7,8 +7,9 @@ A citation URL is a site page URL, site-relative or under any base (`/-/evidence
 - `<page>#page-<n>`: a page of a PDF or image;
 - `<page>?page=<n>&bbox=<x0>,<y0>,<x1>,<y1>`: a box on a page (`evidence.open` of a bare locator);
 - `<page>`: the whole file.
-The page's source path is found by trying the URL path's suffixes, longest first, against the
-index (`resource_for`): the base is whatever prefix is left over. Nothing here touches the disk.
+The page's source is found by trying the URL path's suffixes, longest first, against the pages the
+index records (`evidence_resource.page_url`, the site's placement: `resource_for`): the base is
+whatever prefix is left over. Nothing here touches the disk.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from mnote_evidence.build.core.model import NOTE_SUFFIXES
-from mnote_evidence.build.core.urls import MOVED_PAGES_DIR, page_path
 from mnote_evidence.functions.core.errors import BadRequest
 
 BLOCK_ID = re.compile(r"^b-[a-z2-7]{12}(-[0-9]+)?$")
@@ -29,22 +28,12 @@ _NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
 
 @dataclass
 class CitedPlace:
-    """What a citation URL names; `paths` are the source paths its page may be, longest suffix first."""
+    """What a citation URL names; `pages` are the site pages it may name, longest suffix first."""
 
-    paths: list[str] = field(default_factory=list)
+    pages: list[str] = field(default_factory=list)
     block_id: str | None = None
     page: int | None = None
     bbox: list[float] | None = None
-
-
-def _sources_for(site_path: str) -> list[str]:
-    """Source paths whose page is `site_path` (`x/a.pdf.html` -> `x/a.pdf`; `n.html` -> `n.md`)."""
-    if not site_path.endswith(".html"):
-        return []
-    stem = site_path[: -len(".html")]
-    moved = stem[len(MOVED_PAGES_DIR) + 1 :] if stem.startswith(MOVED_PAGES_DIR + "/") else None
-    out = [moved] if moved else [stem] + [stem + s for s in NOTE_SUFFIXES]
-    return [p for p in out if p and page_path(p) == site_path]
 
 
 def parse(url: str) -> CitedPlace:
@@ -67,9 +56,8 @@ def parse(url: str) -> CitedPlace:
                 raise BadRequest("citationUrl: 'bbox' must be x0,y0,x1,y1")
             place.bbox = [float(v) for v in values]
     segments = [s for s in unquote(parts.path).split("/") if s]
-    for i in range(len(segments)):
-        place.paths += _sources_for("/".join(segments[i:]))
-    if place.block_id is None and not place.paths:
+    place.pages = [p for p in ("/".join(segments[i:]) for i in range(len(segments))) if p.endswith(".html")]
+    if place.block_id is None and not place.pages:
         raise BadRequest(
             "citationUrl is not a page of this site (expected …/<file>.html with #blockId, "
             "#page-N or ?page=N&bbox=…)"
@@ -78,20 +66,14 @@ def parse(url: str) -> CitedPlace:
 
 
 def resource_for(conn: sqlite3.Connection, place: CitedPlace) -> tuple[str, str, int | None] | None:
-    """(resource id, source path, page count) of the longest of `place.paths` in the index."""
-    if not place.paths:
-        return None
-    marks = ",".join("?" * len(place.paths))
-    rows = {
-        r[1]: r
-        for r in conn.execute(
+    """(resource id, source path, page count) of the file whose recorded page is the longest of
+    `place.pages` (a file of this index, status ok)."""
+    for page in place.pages:
+        row = conn.execute(
             "SELECT resource_id, source_root_relative_path, page_count FROM evidence_resource "
-            f"WHERE status = 'ok' AND source_root_relative_path IN ({marks})",
-            place.paths,
-        )
-    }
-    for path in place.paths:
-        if path in rows:
-            r = rows[path]
-            return r[0], r[1], r[2]
+            "WHERE status = 'ok' AND page_url = ?",
+            [quote(page, safe="/")],
+        ).fetchone()
+        if row is not None:
+            return row[0], row[1], row[2]
     return None

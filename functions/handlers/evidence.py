@@ -19,7 +19,6 @@ from mnote_evidence.build.core.formats import indexed_kinds
 from mnote_evidence.build.core.locator import OPEN_ACTION
 from mnote_evidence.build.core.model import ROLE_BODY
 from mnote_evidence.build.core.text import QueryError, query_terms
-from mnote_evidence.build.core.urls import page_url
 from mnote_evidence.functions.core.cleaning import quote_window
 from mnote_evidence.functions.core.contracts import (
     BOUNDARY_LOCAL,
@@ -413,14 +412,15 @@ def _open_box(locator: dict, ctx: Context) -> dict:
     row = (
         ctx.db.connect()
         .execute(
-            "SELECT kind, page_count, status FROM evidence_resource WHERE source_root_relative_path = ?",
+            "SELECT kind, page_count, status, page_url FROM evidence_resource "
+            "WHERE source_root_relative_path = ?",
             [path],
         )
         .fetchone()
     )
     if row is None:
         raise NotFound(f"no resource {path!r} in this index")
-    url = page_url(path)
+    url = row["page_url"]  # the site's placement of this file's page (`urls.Pages`), as indexed
     page, bbox = locator.get("page"), locator.get("bbox")
     if page is not None:
         if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= (row["page_count"] or 1):
@@ -431,7 +431,7 @@ def _open_box(locator: dict, ctx: Context) -> dict:
                 isinstance(bbox, list) and len(bbox) == 4 and all(isinstance(v, (int, float)) for v in bbox)
             ):
                 raise BadRequest("'bbox' must be [x0, y0, x1, y1]")
-            url = page_url(path) + f"?page={page}&bbox={','.join(f'{v:g}' for v in bbox)}"
+            url = row["page_url"] + f"?page={page}&bbox={','.join(f'{v:g}' for v in bbox)}"
     return {
         "ok": True,
         "openAction": {"type": OPEN_ACTION, "url": ctx.site_base + url},

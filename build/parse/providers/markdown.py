@@ -26,13 +26,19 @@ from mnote_evidence.build.core.model import (
 )
 from mnote_evidence.build.core.text import join_lines
 from mnote_evidence.build.markdown.encoding import decode_note
+from mnote_evidence.build.markdown.limits import (
+    MAX_EMBEDS_PER_NOTE,
+    MAX_TAG_CHARS,
+    MAX_TAGS_PER_NOTE,
+    left_out_count,
+)
 from mnote_evidence.build.markdown.properties import Properties, read_properties
 from mnote_evidence.build.markdown.syntax import keep_parsed, markdown_parser
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
 
-REVISION = "4"  # bumped when the same bytes would parse differently
+REVISION = "5"  # bumped when the same bytes would parse differently
 
 
 @dataclass
@@ -201,6 +207,27 @@ def _table_block(tokens: list[Token], start: int, out: list[BlockToken]) -> int:
     return i
 
 
+def _capped(tags: int, embeds: int) -> list[Warning_]:
+    """The warnings of a note's tags and embeds past their bounds (`markdown/limits.py`)."""
+    out = []
+    if tags:
+        out.append(
+            Warning_(
+                "tags_capped",
+                f"{tags} tags are kept as text, not linked: a note has at most {MAX_TAGS_PER_NOTE:,} tags "
+                f"(in its text, and in its front matter) of at most {MAX_TAG_CHARS} characters",
+            )
+        )
+    if embeds:
+        out.append(
+            Warning_(
+                "embeds_capped",
+                f"{embeds} embeds are shown as links: a note shows at most {MAX_EMBEDS_PER_NOTE} embeds",
+            )
+        )
+    return out
+
+
 def _line_offsets(text: str) -> list[int]:
     """Start offset of every line, split on "\n" exactly as markdown-it counts lines."""
     offsets = [0]
@@ -235,7 +262,8 @@ class MarkdownProvider:
     def parse_text(
         self, path: str, source_hash: str, text: str, warnings: list[Warning_] | None = None
     ) -> ParsedResourceArtifact:
-        tokens = markdown_parser().parse(text)
+        env: dict = {}
+        tokens = markdown_parser().parse(text, env)
         offsets = _line_offsets(text)
         new_block_id = BlockIdAllocator(path)
         tree = SectionTree(path)
@@ -245,10 +273,12 @@ class MarkdownProvider:
         anchors: set[str] = set()
         found = block_tokens(tokens)
         keep_parsed(text, tokens, [bt.index for bt in found])
+        dropped_tags = left_out_count(env, "tags")
         for bt in found:
             if bt.properties is not None:
                 props = bt.properties
                 title = props.title
+                dropped_tags += props.dropped_tags
                 if props.warning:
                     warnings.append(props.warning)
             if bt.anchor in anchors:
@@ -280,6 +310,7 @@ class MarkdownProvider:
             )
             # footnotes are listed after the last section but belong to none of them (not to the last)
             blocks.append(block if bt.type == "footnote" else tree.add(block))
+        warnings += _capped(dropped_tags, left_out_count(env, "embeds"))
         if title is None:
             title = next((b.text for b in blocks if b.type == "heading"), None)
         return ParsedResourceArtifact(
