@@ -52,6 +52,7 @@ from mnote_evidence.build.core.model import (
 )
 from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.core.redact import redact
+from mnote_evidence.build.core.trust import key_file, key_problem
 from mnote_evidence.build.core.urls import DB_NAME
 from mnote_evidence.build.index.linkgraph import LinkStage
 from mnote_evidence.build.index.previous import PreviousBuild, load_previous
@@ -80,6 +81,7 @@ from mnote_evidence.build.parse.sidecars import (
     remove_sidecars,
     reusable,
     source_map_path,
+    unwritable,
     write_sidecars,
 )
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR, store_programs
@@ -95,6 +97,7 @@ if TYPE_CHECKING:  # the renderer (jinja2, the note HTML renderer) loads only wh
     from mnote_evidence.build.render.site import RenderReport
 
 
+KEY_UNAVAILABLE = "evidence_key_unavailable"  # a build-wide warning: nothing in the workspace is trusted
 NOTE_BATCH = 32  # notes per worker task: one task per small note costs more in the pool than its parse
 NOTES_FOR_POOL = 200  # fewer changed notes are parsed in this process: starting workers costs more
 
@@ -287,11 +290,21 @@ class _Build:
         reused_from: str | None = None,
         prepared: Prepared | None = None,
     ) -> None:
-        """Record a parse (its sidecars written now, or already where it was parsed: `prepared`)."""
+        """Record a parse (its sidecars written now, or already where it was parsed: `prepared`); one
+        whose sidecars cannot be written is recorded with its warning, without sidecars."""
         prev = self.prev.resources.get(f.path)
-        paths = prepared.paths if prepared else write_sidecars(self.root, artifact, owner, self.layout)
+        if prepared is not None:
+            paths = prepared.paths
+        else:
+            try:
+                paths = write_sidecars(self.root, artifact, owner, self.layout)
+            except OSError as exc:
+                marked = unwritable(self.root, artifact, exc)
+                if marked is None:  # the disk's error, not this file's: the build's
+                    raise
+                artifact, paths = marked, None
         self._drop_old_sidecars(prev, keep=paths)
-        if reused_from and reused_from != paths.source_map:
+        if reused_from and paths is not None and reused_from != paths.source_map:
             remove_sidecars(self.root, paths_at(reused_from, artifact))
         row = self._row(f, owner, STATUS_OK, artifact.provider, artifact.provider_version, paths, artifact)
         self._record(ResourceUpdate(row, artifact, prepared.segmented if prepared else None))
@@ -603,6 +616,10 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = recorded(run.db_path)
+        untrusted = key_problem()
+        if untrusted:
+            warning = {"path": str(key_file()), "code": KEY_UNAVAILABLE, "message": untrusted}
+            run.report.warnings.append(warning)
         collection.resume()
         if options.site:
             from mnote_evidence.build.render.data import FromBuild

@@ -1,10 +1,12 @@
 """Shared fixtures: a fresh copy of content_fixtures/ and builds of it (real files, real parsers).
 
-Two rules every test keeps through this module:
+Three rules every test keeps through this module:
 - Tests never read untracked files: `copy_workspace` copies only what git tracks in
   content_fixtures/ (a build of the sample workspace writes `*.ocr/` and `.mnote/` into it).
 - A test that needs a system tool asks `require_tool`: absent, the test is skipped with a
   one-line install hint, except under `CI=true`, where absence is a failure (CI installs them).
+- Tests never write into the real home: the installation key is in a temporary folder
+  (`installation_key`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 from referencing import Registry, Resource
 
 from mnote_evidence.build.core.schemas import load_schema, schema_names
+from mnote_evidence.build.core.trust import KEY_FILE_ENV
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.pipeline import BuildOptions, build
 from mnote_evidence.build.workspace.scan import skip_dir
@@ -167,6 +170,15 @@ def connect(out: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     return conn
+
+
+@pytest.fixture(scope="session", autouse=True)
+def installation_key(tmp_path_factory) -> Path:
+    """This run's installation key (build/core/trust.py) in a temporary folder, never the real home;
+    the CLI processes the tests start inherit it."""
+    path = tmp_path_factory.mktemp("state") / "cache.key"
+    os.environ[KEY_FILE_ENV] = str(path)
+    return path
 
 
 @pytest.fixture

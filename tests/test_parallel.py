@@ -215,30 +215,47 @@ def test_default_jobs_are_the_usable_cpus(monkeypatch):
     assert 1 <= defaults.DEFAULT_JOBS <= (os.cpu_count() or 1)
 
 
+_STAGE_UNDER_A_FULL_DISK = """
+import multiprocessing.forkserver, resource, signal, sys
+from pathlib import Path
+from mnote_evidence.build.core import fsutil
+from mnote_evidence.build.parse import run as parse
+from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.prepare import Prepare, adopt_prepared
+from mnote_evidence.build.workspace.scan import scan
+
+root, jobs = Path(sys.argv[1]), int(sys.argv[2])
+files = [f for f in scan(root) if f.path.endswith(".md")]
+prepare = Prepare(str(root), "beside", {f.path: f.path for f in files})
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (16, resource.RLIM_INFINITY))
+if jobs > 1:  # only the workers (forked from the fork server) write under the limit
+    multiprocessing.forkserver.ensure_running()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+try:
+    with fsutil.durable_batch():
+        parse.parse_all(files, root, jobs, OcrSettings(), lambda n: None, batch=1, min_pool=1,
+                        on_result=lambda _path, result: adopt_prepared(result), prepare=prepare)
+except OSError as exc:
+    print("raised", fsutil.storage_error_message(exc) is not None)
+"""
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_sidecar_that_cannot_be_staged_fails_the_build_where_it_arrives(tmp_path, jobs):
-    """A storage error while a worker stages sidecars (here: `.mnote` is a file, so `.mnote/sidecars/`
-    cannot be made) is raised in the build process, not swallowed as a crashed worker or a parse error;
-    nothing half-staged is left behind."""
-    from mnote_evidence.build.parse.ocr.settings import OcrSettings
-    from mnote_evidence.build.parse.prepare import Prepare, adopt_prepared
-    from mnote_evidence.build.workspace.scan import scan
+    """A storage error while a worker stages sidecars (here: a file size limit of 16 bytes, as on a
+    full disk, in a process of its own or only in its workers) is raised in the build process, not
+    swallowed as a crashed worker or a parse error; nothing half-staged is left behind."""
+    import subprocess
+    import sys
 
     for i in range(3):
         (tmp_path / f"n{i}.md").write_text(f"# Note {i}\n\nSome text {i}.\n", "utf-8")
-    (tmp_path / ".mnote").write_text("in the way", "utf-8")
-    files = [f for f in scan(tmp_path) if f.path.endswith(".md")]
-    prepare = Prepare(str(tmp_path), "beside", {f.path: f.path for f in files})
-    with pytest.raises(OSError), fsutil.durable_batch():
-        parse.parse_all(
-            files,
-            tmp_path,
-            jobs,
-            OcrSettings(),
-            lambda n: None,
-            batch=1,
-            min_pool=1,
-            on_result=lambda _path, result: adopt_prepared(result),
-            prepare=prepare,
-        )
+    result = subprocess.run(
+        [sys.executable, "-c", _STAGE_UNDER_A_FULL_DISK, str(tmp_path), str(jobs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.stdout.split() == ["raised", "True"], result.stderr
     assert not [p for p in tmp_path.rglob("*.tmp")]

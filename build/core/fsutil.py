@@ -5,14 +5,19 @@ Invariants: a write either replaces the file whole or leaves the old one, and it
 before it is renamed into place; writes inside `durable_batch()` share one sync per batch (a temp file
 written by another process, `stage_bytes`, joins it through `adopt`); a new file gets mode
 0666 & ~umask (not mkstemp's 0600), so a web server running as another user can read the site; an
-existing file's mode is kept.
+existing file's mode is kept. Given the `root` it writes under (the workspace), a write, read or
+removal never follows a symlink or goes through a non-folder in any component below the root
+(`UnsafePath`): nothing outside the root is touched. Temp names are bounded (`TEMP_NAME_BYTES`),
+whatever the target's name.
 """
 
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +39,98 @@ _STORAGE_ERRNOS = {
 }
 
 
+TEMP_NAME_BYTES = 48  # of the target's name in its temp name: `.NAME.xxxxxxxx.tmp` stays short
+
+
+class UnsafePath(OSError):
+    """A path below the root through a symlink, a file where a folder goes, or a folder where a file
+    goes: never written, read or removed through."""
+
+
+def temp_prefix(path: Path) -> str:
+    """The start of `path`'s temp names: `.` + its name cut to `TEMP_NAME_BYTES` bytes (on a character
+    boundary) + `.`; a temp name is this, 8 random characters and `.tmp`."""
+    name = path.name.encode("utf-8")[:TEMP_NAME_BYTES].decode("utf-8", "ignore")
+    return f".{name}."
+
+
+def temp_glob(path: Path) -> str:
+    """A glob pattern matching `path`'s temp files."""
+    return glob.escape(temp_prefix(path)) + "*.tmp"
+
+
+def folder_inside(root: Path, folder: Path, create: bool = False) -> bool:
+    """Whether `folder` (`root` or below it) exists as real folders all the way down: each component
+    below `root` is checked with lstat, so a symlink is never followed. With `create`, missing ones are
+    made (mode 0777 & ~umask). Raises `UnsafePath` for a symlink or a non-folder on the way."""
+    current = root
+    for part in folder.relative_to(root).parts:
+        if part in ("", ".", ".."):
+            raise UnsafePath(errno.EINVAL, f"'{part}' in a path below the root", str(folder))
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            if not create:
+                return False
+            try:
+                os.mkdir(current)
+            except FileExistsError:  # made by another process meanwhile: checked again
+                mode = os.lstat(current).st_mode
+            else:
+                continue
+        if stat.S_ISLNK(mode):
+            raise UnsafePath(errno.ELOOP, "a symlink (not followed)", str(current))
+        if not stat.S_ISDIR(mode):
+            raise UnsafePath(errno.ENOTDIR, "a file where a folder goes", str(current))
+    return True
+
+
+def read_inside(root: Path, path: Path, limit: int) -> bytes | None:
+    """The bytes of regular file `path` below `root`, or None: missing, over `limit` bytes, not a
+    regular file (a symlink, FIFO or device is never opened as one: O_NOFOLLOW | O_NONBLOCK, then
+    fstat), or reached through a symlink or a non-folder (`folder_inside`)."""
+    try:
+        if not folder_inside(root, path.parent):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def unlink_inside(root: Path, path: Path) -> None:
+    """Remove file `path` below `root` (a symlink there is removed itself, never its target); nothing
+    when it is missing or reached through a symlink or a non-folder (`UnsafePath`, raised)."""
+    if folder_inside(root, path.parent):
+        path.unlink(missing_ok=True)
+
+
+def path_problem(exc: BaseException) -> str | None:
+    """Why a file could not be written when the cause is its path, not the disk: "is a symlink (not
+    followed)", "is a file where a folder goes", "is a folder where a file goes", "has a name too long
+    for the file system" (of `exc.filename`); None for any other error."""
+    if isinstance(exc, UnsafePath):
+        return f"is {exc.strerror}"
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ENAMETOOLONG:
+            return "has a name too long for the file system"
+        if exc.errno in (errno.EISDIR, errno.ENOTDIR, errno.ELOOP):
+            return "is in the way of the file"
+    return None
+
+
 def current_umask() -> int:
     """The process umask, read without changing it (Linux /proc), else by set-and-restore."""
     try:
@@ -49,26 +146,48 @@ def current_umask() -> int:
 
 
 def file_mode(path: Path) -> int:
-    """Mode for `path` when it is replaced: the existing file's, else 0666 & ~umask."""
+    """Mode for `path` when it is replaced: the existing regular file's (a symlink is not followed),
+    else 0666 & ~umask."""
     try:
-        return os.stat(path).st_mode & 0o7777
+        st = os.lstat(path)
     except OSError:
-        return 0o666 & ~current_umask()
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return st.st_mode & 0o7777
+    return 0o666 & ~current_umask()
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> bool:
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether regular file `path` (not followed if a symlink) holds exactly `data`; read only when
+    its size is `data`'s."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # known now, not when the batch renames its files
+            raise
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(errno.EISDIR, "a folder where a file goes", str(path))
+    if not stat.S_ISREG(st.st_mode) or st.st_size != len(data):
+        return False
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def atomic_write_bytes(path: Path, data: bytes, root: Path | None = None) -> bool:
     """Write `data` to `path` atomically. Returns False (and touches nothing) if unchanged.
 
     Alone: the data is fsync'ed, then renamed over `path`. Inside `durable_batch()`: the
-    temp file joins the batch and is renamed when the batch commits (one sync for all)."""
+    temp file joins the batch and is renamed when the batch commits (one sync for all). With `root`,
+    `path`'s folders below it are made and checked by `folder_inside` (`UnsafePath`)."""
     batch = _batch.get()
     if batch is not None and path in batch.pending:  # written before in this batch: that goes in first
         batch.commit()
-    try:
-        if path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
+    _make_folder(path, root)
+    if _holds(path, data):
+        return False
     tmp = _temp_beside(path, data, sync=batch is None)
     if batch is None:
         _replace(tmp, path)
@@ -77,10 +196,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> bool:
     return True
 
 
+def _make_folder(path: Path, root: Path | None) -> None:
+    """`path`'s folder, made if missing (checked below `root` when given: `folder_inside`)."""
+    if root is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        root.mkdir(parents=True, exist_ok=True)  # the root itself is the caller's, trusted
+        folder_inside(root, path.parent, create=True)
+
+
 def _temp_beside(path: Path, data: bytes, sync: bool) -> Path:
     """`data` in a new temp file next to `path` (fsync'ed if `sync`), with the mode `path` will have."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, file_mode(path))
         with os.fdopen(fd, "wb") as f:
@@ -102,15 +229,13 @@ def _replace(tmp: Path, path: Path) -> None:
         raise
 
 
-def stage_bytes(path: Path, data: bytes) -> Path | None:
+def stage_bytes(path: Path, data: bytes, root: Path | None = None) -> Path | None:
     """The first half of a batched `atomic_write_bytes`, for a worker process: `data` in a temp file
     beside `path`, neither synced nor renamed (the build process does both: `adopt`); None if `path`
     already holds exactly `data`."""
-    try:
-        if path.read_bytes() == data:
-            return None
-    except OSError:
-        pass
+    _make_folder(path, root)
+    if _holds(path, data):
+        return None
     return _temp_beside(path, data, sync=False)
 
 
@@ -169,7 +294,7 @@ def durable_batch() -> Iterator[None]:
 
     Every file is still replaced whole by a rename, only after its data is on disk, so readers see the
     old file or the new one. A crash can lose the batch not yet committed (up to `BATCH_FILES` files):
-    their temp files (`.NAME.*.tmp`) may be left and the old files stay. Callers record a file as done
+    their temp files (`temp_glob`) may be left and the old files stay. Callers record a file as done
     (the site's state file, the rows pointing at sidecars) only after the batch commits, so the next
     build redoes what was lost. A batch inside a batch joins the outer one; an error still commits the
     files already written whole."""
@@ -249,8 +374,8 @@ def _syncfs_ok(path: Path) -> bool:
         os.close(fd)
 
 
-def atomic_write_text(path: Path, text: str) -> bool:
-    return atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, root: Path | None = None) -> bool:
+    return atomic_write_bytes(path, text.encode("utf-8"), root)
 
 
 def storage_error_message(exc: BaseException) -> str | None:

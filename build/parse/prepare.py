@@ -18,13 +18,13 @@ from pathlib import Path
 from mnote_evidence.build.core import text
 from mnote_evidence.build.core.fsutil import adopt
 from mnote_evidence.build.core.model import KIND_MARKDOWN, ParsedResourceArtifact, ProviderError
-from mnote_evidence.build.parse.sidecars import SidecarPaths, stage_sidecars
+from mnote_evidence.build.parse.sidecars import SidecarPaths, stage_sidecars, unwritable
 
 
 @dataclass
 class Prepared:
     artifact: ParsedResourceArtifact
-    paths: SidecarPaths | None = None
+    paths: SidecarPaths | None = None  # None: its sidecars cannot be written (a warning says why)
     staged: list[tuple[Path, Path]] | None = None
     segmented: tuple[str, list[str]] | None = None
     error: OSError | None = None  # staging failed (disk full...): raised in the build process
@@ -48,10 +48,12 @@ class Prepare:
         if not isinstance(result, ParsedResourceArtifact):
             return result
         segmented = (text.SEGMENTATION_VERSION, [text.segment_for_index(b.text) for b in result.blocks])
+        root = Path(self.root)
         try:
-            paths, staged = stage_sidecars(Path(self.root), result, self.owners[path], self.layout)
+            paths, staged = stage_sidecars(root, result, self.owners[path], self.layout)
         except OSError as exc:
-            return Prepared(result, error=exc)
+            marked = unwritable(root, result, exc)
+            return Prepared(result, error=exc) if marked is None else Prepared(marked, None, [], segmented)
         return Prepared(result, paths, staged, segmented)
 
     def many(

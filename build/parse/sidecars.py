@@ -8,9 +8,14 @@ Where they go (root-relative), in the default layout `beside` (SPEC §2):
 - a note: only `.mnote/sidecars/<note path>.source-map.json` (the note is its own text).
 In the layout `mnote` every sidecar goes under `.mnote/sidecars/`. `*.ocr.md` replaces `*.parse.md`
 for OCR text. Invariants: files are written atomically and only when their bytes change, in one
-`durable_batch` before the index points at them; the same input gives byte-identical files; a sidecar
-whose `sourceHash` and `providerVersion` match is reused instead of parsing again; removing one also
-removes the sidecar folders it leaves empty (never a user folder).
+`durable_batch` before the index points at them; the same input gives byte-identical files (on one
+installation: the source map's last member `mac` seals it, `build/core/trust.py`); a sidecar is reused
+instead of parsing again only if this installation sealed it, its `sourceHash` and `providerVersion`
+match, and its text file is the regular file the build itself writes there (`load_cached`); removing
+one also removes the sidecar folders it leaves empty (never a user folder). Sidecars are written, read
+and removed only through real folders below the root (`fsutil.folder_inside`): one that cannot be
+(a symlink or a file on the way, a name too long) leaves its resource indexed with a
+`sidecar_not_written` warning (`unwritable`).
 """
 
 from __future__ import annotations
@@ -18,11 +23,18 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mnote_evidence.build.core.fsutil import atomic_write_text, stage_bytes
+from mnote_evidence.build.core.fsutil import (
+    adopt,
+    folder_inside,
+    path_problem,
+    read_inside,
+    stage_bytes,
+    unlink_inside,
+)
 from mnote_evidence.build.core.model import (
     KIND_MARKDOWN,
     SOURCE_MAP_SCHEMA,
@@ -32,12 +44,16 @@ from mnote_evidence.build.core.model import (
     Section,
     Warning_,
 )
+from mnote_evidence.build.core.trust import is_sealed, seal
 from mnote_evidence.build.workspace.scan import SIDECAR_DIR_SUFFIX
 
 UNOWNED_DIR = ".mnote/sidecars"
 SOURCE_MAP_SUFFIX = ".source-map.json"
 LAYOUT_BESIDE, LAYOUT_MNOTE = "beside", "mnote"
 LAYOUTS = (LAYOUT_BESIDE, LAYOUT_MNOTE)
+MAX_SIDECAR_BYTES = 256 << 20  # a sidecar file past this is not read back: the file is parsed again
+SEAL_CONTEXT = SOURCE_MAP_SCHEMA
+NOT_WRITTEN = "sidecar_not_written"
 
 
 @dataclass(frozen=True)
@@ -73,10 +89,14 @@ def sidecar_paths(
 
 def paths_at(map_rel: str, artifact: ParsedResourceArtifact) -> SidecarPaths:
     """The sidecar files of `artifact` whose source map is at root-relative `map_rel`."""
+    return _paths(map_rel, artifact.kind, artifact.from_ocr)
+
+
+def _paths(map_rel: str, kind: str, from_ocr: bool) -> SidecarPaths:
     base = map_rel[: -len(SOURCE_MAP_SUFFIX)]
-    if artifact.kind == KIND_MARKDOWN:
-        return SidecarPaths(None, base + SOURCE_MAP_SUFFIX)
-    return SidecarPaths(base + (".ocr.md" if artifact.from_ocr else ".parse.md"), base + SOURCE_MAP_SUFFIX)
+    if kind == KIND_MARKDOWN:
+        return SidecarPaths(None, map_rel)
+    return SidecarPaths(base + (".ocr.md" if from_ocr else ".parse.md"), map_rel)
 
 
 def _sha(text: str) -> str:
@@ -159,10 +179,10 @@ def dumps(doc: dict[str, Any]) -> str:
 def write_sidecars(
     root: Path, artifact: ParsedResourceArtifact, owner_path: str | None, layout: str = LAYOUT_BESIDE
 ) -> SidecarPaths:
-    paths = sidecar_paths(artifact, owner_path, layout)
-    if paths.text is not None:
-        atomic_write_text(root / paths.text, artifact.text)
-    atomic_write_text(root / paths.source_map, dumps(source_map(artifact, owner_path, paths)))
+    """`stage_sidecars` and `fsutil.adopt` in this process (inside a `durable_batch`, its files join it)."""
+    paths, staged = stage_sidecars(root, artifact, owner_path, layout)
+    for tmp, path in staged:
+        adopt(tmp, path)
     return paths
 
 
@@ -171,14 +191,15 @@ def stage_sidecars(
 ) -> tuple[SidecarPaths, list[tuple[Path, Path]]]:
     """`write_sidecars` in a worker process: the same bytes in temp files beside their places, as
     (temp, sidecar) pairs in writing order, for the build process to `fsutil.adopt` (one sync per
-    batch, then the renames); a sidecar that already holds its bytes has no pair."""
+    batch, then the renames); a sidecar that already holds its bytes has no pair. Raises the `OSError`
+    of a path it cannot write (see `unwritable`)."""
     paths = sidecar_paths(artifact, owner_path, layout)
     files = [(paths.text, artifact.text)] if paths.text is not None else []
-    files.append((paths.source_map, dumps(source_map(artifact, owner_path, paths))))
+    files.append((paths.source_map, seal(dumps(source_map(artifact, owner_path, paths)), SEAL_CONTEXT)))
     staged: list[tuple[Path, Path]] = []
     try:
         for rel, content in files:
-            tmp = stage_bytes(root / rel, content.encode("utf-8"))
+            tmp = stage_bytes(root / rel, content.encode("utf-8"), root)
             if tmp is not None:
                 staged.append((tmp, root / rel))
     except BaseException:  # none or all: no temp file of a half-staged pair is left behind
@@ -188,16 +209,33 @@ def stage_sidecars(
     return paths, staged
 
 
+def unwritable(root: Path, artifact: ParsedResourceArtifact, exc: OSError) -> ParsedResourceArtifact | None:
+    """`artifact` with a `sidecar_not_written` warning when `exc` (from `stage_sidecars`) is about the
+    sidecar's path (`fsutil.path_problem`), not the disk; None for any other error (the build's)."""
+    problem = path_problem(exc)
+    if problem is None:
+        return None
+    where = Path(exc.filename) if exc.filename else None
+    named = where.relative_to(root).as_posix() if where and where.is_relative_to(root) else "its path"
+    message = f"its sidecar cannot be written ({named} {problem}); it is indexed and parsed on every build"
+    return replace(artifact, warnings=[*artifact.warnings, Warning_(NOT_WRITTEN, message)])
+
+
 def remove_sidecars(root: Path, paths: SidecarPaths) -> None:
+    """Remove a resource's sidecars and the sidecar folders they leave empty; nothing through a
+    symlink or a file on the way (`fsutil.UnsafePath`: left as it is)."""
     for rel in (paths.text, paths.source_map):
         if rel:
-            (root / rel).unlink(missing_ok=True)
+            try:
+                unlink_inside(root, root / rel)
+            except OSError:
+                continue
             _prune_empty(root, rel)
 
 
 def _prune_empty(root: Path, rel: str) -> None:
     """Remove the now-empty folders of a sidecar path, up to its `X.ocr/` folder (included) or
-    `.mnote/sidecars/` (excluded); never a folder outside those."""
+    `.mnote/sidecars/` (excluded); never a folder outside those, nor one reached through a symlink."""
     parts = rel.split("/")[:-1]
     if rel.startswith(UNOWNED_DIR + "/"):
         floor = UNOWNED_DIR.count("/") + 2  # keep .mnote/sidecars itself
@@ -207,8 +245,11 @@ def _prune_empty(root: Path, rel: str) -> None:
             return
         floor = ocr[0] + 1
     while len(parts) >= floor:
+        folder = root / "/".join(parts)
         try:
-            (root / "/".join(parts)).rmdir()
+            if not folder_inside(root, folder):
+                return
+            folder.rmdir()
         except OSError:
             return
         parts.pop()
@@ -240,30 +281,34 @@ def load_cached(
     root: Path, map_rel: str, path: str, source_hash: str, provider_version: str
 ) -> ParsedResourceArtifact | None:
     """A previous parse of exactly these bytes by this provider version, if its sidecars (source
-    map at root-relative `map_rel`, see `source_map_path`) are intact."""
-    map_path = root / map_rel
-    try:
-        doc = json.loads(map_path.read_text("utf-8"))
-    except (OSError, ValueError):
+    map at root-relative `map_rel`, see `source_map_path`) are intact and this installation wrote
+    them: the map sealed by its key, its text file the regular file of the name the build gives it
+    (`paths_at`), both under `MAX_SIDECAR_BYTES`. Anything else is no cache (the file is parsed again)."""
+    raw = read_inside(root, root / map_rel, MAX_SIDECAR_BYTES)
+    if raw is None or not is_sealed(raw, SEAL_CONTEXT):
         return None
-    if (
-        doc.get("schema") != SOURCE_MAP_SCHEMA
-        or doc.get("sourceHash") != source_hash
-        or doc.get("providerVersion") != provider_version
-        or doc.get("sourceRootRelativePath") != path
-    ):
-        return None
-    text = ""
-    if "textFile" in doc:
-        try:
-            text = (map_path.parent / doc["textFile"]).read_text("utf-8")
-        except OSError:
-            return None
-        if _sha(text) != doc.get("textHash"):
-            return None
     try:
+        doc = json.loads(raw)
+        if (
+            doc.get("schema") != SOURCE_MAP_SCHEMA
+            or doc.get("sourceHash") != source_hash
+            or doc.get("providerVersion") != provider_version
+            or doc.get("sourceRootRelativePath") != path
+        ):
+            return None
+        text_rel = _paths(map_rel, doc["resourceKind"], doc.get("fromOcr", False)).text
+        text = ""
+        if doc.get("textFile") != (posixpath.basename(text_rel) if text_rel else None):
+            return None
+        if text_rel is not None:
+            data = read_inside(root, root / text_rel, MAX_SIDECAR_BYTES)
+            if data is None:
+                return None
+            text = data.decode("utf-8")
+            if _sha(text) != doc.get("textHash"):
+                return None
         return artifact_from_source_map(doc, text)
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 

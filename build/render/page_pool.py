@@ -13,7 +13,6 @@ pool: what was not handed back is rendered here, and its temp files are removed.
 
 from __future__ import annotations
 
-import glob
 from collections.abc import Callable, Container, Iterable, Iterator
 from concurrent.futures import BrokenExecutor, Future, as_completed
 from itertools import chain, islice
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.core.errors import UnknownKind
-from mnote_evidence.build.core.fsutil import adopt, atomic_write_text, stage_bytes
+from mnote_evidence.build.core.fsutil import adopt, atomic_write_text, stage_bytes, temp_glob
 from mnote_evidence.build.parse.workers import worker_pool
 
 PAGE_BATCH = 32
@@ -76,7 +75,7 @@ def write_pages(
 
 
 def _drop_temps(page: Path) -> None:
-    for tmp in page.parent.glob(f".{glob.escape(page.name)}.*.tmp"):
+    for tmp in page.parent.glob(temp_glob(page)):
         tmp.unlink(missing_ok=True)
 
 
