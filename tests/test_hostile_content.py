@@ -246,3 +246,25 @@ def test_a_citation_of_the_pdf_opens_the_pdf(colliding):
         assert status == 200 and checked["target"]["resourcePath"] == path, (path, checked)
     cites = (out / "cites.html").read_text("utf-8")
     assert 'href="spec.pdf.html"' in cites and f'href="{urls["spec.pdf.md"]}"' in cites
+
+
+def test_a_new_file_that_takes_a_page_moves_the_other_one_in_the_index_and_the_site(tmp_path):
+    root, out = tmp_path / "ws", tmp_path / "out"
+    root.mkdir()
+    (root / "a.md").write_text("Note a in Markdown.\n")
+    (root / "links.md").write_text("Link to [[a.md]].\n")
+    run_build(root, out, site=True)
+    assert _page_urls(out)["a.md"] == "a.html"
+    (root / "a.markdown").write_text("Note a with the long suffix.\n")  # first in code point order
+    report = run_build(root, out, site=True)
+    urls = _page_urls(out)
+    assert urls["a.markdown"] == "a.html" and urls["a.md"] == "_page/a.md.html"
+    assert "long suffix" in (out / "a.html").read_text("utf-8")
+    assert "Note a in Markdown" in (out / "_page/a.md.html").read_text("utf-8")
+    assert 'href="_page/a.md.html"' in (out / "links.html").read_text("utf-8")
+    assert [p["path"] for p in report.site.problems if p["code"] == "page_collision"] == ["a.md"]
+    (root / "a.markdown").unlink()  # its stale row keeps the page (its tombstone) until the next build
+    run_build(root, out, site=True)
+    run_build(root, out, site=True)
+    assert _page_urls(out)["a.md"] == "a.html" and "Note a in Markdown" in (out / "a.html").read_text("utf-8")
+    assert 'href="a.html"' in (out / "links.html").read_text("utf-8")
