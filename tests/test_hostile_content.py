@@ -268,3 +268,22 @@ def test_a_new_file_that_takes_a_page_moves_the_other_one_in_the_index_and_the_s
     run_build(root, out, site=True)
     assert _page_urls(out)["a.md"] == "a.html" and "Note a in Markdown" in (out / "a.html").read_text("utf-8")
     assert 'href="a.html"' in (out / "links.html").read_text("utf-8")
+
+
+def test_in_chromium_no_formula_covers_the_page_or_runs_a_script(math_site, page):
+    from tests.render.test_site_browser import open_page
+
+    out, _ = math_site
+    page.context.set_offline(True)
+    open_page(page, out, "math.html")
+    covering = page.evaluate(
+        """() => [[2, 2], [innerWidth / 2, innerHeight / 2], [innerWidth - 2, innerHeight - 2]]
+            .map(([x, y]) => document.elementFromPoint(x, y))
+            .filter(el => el && el.closest('math')).length"""
+    )
+    widest = page.eval_on_selector_all(
+        "math", "els => Math.max(...els.map(e => e.getBoundingClientRect().width))"
+    )
+    assert covering == 0 and widest < page.viewport_size["width"]
+    page.eval_on_selector_all("math *", "els => els.forEach(e => e.dispatchEvent(new MouseEvent('click')))")
+    assert page.dialogs == [] and page.url.endswith("math.html")
