@@ -40,7 +40,7 @@ def test_missing_workspace_is_a_clear_error(tmp_path):
 
 def test_ask_imports_only_what_it_needs(built):
     """`ask --json` start-up: a real process, LightRAG configured but down. It runs the whole
-    command (client included) and imports its transport, httpx, but none of the build's parsers,
+    command (client included) and imports its transport, httpcore, but none of the build's parsers,
     Datasette, the site renderer or the build pipeline."""
     import os
     import subprocess
@@ -79,7 +79,7 @@ def test_ask_imports_only_what_it_needs(built):
     assert {
         "mnote_evidence.functions.handlers.knowledge",
         "mnote_evidence.functions.citations.mapper",
-        "httpx",
+        "httpcore",
     } <= imported
     heavy = {
         "pymupdf",

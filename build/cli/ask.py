@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from mnote_evidence.build.cli.common import site_link
+from mnote_evidence.build.cli.common import echo, echo_json, site_link
 from mnote_evidence.build.core.defaults import DEFAULT_OUT
 
 
@@ -56,13 +55,13 @@ def ask_command(
     )
     status, body = call(lambda r: ask(r, ctx), {"query": question, "mode": mode, "topK": top_k})
     if as_json:
-        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+        echo_json(body)
     elif status != 200 or not body.get("ok"):
         code = body.get("error", {}).get("code") or body.get("degradedReason")
         message = body.get("error", {}).get("message") or body.get("message") or ""
         raise click.ClickException(f"no answer [{code}]: {message}")
     else:
-        click.echo(ask_text(body, site_dir))
+        echo(ask_text(body, site_dir))
     if status != 200 or not body.get("ok"):
         sys.exit(1)
 

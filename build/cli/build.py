@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from mnote_evidence.build.cli.common import run_library
+from mnote_evidence.build.cli.common import echo, echo_json, run_library
 from mnote_evidence.build.cli.options import output_options
 from mnote_evidence.build.core.defaults import DEFAULT_JOBS, DEFAULT_OUT
 from mnote_evidence.build.core.progress import ProgressEvent, Stage
@@ -89,6 +88,8 @@ def build_command(
         build,
     )
 
+    _die_with_the_server()
+
     ocr = OcrSettings(
         engine="none" if no_ocr else ocr_engine,
         mineru_url=mineru_url,
@@ -116,11 +117,26 @@ def build_command(
         if bars:
             bars.close()
     if as_json:
-        click.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        echo_json(report.to_json())
     else:
         _print_report(report)
     if strict and report.errors:
         sys.exit(1)
+
+
+def _die_with_the_server() -> None:
+    """A build that `serve --watch` started (it names itself in `DIE_WITH_ENV`) ends when the server
+    does, even by SIGKILL: the index is replaced only whole, so the server's next build starts from
+    the previous one."""
+    import os
+
+    from mnote_evidence.build.parse.workers import DIE_WITH_ENV, die_with
+
+    server = os.environ.pop(DIE_WITH_ENV, "")
+    if server.isdigit():
+        die_with(int(server))
+        if os.getppid() != int(server):  # the server was gone before this build could watch it
+            sys.exit(1)
 
 
 def _print_report(report: BuildReport) -> None:
@@ -128,32 +144,32 @@ def _print_report(report: BuildReport) -> None:
 
     counts = ", ".join(f"{n} {status}" for status, n in report.status_counts.items()) or "no files"
     what = "updated" if report.changed else "up to date"
-    click.echo(f"{report.db_path}: {what} in {report.seconds:.2f}s ({counts})")
-    click.echo(
+    echo(f"{report.db_path}: {what} in {report.seconds:.2f}s ({counts})")
+    echo(
         f"  parsed {report.parsed}, reused sidecars {report.reused_sidecars}, "
         f"unchanged {report.unchanged}, newly stale {report.stale}, removed {report.removed}"
     )
     if report.site is not None:
         s = report.site
-        click.echo(
+        echo(
             f"  site: {s.pages_written} pages written, {s.pages_unchanged} unchanged, "
             f"{s.page_images} page images, {s.tombstones} tombstones, {s.tag_pages} tag pages -> "
             f"{Path(report.db_path).parent / 'index.html'}"
         )
         for p in s.problems:
-            click.echo(f"  site    {p['path']}: [{p['code']}] {p['message']}", err=True)
+            echo(f"  site    {p['path']}: [{p['code']}] {p['message']}", err=True)
     if report.knowledge is not None:
         k = report.knowledge
-        click.echo(
+        echo(
             f"  lightrag: {k['inserted']} inserted, {k['deleted']} deleted, {k['unchanged']} unchanged, "
             f"{k['failed']} failed" + (f"; not reachable: {k['error']}" if k["error"] else "")
         )
     for line in describe_redone(report.redone, report.site):
-        click.echo(f"  redone: {line}")
+        echo(f"  redone: {line}")
     for err in report.errors:
-        click.echo(f"  error   {err['path']}: [{err['code']}] {err['message']}", err=True)
+        echo(f"  error   {err['path']}: [{err['code']}] {err['message']}", err=True)
     for warn in report.warnings:
-        click.echo(f"  warning {warn['path']}: [{warn['code']}] {warn['message']}", err=True)
+        echo(f"  warning {warn['path']}: [{warn['code']}] {warn['message']}", err=True)
 
 
 class _ProgressBars:

@@ -1,20 +1,32 @@
-"""What several commands share: mapping the library's typed errors to what to do, and links into the
-site. Light by design (`search`, `ask` and `verify` import it): the build's options live in
-`build/cli/options.py`.
+"""What several commands share: mapping the library's typed errors to what to do, links into the
+site, and the one way commands write text for people and JSON (`echo`, `echo_json`: escape sequences
+from notes, file names or LightRAG are shown, never obeyed; `build/core/terminal.py`). Light by
+design (`search`, `ask` and `verify` import it): the build's options live in `build/cli/options.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mnote_evidence.build.core.errors import BuildLocked, MnoteError, NotAWorkspace, UnknownKind
+from mnote_evidence.build.core.terminal import json_text, printable
 
 if TYPE_CHECKING:
     from mnote_evidence.build.pipeline import BuildReport
+
+
+def echo(text: str, err: bool = False) -> None:
+    """Write text for a person: every control character in it shown, not obeyed (`printable`)."""
+    click.echo(printable(text), err=err)
+
+
+def echo_json(value: Any) -> None:
+    """Write `value` as JSON with no control character raw (`json_text`)."""
+    click.echo(json_text(value))
 
 
 def what_to_do(exc: MnoteError) -> str:

@@ -60,7 +60,7 @@ COMMANDS = {
 
 class _Commands(click.Group):
     """Commands loaded on use; every command's disk-full / permission error is one clear line, not a
-    traceback."""
+    traceback, and every error message is written with its control characters shown (`printable`)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -84,6 +84,11 @@ class _Commands(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.ClickException as exc:  # its message may quote a file name or a server's words
+            from mnote_evidence.build.core.terminal import printable
+
+            exc.message = printable(exc.message)
+            raise
         except Exception as exc:  # OSError, sqlite3.OperationalError (sqlite3 is not imported for `--help`)
             from mnote_evidence.build.core.fsutil import storage_error_message
 

@@ -2,12 +2,12 @@
 
 Each hit shows its snippet with the query's terms marked: bold (ANSI) on a terminal, «…» otherwise
 (a pipe, a file, `NO_COLOR`); the total; the page's range and how to get the next one; grouped by
-file with `--group`. `--json` prints the handler's response unchanged.
+file with `--group`. `--json` prints the handler's response unchanged (as JSON with no control
+character raw). Control characters in notes and file names are shown, never obeyed.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import click
 
-from mnote_evidence.build.cli.common import site_link
+from mnote_evidence.build.cli.common import echo_json, site_link
 from mnote_evidence.build.core.defaults import DEFAULT_OUT
+from mnote_evidence.build.core.terminal import printable
 from mnote_evidence.functions.handlers.evidence import (
     DEFAULT_PER_DOCUMENT,
     DEFAULT_TOP_K,
@@ -140,7 +141,7 @@ def search_command(
     if status != 200:
         raise click.ClickException(f"{body['error']['message']} [{body['error']['code']}]")
     if as_json:
-        click.echo(json.dumps(body, ensure_ascii=False, indent=2))
+        echo_json(body)
     else:
         click.echo(search_text(body, site_dir, color=_use_color()))
 
@@ -151,7 +152,8 @@ def _use_color() -> bool:
 
 def search_text(body: dict, site_dir: Path, color: bool = False) -> str:
     """The total and page, then one entry per result: where (path, page / lines / paragraph, section),
-    the snippet with the terms marked, the link; grouped by file when the answer has groups."""
+    the snippet with the terms marked, the link; grouped by file when the answer has groups. Printable:
+    control characters from the index are shown, never obeyed (`printable`)."""
     results = body["results"]
     lines = [_heading(body)]
     groups = body.get("groups") or [{"first": 0, "count": len(results)}]
@@ -167,7 +169,12 @@ def search_text(body: dict, site_dir: Path, color: bool = False) -> str:
             lines += [f"   … {more} more in this file: --file {shlex.quote(g['expand']['resourcePath'])}"]
     if "nextOffset" in body:
         lines += ["", f"next page: --offset {body['nextOffset']}"]
-    return "\n".join(lines)
+    return "\n".join(line if isinstance(line, _Shown) else printable(line) for line in lines)
+
+
+class _Shown(str):
+    """A line already printable: its snippet's text was escaped piece by piece, so the highlight codes
+    around the pieces are the only control characters in it."""
 
 
 def _heading(body: dict) -> str:
@@ -185,9 +192,9 @@ def _heading(body: dict) -> str:
 def _entry(r: dict, site_dir: Path, color: bool, n: int) -> list[str]:
     loc = r["source"]
     via = f", via {r['via']['edgeType']}" if "via" in r else ""
-    text = marked(r["snippet"], "\x1b[1m", "\x1b[22m") if color else marked(r["snippet"], "«", "»")
+    marks = ("\x1b[1m", "\x1b[22m") if color else ("«", "»")
     return [
         f"{n}. {where(loc)} ({loc['precision']}{via})",
-        f"   {text}",
+        _Shown(f"   {marked(r['snippet'], *marks, escape=printable)}"),
         f"   {site_link(site_dir, loc['openAction']['url'])}",
     ]

@@ -6,13 +6,12 @@ not (the best-matching block is printed), 1 for a bad request or a missing index
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from mnote_evidence.build.cli.common import site_link
+from mnote_evidence.build.cli.common import echo, echo_json, site_link
 from mnote_evidence.build.core.defaults import DEFAULT_OUT
 
 NOT_FOUND_EXIT = 3
@@ -62,7 +61,10 @@ def verify_command(
     status, body = call(lambda r: verify_quote(r, Context(EvidenceDB(site_dir / "evidence.sqlite"))), request)
     if status != 200:
         raise click.ClickException(f"{body['error']['message']} [{body['error']['code']}]")
-    click.echo(json.dumps(body, ensure_ascii=False, indent=2) if as_json else verify_text(body, site_dir))
+    if as_json:
+        echo_json(body)
+    else:
+        echo(verify_text(body, site_dir))
     if not body["found"]:
         sys.exit(NOT_FOUND_EXIT)
 

@@ -3,11 +3,13 @@
 Every failure becomes a `LightRagError` with a reason code of SPEC §11: `knowledge_rag_unavailable`,
 `knowledge_rag_timeout`, `knowledge_rag_bad_response` (5xx, non-JSON, unexpected shape or types) or
 `knowledge_rag_rejected`. The API key comes from `LIGHTRAG_API_KEY` only, is sent as `X-API-Key`, and
-never appears in an error message. Transport: httpx, imported by the first request; one pooled
-`httpx.Client` per configuration and process, reused by every `LightRag` of that configuration.
-`timeout` bounds connecting (10 s at most), each read, and the whole call: httpx has no overall
-timeout, so the body is streamed and the deadline checked after every chunk, and a server that drips
-bytes cannot hold a call open. No proxy variables are read; certificates are loaded only for https.
+never appears in an error message. Every reply is checked against the shape of the real API
+(`HEALTH`, `QUERY_DATA`, ...) before it is returned, so callers meet only the types they expect, and
+is read up to `MAX_REPLY_BYTES`. Transport: httpcore, imported by the first request; one connection
+pool per configuration and process, reused by every `LightRag` of that configuration. `timeout` is
+the whole call's deadline: every connect (10 s at most), write and read waits only for what is left
+of it (`_left`), so a server that drips its status line, headers or body cannot hold a call open.
+No proxy variables are read; certificates are loaded only for https.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from urllib.parse import urlsplit
 from mnote_evidence.build.core.redact import redact
 
 if TYPE_CHECKING:
-    import httpx
+    import httpcore
 
 URL_ENV = "LIGHTRAG_URL"
 KEY_ENV = "LIGHTRAG_API_KEY"
 _CONNECT_TIMEOUT = 10.0
+MAX_REPLY_BYTES = 16 << 20  # far above a top-k 50 retrieval; a reply beyond it is not read on
 
 
 class LightRagError(Exception):
@@ -55,32 +58,91 @@ class _Response:
         self.content = content
 
     def json(self) -> Any:
-        return json.loads(self.content)
+        try:
+            return json.loads(self.content)
+        except RecursionError:  # nesting deeper than the parser's stack: as unreadable as bad syntax
+            raise ValueError("JSON nested too deeply") from None
 
 
-class _DeadlinePassed(Exception):
+class _TooLarge(Exception):
     pass
 
 
-_POOLS: dict[tuple[LightRagConfig, int], httpx.Client] = {}
+_CALL = threading.local()  # .deadline: time.monotonic() by which this thread's call must be over
+
+
+def _left(timeout: float | None, expired: type[Exception]) -> float:
+    """How long one socket operation may wait: `timeout`, cut to what the call has left. Every
+    connect, read and write of a call shares its deadline, so the whole call ends by it however
+    slowly the server sends its status line, headers or body."""
+    left = _CALL.deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the call's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+def _deadline_backend() -> Any:
+    """An httpcore network backend whose streams wait at most until the calling thread's deadline."""
+    import httpcore
+
+    class Stream(httpcore.NetworkStream):
+        def __init__(self, inner: httpcore.NetworkStream):
+            self.inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self.inner.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self.inner.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+        def close(self) -> None:
+            self.inner.close()
+
+        def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> Stream:
+            left = _left(timeout, httpcore.ConnectTimeout)
+            return Stream(self.inner.start_tls(ssl_context, server_hostname, left))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self.inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):
+        def __init__(self):
+            self.inner = httpcore.SyncBackend()
+
+        def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+            left = _left(timeout, httpcore.ConnectTimeout)
+            return Stream(self.inner.connect_tcp(host, port, left, local_address, socket_options))
+
+        def connect_unix_socket(self, path, timeout=None, socket_options=None):
+            left = _left(timeout, httpcore.ConnectTimeout)
+            return Stream(self.inner.connect_unix_socket(path, left, socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self.inner.sleep(seconds)
+
+    return Backend()
+
+
+_POOLS: dict[tuple[LightRagConfig, int], httpcore.ConnectionPool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def _pool(config: LightRagConfig, tls: bool) -> httpx.Client:
-    """The process's one `httpx.Client` for `config` (a forked child gets its own)."""
+def _pool(config: LightRagConfig, tls: bool) -> httpcore.ConnectionPool:
+    """The process's one connection pool for `config` (a forked child gets its own)."""
     key = (config, os.getpid())
     with _POOLS_LOCK:
-        client = _POOLS.get(key)
-        if client is None:
+        pool = _POOLS.get(key)
+        if pool is None:
             import ssl
 
-            import httpx
+            import httpcore
 
             # for a plain-http URL: no CA bundle to load, and any certificate offered would be refused
             verify = ssl.create_default_context() if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-            timeout = httpx.Timeout(config.timeout, connect=min(config.timeout, _CONNECT_TIMEOUT))
-            client = _POOLS[key] = httpx.Client(timeout=timeout, verify=verify, trust_env=False)
-        return client
+            pool = _POOLS[key] = httpcore.ConnectionPool(
+                ssl_context=verify, network_backend=_deadline_backend()
+            )
+        return pool
 
 
 class LightRag:
@@ -110,34 +172,50 @@ class LightRag:
         self.close()
 
     def _send(self, method: str, path: str, payload: Any = None) -> _Response:
-        deadline = time.monotonic() + self.config.timeout
-        client = _pool(self.config, self.tls)
-        import httpx  # loaded by _pool: only its exception types are needed here
+        pool = _pool(self.config, self.tls)
+        import httpcore  # loaded by _pool: only its exception types are needed here
 
         headers = {**self.headers, "Accept": "application/json"}
         body = None
         if payload is not None:
             body = json.dumps(payload).encode("utf-8")
             headers["Content-Type"] = "application/json"
+        timeout = self.config.timeout
+        waits = {
+            "connect": min(timeout, _CONNECT_TIMEOUT),
+            "read": timeout,
+            "write": timeout,
+            "pool": timeout,
+        }
+        _CALL.deadline = time.monotonic() + timeout
         try:
-            with client.stream(method, self.base + path, content=body, headers=headers) as resp:
-                chunks = []
-                for chunk in resp.iter_bytes():
+            with pool.stream(
+                method,
+                self.base + path,
+                headers=list(headers.items()),
+                content=body,
+                extensions={"timeout": waits},
+            ) as resp:
+                declared = (int(v) for k, v in resp.headers if k.lower() == b"content-length")
+                if max(declared, default=0) > MAX_REPLY_BYTES:
+                    raise _TooLarge
+                chunks, size = [], 0
+                for chunk in resp.iter_stream():
+                    size += len(chunk)
+                    if size > MAX_REPLY_BYTES:
+                        raise _TooLarge
                     chunks.append(chunk)
-                    if time.monotonic() > deadline:
-                        raise _DeadlinePassed
-                if time.monotonic() > deadline:
-                    raise _DeadlinePassed
-                return _Response(resp.status_code, b"".join(chunks))
-        except (httpx.TimeoutException, _DeadlinePassed):
+                return _Response(resp.status, b"".join(chunks))
+        except httpcore.TimeoutException:
             raise LightRagError(
-                "knowledge_rag_timeout", f"LightRAG did not answer {path} within {self.config.timeout:g} s"
+                "knowledge_rag_timeout", f"LightRAG did not answer {path} within {timeout:g} s"
             ) from None
-        except httpx.DecodingError:
+        except _TooLarge:
             raise LightRagError(
-                "knowledge_rag_bad_response", f"LightRAG answered {path} with an undecodable body"
+                "knowledge_rag_bad_response",
+                f"LightRAG answered {path} with more than {MAX_REPLY_BYTES >> 20} MiB",
             ) from None
-        except httpx.TransportError as exc:
+        except (httpcore.NetworkError, httpcore.ProtocolError) as exc:
             # refused, reset, or a malformed reply: as unreachable as a refused connect
             raise LightRagError(
                 "knowledge_rag_unavailable", f"cannot reach LightRAG ({type(exc).__name__})"
@@ -166,9 +244,7 @@ class LightRag:
         return body
 
     def health(self) -> dict[str, Any]:
-        body = self._call("GET", "/health")
-        _typed(body, "/health", configuration=dict, rerank_queue_status=dict)
-        return body
+        return _shaped(self._call("GET", "/health"), HEALTH, "/health")
 
     def query_data(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
         body = self._call(
@@ -182,10 +258,9 @@ class LightRag:
                 "enable_rerank": False,
             },
         )
-        if body.get("status") == "failure" or not body.get("data"):
+        if body.get("status") == "failure":  # how LightRAG says "nothing found"
             return {"chunks": [], "references": [], "entities": [], "relationships": []}
-        data = _typed(body, "/query/data", data=dict)["data"]
-        return _typed(data, "/query/data", chunks=list, references=list, entities=list, relationships=list)
+        return _shaped(body, QUERY_DATA, "/query/data")["data"]
 
     def answer(self, query: str, mode: str, top_k: int) -> dict[str, Any]:
         body = self._call(
@@ -199,14 +274,11 @@ class LightRag:
                 "enable_rerank": False,
             },
         )
-        _typed(body, "/query", response=str, references=list)
-        if not all(isinstance(r, dict) for r in body.get("references") or []):
-            raise _bad_type("/query", "references", "a list of objects")
-        return body
+        return _shaped(body, ANSWER, "/query")
 
     def insert_texts(self, texts: list[str], sources: list[str]) -> str:
         body = self._call("POST", "/documents/texts", payload={"texts": texts, "file_sources": sources})
-        track = _typed(body, "/documents/texts", track_id=str).get("track_id")
+        track = _shaped(body, INSERTED, "/documents/texts").get("track_id")
         if not track:
             raise LightRagError("knowledge_rag_bad_response", "LightRAG returned no track_id for the insert")
         return track
@@ -215,9 +287,7 @@ class LightRag:
         deadline = time.monotonic() + timeout
         while True:
             path = f"/documents/track_status/{track_id}"
-            docs = _typed(self._call("GET", path), path, documents=list).get("documents") or []
-            if not all(isinstance(d, dict) for d in docs):
-                raise _bad_type(path, "documents", "a list of objects")
+            docs = _shaped(self._call("GET", path), TRACKED, path)["documents"]
             done = [d for d in docs if str(d.get("status", "")).lower() in ("processed", "failed")]
             if len(done) >= expected and len(done) == len(docs):
                 return docs
@@ -234,7 +304,8 @@ class LightRag:
 
     def wait_idle(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while self._call("GET", "/documents/pipeline_status").get("busy"):
+        path = "/documents/pipeline_status"
+        while _shaped(self._call("GET", path), PIPELINE, path)["busy"]:
             if time.monotonic() > deadline:
                 raise LightRagError(
                     "knowledge_rag_timeout", f"LightRAG pipeline still busy after {timeout:g} s"
@@ -242,19 +313,80 @@ class LightRag:
             time.sleep(0.3)
 
 
-_KINDS = {dict: "an object", list: "a list", str: "a string"}
+@dataclass(frozen=True)
+class Needed:
+    """A key the reply must hold (not null)."""
+
+    shape: Any
+
+
+# The shapes of lightrag-hku 1.5's replies, as far as they are read: a type; an object, `{key: shape}`
+# (a key absent or null unless `Needed`, other keys ignored); or a list of objects, `[shape]`. What the
+# client returns has been checked against its shape, so no caller meets a value of another type.
+REFERENCE = {"reference_id": str, "file_path": str}
+HEALTH = {
+    "status": str,
+    "core_version": str,
+    "pipeline_busy": bool,
+    "configuration": {
+        "llm_model": str,
+        "embedding_model": str,
+        "enable_rerank": bool,
+        "rerank_binding": str,
+        "rerank_model": str,
+    },
+    "rerank_queue_status": {"available": bool},
+}
+QUERY_DATA = {
+    "data": Needed(
+        {
+            "chunks": [{"reference_id": str, "content": str, "file_path": str, "chunk_id": str}],
+            "references": [REFERENCE],
+            "entities": [{}],
+            "relationships": [{}],
+        }
+    )
+}
+ANSWER = {"response": Needed(str), "references": [REFERENCE]}
+INSERTED = {"track_id": Needed(str)}
+TRACKED = {"documents": Needed([{"id": str, "status": str, "file_path": str}])}
+PIPELINE = {"busy": Needed(bool)}
+_KINDS = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
+
+
+def _shaped(body: Any, shape: Any, path: str) -> Any:
+    """`body` if it has `shape`, else a bad response naming the first key that does not."""
+    _check(body, shape, path, "")
+    return body
+
+
+def _check(value: Any, shape: Any, path: str, key: str) -> None:
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise _bad_type(path, key, "an object")
+        for name, inner in shape.items():
+            needed = isinstance(inner, Needed)
+            inner = inner.shape if needed else inner
+            if value.get(name) is None:
+                if needed:
+                    raise LightRagError(
+                        "knowledge_rag_bad_response", f"LightRAG answered {path} without '{name}'"
+                    )
+                continue
+            _check(value[name], inner, path, name)
+    elif isinstance(shape, list):  # of objects
+        if not isinstance(value, list) or not all(isinstance(element, dict) for element in value):
+            raise _bad_type(path, key, "a list of objects" if isinstance(value, list) else "a list")
+        for element in value:
+            _check(element, shape[0], path, key)
+    elif not isinstance(value, shape) or (shape is not bool and isinstance(value, bool)):
+        raise _bad_type(path, key, _KINDS[shape])
 
 
 def _bad_type(path: str, key: str, kind: str) -> LightRagError:
+    if not key:
+        return LightRagError("knowledge_rag_bad_response", f"LightRAG answered {path} with a non-object")
     return LightRagError("knowledge_rag_bad_response", f"LightRAG answered {path}: '{key}' is not {kind}")
-
-
-def _typed(body: dict[str, Any], path: str, **kinds: type) -> dict[str, Any]:
-    """`body`, checked: each named key is absent, null, or of its kind (else a bad response)."""
-    for key, kind in kinds.items():
-        if body.get(key) is not None and not isinstance(body[key], kind):
-            raise _bad_type(path, key, _KINDS[kind])
-    return body
 
 
 def _message(resp: _Response) -> str:

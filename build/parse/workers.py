@@ -3,7 +3,8 @@
 Invariants:
 - No worker outlives the build process: `worker_pool()` starts every worker with `PR_SET_PDEATHSIG` =
   SIGKILL (the forkserver parent exits when the build dies) and a watchdog thread that exits the
-  worker once the build's pid is gone.
+  worker once the build's pid is gone (`die_with`). A build started by `serve --watch` dies with
+  `serve` the same way (`DIE_WITH_ENV`), so a killed server leaves no rebuild running.
 - A parse has a time budget (`PARSE_SECONDS`) and a worker a memory budget (`PARSE_MEMORY_MB`,
   RLIMIT_DATA: heap, not address-space reservations), each settable as `MNOTE_<name>`. Exceeding one
   is a recorded error of that file (`parse_timeout`, `parse_out_of_memory`), never a hung build.
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 PARSE_SECONDS = float(os.environ.get("MNOTE_PARSE_SECONDS", 1800))
 PARSE_MEMORY_MB = float(os.environ.get("MNOTE_PARSE_MEMORY_MB", 4096))
 _PR_SET_PDEATHSIG = 1
+DIE_WITH_ENV = "MNOTE_DIE_WITH_PID"  # set by a parent that the build must not outlive (`serve --watch`)
 
 
 @cache
@@ -45,7 +47,11 @@ class BudgetExceeded(BaseException):
     `except Exception` cannot swallow it."""
 
 
-def _die_with_parent(build_pid: int) -> None:
+def die_with(pid: int) -> None:
+    """End this process (SIGKILL) when process `pid` ends: Linux's `PR_SET_PDEATHSIG` (for the parent),
+    and everywhere a watchdog thread that exits within a second once `pid` is gone or this process
+    has been handed to another parent (its parent died: a killed parent may stay unreaped a while)."""
+    parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -53,21 +59,16 @@ def _die_with_parent(build_pid: int) -> None:
         pass
 
     def watch() -> None:
-        while True:
-            try:
-                os.kill(build_pid, 0)
-            except ProcessLookupError:
-                os._exit(1)
-            except PermissionError:
-                pass
+        while _alive(pid) and os.getppid() == parent:
             time.sleep(1.0)
+        os._exit(1)
 
     threading.Thread(target=watch, name="mnote-watchdog", daemon=True).start()
 
 
 def init_worker(build_pid: int, memory_mb: float) -> None:
     """Pool initializer: die with the build; cap this worker's heap."""
-    _die_with_parent(build_pid)
+    die_with(build_pid)
     if os.getppid() == 1 or not _alive(build_pid):
         os._exit(1)
     if memory_mb > 0:

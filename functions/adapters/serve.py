@@ -5,7 +5,8 @@ message, not a banner followed by a crash. With `--watch WORKSPACE` a watcher
 thread first catches up (an incremental build of whatever changed while no server
 was watching), then polls the workspace (stat only, every `POLL_SECONDS`), waits
 until changes settle and runs an incremental build in a child process with the
-build flags `serve` was given (`--no-ocr`, `--page-zoom`, ...). A failed build is
+build flags `serve` was given (`--no-ocr`, `--page-zoom`, ...); the child dies with the server,
+even killed by SIGKILL (`build/parse/workers.py: die_with`). A failed build is
 retried with a growing delay (`RETRY_FIRST_SECONDS` doubling to `RETRY_MAX_SECONDS`)
 even if nothing else changes.
 Invariants: the previous index is served until a build has renamed a complete new
@@ -30,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mnote_evidence.build.knowledge.lightrag import URL_ENV
+from mnote_evidence.build.parse.workers import DIE_WITH_ENV
 from mnote_evidence.build.workspace.scan import skip_dir
 from mnote_evidence.functions.adapters.guard import allowed_hosts_for
 from mnote_evidence.functions.core.db import EvidenceDB
@@ -149,7 +151,9 @@ class Watcher(threading.Thread):
             *self.build_args,
             "--json",
         ]  # tokens pass through the environment
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        # the build dies with this server (DIE_WITH_ENV): a killed `serve` leaves no rebuild running
+        env = {**os.environ, DIE_WITH_ENV: str(os.getpid())}
+        result = subprocess.run(cmd, capture_output=True, text=True, env=env)
         self.builds += 1
         if result.returncode != 0:
             self.failures += 1
