@@ -44,7 +44,7 @@ from mnote_evidence.build.core.model import (
     Section,
     Warning_,
 )
-from mnote_evidence.build.core.trust import is_sealed, seal
+from mnote_evidence.build.core.trust import installation_key, is_sealed, seal
 from mnote_evidence.build.workspace.scan import SIDECAR_DIR_SUFFIX
 
 UNOWNED_DIR = ".mnote/sidecars"
@@ -277,6 +277,20 @@ def artifact_from_source_map(doc: dict[str, Any], text: str) -> ParsedResourceAr
     )
 
 
+def read_source_map(root: Path, map_rel: str) -> dict[str, Any] | None:
+    """The source map at root-relative `map_rel` as this installation wrote it: a regular file reached
+    through real folders, at most `MAX_SIDECAR_BYTES`, whose seal checks (on an installation without a
+    key nothing is sealed: any such file); else None."""
+    raw = read_inside(root, root / map_rel, MAX_SIDECAR_BYTES)
+    if raw is None or (not is_sealed(raw, SEAL_CONTEXT) and installation_key() is not None):
+        return None
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 def load_cached(
     root: Path, map_rel: str, path: str, source_hash: str, provider_version: str
 ) -> ParsedResourceArtifact | None:
@@ -284,11 +298,12 @@ def load_cached(
     map at root-relative `map_rel`, see `source_map_path`) are intact and this installation wrote
     them: the map sealed by its key, its text file the regular file of the name the build gives it
     (`paths_at`), both under `MAX_SIDECAR_BYTES`. Anything else is no cache (the file is parsed again)."""
-    raw = read_inside(root, root / map_rel, MAX_SIDECAR_BYTES)
-    if raw is None or not is_sealed(raw, SEAL_CONTEXT):
+    if installation_key() is None:  # nothing is sealed, so nothing is trusted
+        return None
+    doc = read_source_map(root, map_rel)
+    if doc is None:
         return None
     try:
-        doc = json.loads(raw)
         if (
             doc.get("schema") != SOURCE_MAP_SCHEMA
             or doc.get("sourceHash") != source_hash

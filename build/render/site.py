@@ -41,7 +41,7 @@ from mnote_evidence.build.core.urls import (
     relative_url,
 )
 from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
-from mnote_evidence.build.parse.sidecars import artifact_from_source_map
+from mnote_evidence.build.parse.sidecars import artifact_from_source_map, read_source_map
 from mnote_evidence.build.render import (
     copies,
     data,
@@ -310,9 +310,8 @@ class _Site:
     def _artifact(self, res: data.Resource):
         if res.status not in (STATUS_OK, STATUS_STALE) or not res.source_map_path:
             return None
-        try:
-            doc = json.loads((self.root / res.source_map_path).read_text("utf-8"))
-        except (OSError, ValueError):
+        doc = read_source_map(self.root, res.source_map_path)  # as this installation wrote it, or None
+        if doc is None:
             self.report.problems.append(
                 {
                     "path": res.path,
