@@ -557,30 +557,20 @@ def test_stamps_look_only_at_files_the_scan_hashed_or_does_not_trust(workspace, 
     assert [s[2] for s in run.changes.stamps] == [run.prev.resources[EDITED].resource_id]
 
 
-def test_a_recorded_file_is_scanned_without_its_entry_call_and_as_it_would_be(
-    workspace, tmp_path, monkeypatch
-):
-    """...and its kind is asked once per suffix (`kind_for`), not once per file."""
+def test_a_recorded_file_keeps_its_recorded_hash_without_being_read(workspace, tmp_path, monkeypatch):
+    """A file whose size and mtime are as recorded (and old enough to trust) is not hashed again."""
     from mnote_evidence.build.workspace import scan as scanning
 
     out = tmp_path / "out"
     _aged_build(workspace, out)
     known = previous.load_previous(out / "evidence.sqlite").resources  # the rows, as the build passes them
-    entries: list = []
-    kinds: list = []
-    _count(monkeypatch, scanning, "_entry", entries)
-    _count(monkeypatch, scanning, "kind_for", kinds)
+    hashed: list = []
+    _count(monkeypatch, scanning, "file_sha256", hashed)
     files = scanning.scan(workspace, exclude=[out], known=known)
-    slow = [f for f in files if f.hashed or f.refused]
-    assert len(entries) == len(slow) and len(slow) < len(files) / 2
-    suffixes = {model.suffix_of(f.path) for f in files if f not in slow}
-    assert len(kinds) <= len(suffixes) + len(slow) < len(files) / 2  # _entry asks for each slow file
-    trust = time.time_ns() - scanning.RACY_NS
-    for f in files:
-        if f not in slow:
-            assert f == scanning._entry(
-                workspace.resolve(), str(workspace.resolve() / f.path), f.path, known, trust
-            )
+    recorded = [f for f in files if f.path in known and not f.refused]
+    assert recorded and not any(f.hashed for f in recorded)
+    assert all(f.source_hash == known[f.path].source_hash for f in recorded)
+    assert len(hashed) == sum(1 for f in files if f.hashed)
 
 
 def test_notes_are_screened_only_when_they_could_be_refused(workspace, tmp_path, monkeypatch):
