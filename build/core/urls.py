@@ -12,8 +12,9 @@ placed under `_page/` (pages, `<source path>.html`) or `_file/` (copies,
 `<source path>`) instead, both reserved themselves, so every placement is
 injective and disjoint from generated output; every other URL is unchanged. Of two
 sources whose pages would be one file, one moves under `_page/` too (`Pages`).
-Copies of files a browser would execute (`ACTIVE_SUFFIXES`) go under `_file/`
-too, where the site's headers make them inert downloads (`core/headers.py`).
+Copies of every attachment not served inline (`INLINE_TYPES`, an allowlist of
+inert types) go under `_file/` too, where the site's headers make them sandboxed
+downloads (`core/headers.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from urllib.parse import quote
 from mnote_evidence.build.core.model import NOTE_SUFFIXES, suffix_of
 
 DB_NAME = "evidence.sqlite"
+# bumped when a source's page or copy moves: a site rendered by another scheme is rendered again whole
+URL_SCHEME = "2"
 RESERVED_NAMES = frozenset(
     {
         DB_NAME,
@@ -102,41 +105,45 @@ class Pages:
         return f"{url}#{block_id}" if block_id else url
 
 
-# Attachments a browser would run as a page or script if served by type from our origin.
-ACTIVE_SUFFIXES = frozenset(
-    {
-        ".html",
-        ".htm",
-        ".xhtml",
-        ".xht",
-        ".shtml",
-        ".svg",
-        ".svgz",
-        ".xml",
-        ".xsl",
-        ".xslt",
-        ".js",
-        ".mjs",
-        ".css",
-        ".swf",
-        ".mht",
-        ".mhtml",
-        ".hta",
-        ".wasm",
-    }
-)
+# The attachments served inline, by the type named here (an allowlist: PDF, raster images, audio, video
+# and plain text, which browsers show without running anything in our origin). Every other attachment,
+# whatever its suffix or case (`.xhtm`, `.es`, `.svg`, `name.pdf.xhtm`, none), is served as a download.
+INLINE_TYPES = {
+    ".pdf": "application/pdf",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".avif": "image/avif",
+    ".bmp": "image/bmp",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".mp3": "audio/mpeg",
+    ".m4a": "audio/mp4",
+    ".wav": "audio/wav",
+    ".ogg": "audio/ogg",
+    ".opus": "audio/ogg",
+    ".flac": "audio/flac",
+    ".mp4": "video/mp4",
+    ".m4v": "video/mp4",
+    ".webm": "video/webm",
+    ".mov": "video/quicktime",
+    ".txt": "text/plain; charset=utf-8",
+    **{suffix: "text/plain; charset=utf-8" for suffix in NOTE_SUFFIXES},
+}
 
 
-def is_active(source_path: str) -> bool:
-    """True for files browsers execute (HTML, SVG, XML, scripts): their copies are served inert."""
-    return suffix_of(source_path).lower() in ACTIVE_SUFFIXES
+def inline_type(source_path: str) -> str | None:
+    """The type an attachment is served inline as, or None: it is served as a download."""
+    return INLINE_TYPES.get(suffix_of(source_path).lower())
 
 
 @cache
 def copy_path(source_path: str) -> str:
     """Site file holding the copy of a source's bytes: its own path, or `_file/<path>` when its name
-    is reserved or a browser would execute it (`_file/` is served as a sandboxed download)."""
-    if is_reserved(source_path) or is_active(source_path):
+    is reserved or it is not served inline (`_file/` is served as a sandboxed download)."""
+    if is_reserved(source_path) or inline_type(source_path) is None:
         return f"{MOVED_FILES_DIR}/{source_path}"
     return source_path
 

@@ -3,7 +3,7 @@ templates' static files.
 
 Invariants: nothing outside the workspace is copied (a symlink leaving it is skipped); a copy is
 replaced whole (a temp file renamed into place) and only when its size differs or the source is newer;
-a copy beside our pages of a file a browser would execute is removed (such copies live under `_file/`).
+a copy beside our pages of an attachment not served inline is removed (such copies live under `_file/`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from mnote_evidence.build.workspace.scan import is_inside
 
 
 def drop_active_copy(out: Path, rel: str, is_page: Callable[[str], bool]) -> None:
-    """Delete a copy an older build made of an HTML/SVG/... attachment beside our pages (it now
-    lives under `_file/`), unless that name is a page or a reserved file of ours."""
+    """Delete a copy an older build made beside our pages of an attachment that is not served inline
+    (it lives under `_file/`), unless that name is a page or a reserved file of ours."""
     if copy_path(rel) != rel and not is_reserved(rel) and not is_page(rel):
         (out / rel).unlink(missing_ok=True)
 

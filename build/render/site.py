@@ -34,6 +34,7 @@ from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.core.urls import (
     MOVED_PAGES_DIR,
     STATIC_DIR,
+    URL_SCHEME,
     Pages,
     copy_path,
     is_reserved,
@@ -509,7 +510,7 @@ def render_site(
     root = root.resolve()
     state = site_state.load_head(out)  # the base's page entries are read below, when there is work
     templates_hash, templates_signed = site_state.templates_hash(_templates_dir(), state)
-    salt = [templates_hash]
+    salt = [f"{templates_hash}|{URL_SCHEME}"]  # a new URL scheme moves links and copies: every page
     stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)

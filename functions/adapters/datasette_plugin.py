@@ -45,6 +45,7 @@ from urllib.parse import unquote
 from datasette import hookimpl
 from datasette.utils.asgi import Response, asgi_send_file
 
+from mnote_evidence.build.core.headers import site_file_headers
 from mnote_evidence.build.core.sqlite_ro import connect_ro
 from mnote_evidence.build.core.text import QueryError, fts_query
 from mnote_evidence.build.core.urls import page_url
@@ -176,18 +177,21 @@ async def _site_file(request, datasette):
         return Response.text("Not found", status=404)
     if not path.is_file():
         return Response.text("Not found", status=404)
-
-    return _FileResponse(path)
+    # how it is sent follows from the file served (`..`, a trailing slash and symlinks resolved)
+    return _FileResponse(path, site_file_headers(path.relative_to(state.site_dir).as_posix()))
 
 
 class _FileResponse:
-    """A route answer that streams a file with Datasette's own helper."""
+    """A route answer that streams a file with Datasette's own helper, with `headers` (a type and
+    disposition from `site_file_headers`; the guard keeps an attachment's)."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, headers: dict[str, str]):
+        self.path, self.headers = path, {k.lower(): v for k, v in headers.items()}
 
     async def asgi_send(self, send):
-        await asgi_send_file(send, self.path, chunk_size=65536, headers={"Cache-Control": "no-cache"})
+        headers = {**self.headers, "cache-control": "no-cache"}
+        content_type = headers.pop("content-type", None)
+        await asgi_send_file(send, self.path, content_type=content_type, chunk_size=65536, headers=headers)
 
 
 async def _search_page(request, datasette):
@@ -307,6 +311,22 @@ if not V1:  # Datasette 0.65: metadata, canned queries and the CSRF exemption co
         )
 
 
+def _locator(value) -> tuple[str, str] | None:
+    """(open URL, where) of a locator's JSON, or None for any value that is not one: a column of any
+    query may be called `locator_json` (`select 1 as locator_json`), so nothing about it is trusted."""
+    try:
+        loc = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    action = loc.get("openAction") if isinstance(loc, dict) else None
+    url = action.get("url") if isinstance(action, dict) else None
+    if not isinstance(url, str):
+        return None
+    page, precision = loc.get("page"), loc.get("precision")
+    where = f"p.{page}" if isinstance(page, int) else precision if isinstance(precision, str) else ""
+    return url, where
+
+
 @hookimpl
 def render_cell(row, value, column, table, database, datasette):
     from markupsafe import Markup, escape
@@ -321,16 +341,18 @@ def render_cell(row, value, column, table, database, datasette):
         keys = row.keys()
     except AttributeError:
         return None
-    if column == "block_id" and "locator_json" in keys and row["locator_json"]:
-        url = base + json.loads(row["locator_json"])["openAction"]["url"]
-        return Markup(f'<a href="{escape(url)}">{escape(value)}</a>')
+    if column == "block_id" and "locator_json" in keys and isinstance(value, str):
+        found = _locator(row["locator_json"])
+        if found:
+            return Markup(f'<a href="{escape(base + found[0])}">{escape(value)}</a>')
     if column == "locator_json":
-        loc = json.loads(value)
-        where = f"p.{loc['page']}" if "page" in loc else loc.get("precision", "")
-        url = base + loc["openAction"]["url"]
-        return Markup(
-            f'<a href="{escape(url)}">open {escape(where)} ▸</a> <code>{escape(value[:120])}…</code>'
-        )
+        found = _locator(value)
+        if found:
+            url, where = found
+            return Markup(
+                f'<a href="{escape(base + url)}">open {escape(where)} ▸</a> '
+                f"<code>{escape(value[:120])}…</code>"
+            )
     if column == "source_root_relative_path" and isinstance(value, str):
         # the recorded page (the site's placement: `urls.Pages`) of a row of the table, not of a query
         recorded = row["page_url"] if table == "evidence_resource" and "page_url" in keys else None

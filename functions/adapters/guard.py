@@ -13,8 +13,9 @@ One ASGI middleware, so every route gets the same answers to hostile requests:
   so a cross-origin `text/plain` POST never reaches a handler; only the query
   API (`POST_PREFIXES`) takes a state-changing method at all (405 elsewhere);
 - every response carries `nosniff`, `Referrer-Policy` and a CSP; files under
-  the site's `_file/` (attachments browsers would execute) are sent as
-  sandboxed `application/octet-stream` downloads (`build/core/headers.py`);
+  the site's `_file/`, and every site file the site route sends as an attachment
+  (any attachment not of a known inert type: `build/core/headers.py`), are sent
+  as sandboxed `application/octet-stream` downloads;
 - any 500 from below (or an exception) is replaced by a generic 500 without paths
   or exception text; Datasette's `/-/databases` (it lists file paths), the index
   and hidden files under the site (`/site/evidence.sqlite/` included) are not served.
@@ -29,6 +30,7 @@ from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit
 
 from mnote_evidence.build.core.headers import ATTACHMENT, COMMON, SITE_CSP
 from mnote_evidence.build.core.urls import DB_NAME, MOVED_FILES_DIR
+from mnote_evidence.functions.core.validation import has_lone_surrogate
 
 MAX_PATH = 2048
 MAX_QUERY = 65536
@@ -182,7 +184,8 @@ class Guard:
     async def _forward(self, scope: Scope, receive, send) -> None:
         path = scope["path"]
         site = next((b for b in self.site_bases if path.startswith(b)), None)
-        attachment = site is not None and path[len(site) :].startswith(f"{MOVED_FILES_DIR}/")
+        # an attachment: anything under `_file/`, or a site file sent as one (`site_file_headers`)
+        attachment = site is not None and path[len(site) :].lower().startswith(f"{MOVED_FILES_DIR}/")
         failed = False
 
         async def guarded_send(message):
@@ -201,9 +204,14 @@ class Guard:
                             },
                         },
                     )
+                headers = message.get("headers", [])
+                sent_as_attachment = site is not None and any(
+                    k.lower() == b"content-disposition" and v.lower().startswith(b"attachment")
+                    for k, v in headers
+                )
                 message = {
                     **message,
-                    "headers": _secure(message.get("headers", []), site is not None, attachment),
+                    "headers": _secure(headers, site is not None, attachment or sent_as_attachment),
                 }
             elif failed:
                 return None
@@ -228,7 +236,6 @@ def _secure(headers: list, site: bool, attachment: bool) -> list:
     extra = {**COMMON, "Content-Security-Policy": SITE_CSP if site else DATASETTE_CSP}
     if attachment:
         extra.update(ATTACHMENT)
-        extra["Content-Type"] = "application/octet-stream"
     names = {k.lower().encode() for k in extra}
     kept = [(k, v) for k, v in headers if k.lower() not in names]
     return kept + [(k.lower().encode(), v.encode()) for k, v in extra.items()]
@@ -283,21 +290,8 @@ def _check_json(body: bytes) -> None:
         value = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return  # the handler answers its own 400 for invalid JSON
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise Refused(
-                    400, "bad_request", "JSON string with a lone surrogate (not valid Unicode)"
-                ) from None
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+    if has_lone_surrogate(value):
+        raise Refused(400, "bad_request", "JSON string with a lone surrogate (not valid Unicode)")
 
 
 def datasette_columns(datasette) -> Columns:

@@ -7,7 +7,8 @@ Datasette keeps one read connection per worker thread open for the life of its
 query leases its thread's connection after one `stat` of the file, so a query that starts
 after a rebuild finished reads the new build, on every thread, and idle connections to the
 replaced file are closed. Its hash, size and immutable table counts are forgotten on a
-replacement. Name and route stay as they are.
+replacement. Name and route stay as they are. Each connection carries the limits on a reader's SQL
+(`functions/adapters/sql_limits.py`).
 
 Every read passes `execute_fn` on Datasette 0.65 and `_execute_fn` on 1.0 (where `execute`
 no longer calls `execute_fn`); that one method is overridden, chosen by version.
@@ -24,6 +25,7 @@ from datasette.database import Database
 
 from mnote_evidence.build.core.sqlite_ro import connect_ro
 from mnote_evidence.functions.adapters.datasette_compat import V1, prepare
+from mnote_evidence.functions.adapters.sql_limits import limit
 from mnote_evidence.functions.core.db import LiveConnections
 
 
@@ -38,7 +40,7 @@ class LiveDatabase(Database):
         # build updates it in place, and immutable=1 would read pages of two states (build/core/sqlite_ro.py)
         conn = connect_ro(self.path, shared=True)
         prepare(conn, self.ds, self.name)  # plugins' prepare_connection (our escape_fts)
-        return conn
+        return limit(conn)  # a reader's SQL runs here: bounded bytes, no server path
 
     def _forget(self) -> None:
         self.cached_hash = self.cached_size = None

@@ -8,7 +8,8 @@ declaration the handler validates with, and a call runs the same pure handler th
 - a tool answer carries the handler's JSON as structured content plus a short text
   rendering with Markdown links (`functions/adapters/mcp_text.py`);
 - bad arguments are tool errors (`isError`, the 4xx message), never a protocol failure
-  or a crash; an unknown tool or resource is a JSON-RPC "invalid params" error;
+  or a crash, and every tool call over stdio is answered (`ReadableLines`: a lone surrogate is a
+  tool error); an unknown tool or resource is a JSON-RPC "invalid params" error;
 - LightRAG down is the handler's degraded answer, not an error;
 - URLs are the handler's: absolute under `--site-url`, else site-relative;
 - resources `evidence://block/<blockId>`: the block's full text and its locator;
@@ -18,6 +19,7 @@ declaration the handler validates with, and a call runs the same pure handler th
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -37,6 +39,7 @@ from mnote_evidence.functions.adapters.mcp_text import BLOCK_URI, error_text, re
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.core.errors import call
+from mnote_evidence.functions.core.validation import NOT_UNICODE, has_lone_surrogate
 from mnote_evidence.functions.handlers import evidence
 from mnote_evidence.functions.handlers.routes import BY_TOOL, Route, run, site_base
 
@@ -93,15 +96,24 @@ def tools() -> list[types.Tool]:
     ]
 
 
-async def call_tool(ctx: Context, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+def _tool_error(body: dict) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=error_text(body))], structured_content=body, is_error=True
+    )
+
+
+async def call_tool(
+    ctx: Context, name: str, arguments: dict[str, Any] | None, refusal: str | None = None
+) -> types.CallToolResult:
+    """The tool's answer; `refusal`: the call is answered with this error and runs nothing."""
+    if refusal is not None:
+        return _tool_error({"ok": False, "error": {"code": "bad_request", "message": refusal}})
     route: Route | None = BY_TOOL.get(name)
     if route is None:
         raise MCPError(INVALID_PARAMS, f"unknown tool {name!r}; tools: {', '.join(BY_TOOL)}")
     status, body = await anyio.to_thread.run_sync(run, route, ctx, {} if arguments is None else arguments)
     if status != 200:
-        return types.CallToolResult(
-            content=[types.TextContent(text=error_text(body))], structured_content=body, is_error=True
-        )
+        return _tool_error(body)
     return types.CallToolResult(content=[types.TextContent(text=render(name, body))], structured_content=body)
 
 
@@ -133,14 +145,56 @@ def block_contents(ctx: Context, uri: str) -> list[types.TextResourceContents]:
     ]
 
 
-def build_server(ctx: Context) -> Server:
+class ReadableLines:
+    """stdin's lines for the SDK's stdio transport, each one a request it answers. The SDK drops a
+    line its JSON parser refuses without a word (one with a lone surrogate, `"\\ud800"`), and the
+    client would wait forever; such a request goes on with its strings made valid, and a tool call
+    among them is answered with an error (its id in `refused`, its arguments emptied)."""
+
+    _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # only such lines can hold one
+
+    def __init__(self, lines, refused: dict):
+        self.lines, self.refused = lines, refused
+
+    async def __aiter__(self):
+        async for line in self.lines:
+            yield self.readable(line) if self._SURROGATE.search(line) else line
+
+    def readable(self, line: str) -> str:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return line  # not JSON: nothing to answer to
+        if not (isinstance(message, dict) and has_lone_surrogate(message)):
+            return line
+        message = _valid_strings(message)
+        params = message.get("params")
+        if message.get("method") == "tools/call" and isinstance(params, dict) and "id" in message:
+            self.refused[message["id"]] = NOT_UNICODE
+            message["params"] = {"name": str(params.get("name")), "arguments": {}}
+        return json.dumps(message)
+
+
+def _valid_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_valid_strings(k): _valid_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_strings(v) for v in value]
+    return value
+
+
+def build_server(ctx: Context, refused: dict | None = None) -> Server:
+    """The server; `refused`: request id -> the error that tool call is answered with (`ReadableLines`)."""
     listed = tools()
+    refused = {} if refused is None else refused
 
     async def on_list_tools(_, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
 
-    async def on_call_tool(_, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await call_tool(ctx, params.name, params.arguments)
+    async def on_call_tool(request, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await call_tool(ctx, params.name, params.arguments, refused.pop(request.request_id, None))
 
     async def on_list_resources(_, params) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[])  # too many to list: read them by template
@@ -177,10 +231,12 @@ def build_server(ctx: Context) -> Server:
 def serve_stdio(ctx: Context) -> None:
     from mcp.server.stdio import stdio_server
 
-    server = build_server(ctx)
+    refused: dict = {}
+    server = build_server(ctx, refused)
+    lines = ReadableLines(anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace")), refused)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with stdio_server(stdin=lines) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

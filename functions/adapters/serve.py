@@ -34,6 +34,7 @@ from mnote_evidence.build.knowledge.lightrag import URL_ENV
 from mnote_evidence.build.parse.workers import DIE_WITH_ENV
 from mnote_evidence.build.workspace.scan import skip_dir
 from mnote_evidence.functions.adapters.guard import allowed_hosts_for
+from mnote_evidence.functions.adapters.sql_limits import DATASETTE_SETTINGS
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.core.errors import IndexIncompatible
 
@@ -270,7 +271,7 @@ def serve(
         )
     ds = Datasette(
         immutables=[str(_uri_safe(site_dir) / DB_NAME)],
-        settings={"suggest_facets": False, "facet_time_limit_ms": 50},
+        settings={"suggest_facets": False, "facet_time_limit_ms": 50, **DATASETTE_SETTINGS},
         metadata={"plugins": {"mnote-evidence": _plugin_config(host, lightrag_url, lightrag_timeout)}},
     )
     url = f"http://{host}:{sock.getsockname()[1]}"

@@ -11,14 +11,16 @@ description). That one declaration
 - reads a query string (`RequestSpec.from_query`): the HTTP adapters' GET form (lists
   comma-separated, integers and flags from text), typed by the same fields.
 Invariant: the schema and `parse` accept the same requests, except that `parse` also
-takes null for "absent" and refuses what only the data can tell (an FTS query with
-nothing to search for, a page beyond the document, an unknown block):
+takes null for "absent", refuses a lone surrogate anywhere (`NOT_UNICODE`) and an inverted `bbox`,
+and refuses what only the data can tell (an FTS query with nothing to search for, a page beyond the
+document, an unknown block):
 `tests/functions/test_request_specs.py` checks the two agree value by value.
 The `get_*` helpers are the per-kind readers `Field.read` uses (and the messages clients see).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,7 @@ from mnote_evidence.functions.core.errors import BadRequest
 
 MAX_QUERY_CHARS = 1000
 MAX_BLOCK_ID_CHARS = 64
+MAX_PATH_CHARS = 4096
 
 # Field kinds: what `Field.read` checks and what `Field.schema` says
 TEXT, INTEGER, CHOICE, CHOICES, FLAG, BLOCK_ID, LOCATOR = (
@@ -39,6 +42,28 @@ TEXT, INTEGER, CHOICE, CHOICES, FLAG, BLOCK_ID, LOCATOR = (
     "locator",
 )
 TRUE_WORDS = ("1", "true", "yes")
+
+
+NOT_UNICODE = "the request holds a lone surrogate (not valid Unicode)"
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True when a string anywhere in `value` (a JSON-like dict, list or string; keys too) cannot be
+    encoded: it holds a lone surrogate, which `json.loads` accepts and nothing downstream can write."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 def check_fields(request: dict, allowed: set[str]) -> None:
@@ -122,6 +147,34 @@ def get_block_id(request: dict) -> str:
     return _checked_block_id(block_id)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_locator(locator: Any) -> None:
+    """A locator's fields that say where to open, checked as `schemas/locator.schema.json` says them:
+    `page` an integer from 1, `bbox` four finite numbers from 0 with x0 < x1 and y0 < y1, and only
+    with a `page`; `blockId` and `resourcePath` strings. Other fields of a returned locator pass."""
+    if not isinstance(locator, dict):
+        raise BadRequest(NO_BLOCK)
+    if locator.get("blockId") is not None:
+        _checked_block_id(locator["blockId"])
+    path = locator.get("resourcePath")
+    if path is not None and (not isinstance(path, str) or "\x00" in path or len(path) > MAX_PATH_CHARS):
+        raise BadRequest("'resourcePath' must be a file's path in the workspace (a string)")
+    page, bbox = locator.get("page"), locator.get("bbox")
+    if page is not None and not (isinstance(page, int) and not isinstance(page, bool) and page >= 1):
+        raise BadRequest("'page' must be an integer from 1")
+    if bbox is None:
+        return
+    if page is None:
+        raise BadRequest("a 'bbox' needs the 'page' it is on")
+    if not (isinstance(bbox, list) and len(bbox) == 4 and all(_is_number(v) and v >= 0 for v in bbox)):
+        raise BadRequest("'bbox' must be [x0, y0, x1, y1]: four finite numbers from 0")
+    if not (bbox[0] < bbox[2] and bbox[1] < bbox[3]):
+        raise BadRequest("'bbox' must be [x0, y0, x1, y1] with x0 < x1 and y0 < y1")
+
+
 @dataclass(frozen=True)
 class Field:
     """One request field: its check (`read`), JSON Schema (`schema`) and query-string form (`from_text`)."""
@@ -150,8 +203,8 @@ class Field:
         value = request.get(self.name)  # BLOCK_ID / LOCATOR: either may be given (`get_block_id` picks)
         if value is not None and self.kind == BLOCK_ID:
             _checked_block_id(value)
-        elif value is not None and not isinstance(value, dict):
-            raise BadRequest(NO_BLOCK)
+        elif value is not None:
+            check_locator(value)
         return value
 
     def schema(self) -> dict[str, Any]:
@@ -188,8 +241,15 @@ class Field:
                     "blockId": {"type": "string", "minLength": 1, "maxLength": MAX_BLOCK_ID_CHARS},
                     "resourcePath": {"type": "string"},
                     "page": {"type": "integer", "minimum": 1},
-                    "bbox": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+                    "bbox": {
+                        "type": "array",
+                        "items": {"type": "number", "minimum": 0},
+                        "minItems": 4,
+                        "maxItems": 4,
+                        "description": "[x0, y0, x1, y1], x0 < x1 and y0 < y1, with the 'page' it is on",
+                    },
                 },
+                "dependentRequired": {"bbox": ["page"]},
             }
         return {**out, "description": self.description}
 
@@ -218,6 +278,8 @@ class RequestSpec:
     def parse(self, request: dict) -> dict[str, Any]:
         """Every field's checked value (defaults filled in); `BadRequest` for anything else.
         A field given as null is absent (agents often send null for what they leave out)."""
+        if has_lone_surrogate(request):  # before any message could quote it
+            raise BadRequest(NOT_UNICODE)
         check_fields(request, set(self.fields))
         given = {k: v for k, v in request.items() if v is not None}
         return {name: f.read(given) for name, f in self.fields.items()}
