@@ -12,8 +12,6 @@ carries a header's words.
 from __future__ import annotations
 
 import hashlib
-import json
-from pathlib import Path
 
 from mnote_evidence.build.core.model import ROLE_FURNITURE, Block
 
@@ -42,11 +40,9 @@ def ingest_text(text: str, blocks: list[Block]) -> str:
     return "".join(parts)
 
 
-def furniture_blocks(source_map: Path) -> list[Block]:
-    """The furniture blocks a sidecar source map lists (none if it is missing or unreadable)."""
-    try:
-        doc = json.loads(source_map.read_text("utf-8"))
-    except (OSError, ValueError):
+def furniture_blocks(doc: dict | None) -> list[Block]:
+    """The furniture blocks source map `doc` lists (none without one)."""
+    if not doc:
         return []
     found = [b for p in doc.get("pages", []) for b in p.get("blocks", [])] + doc.get("blocks", [])
     return [Block.from_json(b) for b in found if b.get("role") == ROLE_FURNITURE]

@@ -12,10 +12,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mnote_evidence.build.core.fsutil import read_inside
 from mnote_evidence.build.core.model import STATUS_OK, ResourceRow
 from mnote_evidence.build.index.knowledge_text import furniture_blocks, ingest_text, text_hash
 from mnote_evidence.build.knowledge.ingest import Candidate
 from mnote_evidence.build.markdown.encoding import decode_note
+from mnote_evidence.build.parse.sidecars import MAX_SIDECAR_BYTES, read_source_map
 
 if TYPE_CHECKING:
     from mnote_evidence.build.index.writer import IndexChanges
@@ -55,14 +57,17 @@ def candidates(root: Path, previous: Mapping[str, ResourceRow], changes: IndexCh
 
 
 def _text_loader(root: Path, path: str, prev: ResourceRow) -> Callable[[], str]:
-    source = root / (prev.artifact_path or path)
-    source_map = root / prev.source_map_path if prev.source_map_path else None
+    """The text sent of an unchanged file: its sidecar text (or the note), read as the build reads
+    sidecars (a regular file through real folders, capped), without furniture."""
 
     def load() -> str:
-        if not source.is_file():
+        data = read_inside(root, root / (prev.artifact_path or path), MAX_SIDECAR_BYTES)
+        if data is None:
             return ""
-        text = decode_note(source.read_bytes())[0]
-        return ingest_text(text, furniture_blocks(source_map)) if source_map else text
+        text = decode_note(data)[0]
+        if not prev.source_map_path:
+            return text
+        return ingest_text(text, furniture_blocks(read_source_map(root, prev.source_map_path)))
 
     return load
 
