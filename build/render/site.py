@@ -17,6 +17,7 @@ import json
 import posixpath
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -421,6 +422,13 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
     return out
 
 
+def page_salt(templates_hash: str, ask: bool, moved: Mapping[str, str]) -> list[Any]:
+    """What every page's key holds beside its own inputs: the templates and the URL scheme (a new
+    scheme moves links and copies), the header's Ask link, and the pages a collision moved (a move
+    changes the links to that page on any page)."""
+    return [f"{templates_hash}|{URL_SCHEME}", ask, [list(item) for item in sorted(moved.items())]]
+
+
 def _page_key(site: _Site, res: data.Resource, salt: list[Any], fingerprint: list[Any] | None = None) -> str:
     """`fingerprint`: `data.dependency_fingerprint` of `res`, when read already."""
     extra = (
@@ -510,8 +518,8 @@ def render_site(
     root = root.resolve()
     state = site_state.load_head(out)  # the base's page entries are read below, when there is work
     templates_hash, templates_signed = site_state.templates_hash(_templates_dir(), state)
-    salt = [f"{templates_hash}|{URL_SCHEME}"]  # a new URL scheme moves links and copies: every page
-    stamp = [dirty.built_at(db_path), *salt, options.images.tag, options.max_page_images, options.ask]
+    scheme = f"{templates_hash}|{URL_SCHEME}"
+    stamp = [dirty.built_at(db_path), scheme, options.images.tag, options.max_page_images, options.ask]
     if state.get("stamp") == stamp and (out / INDEX).exists():
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
@@ -519,12 +527,10 @@ def render_site(
     site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
-        site.templates_salt = f"{salt[0]}|ask={options.ask}"
+        site.templates_salt = f"{scheme}|ask={options.ask}"
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
-        salt.append(options.ask)  # the header's Ask link is on every page
-        # a page moved by a collision (or back) moves the links to it on any page: every page is keyed again
-        moved = [list(item) for item in sorted(site.page_of.moved.items())]
-        salt.append(moved)
+        salt = page_salt(templates_hash, options.ask, site.page_of.moved)
+        moved = salt[-1]
         pages: dict[str, Any] = state.get("pages", {})
         since = (
             dirty.dirty_since(site.meta, state, stamp)

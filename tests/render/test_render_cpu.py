@@ -69,7 +69,7 @@ def test_a_page_reads_its_backlinks_labels_with_one_query(built):
 
 
 def _salt(ask: bool = False) -> list:
-    return [site_state.templates_hash(site._templates_dir(), {})[0], ask]
+    return site.page_salt(site_state.templates_hash(site._templates_dir(), {})[0], ask, {})
 
 
 def test_a_page_keyed_where_it_is_rendered_has_the_page_and_key_of_the_two_done_apart(built):
