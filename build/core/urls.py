@@ -69,6 +69,8 @@ def page_path(source_path: str) -> str:
 def same_file_key(site_path: str) -> str:
     """What two site paths share when they are one file on some file system or static host: Unicode
     normalisation (NFC) and case (macOS, Windows and many hosts ignore both)."""
+    if site_path.isascii():  # nearly every path: ASCII is NFC, and its casefold is its lower case
+        return site_path.lower()
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", site_path).casefold())
 
 

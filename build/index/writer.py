@@ -28,7 +28,7 @@ from mnote_evidence.build.core.errors import IndexDamaged
 from mnote_evidence.build.core.fsutil import fsync_path
 from mnote_evidence.build.core.model import LinkRow
 from mnote_evidence.build.core.sqlite_ro import connect_ro
-from mnote_evidence.build.core.urls import Pages
+from mnote_evidence.build.core.urls import MOVED_PAGES_DIR, Pages
 from mnote_evidence.build.index import anchors, fts_fill, layout
 from mnote_evidence.build.index.knowledge_text import pack_text
 from mnote_evidence.build.index.rows import ResourceUpdate, insert, insert_update, sql_value
@@ -415,12 +415,27 @@ def _apply(conn: sqlite3.Connection, changes: IndexChanges, fresh: FreshIndex | 
 
 def _place_pages(conn: sqlite3.Connection) -> None:
     """Every row's `page_url` as `urls.Pages` places it over all rows' paths (the site's placement): a
-    new or removed file can move the page of a row this build did not write (`page_collision`)."""
-    rows = conn.execute("SELECT source_root_relative_path, page_url FROM evidence_resource").fetchall()
-    pages = Pages(path for path, _ in rows)
+    new or removed file can move the page of a row this build did not write (`page_collision`). Rows
+    are written with their own `page_path`, so only the moved ones and the ones under `_page/` (moved
+    before, or reserved names) can differ."""
+    pages = Pages(path for (path,) in conn.execute("SELECT source_root_relative_path FROM evidence_resource"))
+    placed = conn.execute(
+        "SELECT source_root_relative_path, page_url FROM evidence_resource WHERE page_url LIKE ? ESCAPE '\\'",
+        (MOVED_PAGES_DIR.replace("_", "\\_") + "/%",),
+    ).fetchall()
+    moved = {path: None for path in pages.moved} | dict(placed)
+    if pages.moved:
+        marks = ",".join("?" * len(pages.moved))
+        moved |= dict(
+            conn.execute(
+                "SELECT source_root_relative_path, page_url FROM evidence_resource "
+                f"WHERE source_root_relative_path IN ({marks})",
+                list(pages.moved),
+            ).fetchall()
+        )
     conn.executemany(
         "UPDATE evidence_resource SET page_url = ? WHERE source_root_relative_path = ?",
-        [(pages.url(path), path) for path, url in rows if pages.url(path) != url],
+        [(pages.url(path), path) for path, url in moved.items() if pages.url(path) != url],
     )
 
 
