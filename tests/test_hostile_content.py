@@ -33,7 +33,7 @@ from tests.conftest import FIXTURES, SPEC_PDF, connect, run_build
 MEMORY_CAP = 3 * 1024**3  # the build runs under this address-space limit, as a small host would
 
 
-def _cli_build(root: Path, out: Path) -> subprocess.CompletedProcess:
+def _cli_build(root: Path, out: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
@@ -44,7 +44,7 @@ def _cli_build(root: Path, out: Path) -> subprocess.CompletedProcess:
         text=True,
         env=os.environ.copy(),
         preexec_fn=cap,
-        timeout=600,
+        timeout=timeout,
     )
 
 

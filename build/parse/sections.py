@@ -1,9 +1,18 @@
-"""The section tree every provider builds the same way: a stack of open headings."""
+"""The section tree every provider builds the same way: a stack of open headings.
+
+A resource has at most `MAX_SECTIONS_PER_RESOURCE` sections, nested at most `MAX_SECTION_DEPTH`
+deep: a later heading is still a block (indexed, shown), in the section open before it, and the
+count left out is the resource's `sections_capped` warning; a deeper one opens at the deepest level.
+A section's path repeats its parents' titles, so the depth bound keeps each path short.
+"""
 
 from __future__ import annotations
 
 from mnote_evidence.build.core.ids import SectionIdAllocator
-from mnote_evidence.build.core.model import Block, Section
+from mnote_evidence.build.core.model import Block, Section, Warning_
+
+MAX_SECTIONS_PER_RESOURCE = 10_000
+MAX_SECTION_DEPTH = 32
 
 
 class SectionTree:
@@ -11,12 +20,18 @@ class SectionTree:
         self._new_id = SectionIdAllocator(resource_path)
         self._stack: list[Section] = []
         self.sections: list[Section] = []
+        self._left_out = 0
 
     @property
     def current(self) -> Section | None:
         return self._stack[-1] if self._stack else None
 
-    def open(self, level: int, title: str, page: int | None = None) -> Section:
+    def open(self, level: int, title: str, page: int | None = None) -> Section | None:
+        """Open a section at `level`; past the bound nothing opens and the current section is returned."""
+        if len(self.sections) >= MAX_SECTIONS_PER_RESOURCE:
+            self._left_out += 1
+            return self.current
+        level = min(level, MAX_SECTION_DEPTH)
         while self._stack and self._stack[-1].level >= level:
             self._stack.pop()
         parent = self.current
@@ -33,6 +48,19 @@ class SectionTree:
         self.sections.append(section)
         self._stack.append(section)
         return section
+
+    @property
+    def warnings(self) -> list[Warning_]:
+        """`sections_capped` when headings were left out of the tree (none otherwise)."""
+        if not self._left_out:
+            return []
+        return [
+            Warning_(
+                "sections_capped",
+                f"{self._left_out:,} headings are kept as text in the section before them: a resource "
+                f"has at most {MAX_SECTIONS_PER_RESOURCE:,} sections",
+            )
+        ]
 
     def add(self, block: Block) -> Block:
         """Put `block` in the current section (and extend open sections' page span)."""

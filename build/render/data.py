@@ -101,18 +101,27 @@ def page_fields(res: Resource) -> tuple[Any, ...]:
 
 
 def section_tree(conn: sqlite3.Connection, resource_id: str) -> list[SectionNode]:
+    """A resource's outline; each section links its first block. Two ordered reads of the resource's
+    rows (its sections, then its blocks by position), so the work is in proportion to them."""
     rows = conn.execute(
-        "SELECT s.section_id, s.title, s.level, s.parent_section_id, "
-        "(SELECT block_id FROM evidence_block_row b WHERE b.resource_id = s.resource_id "
-        "AND b.section_id = s.section_id ORDER BY ordinal LIMIT 1) "
-        "AS target FROM evidence_section s WHERE s.resource_id = ? ORDER BY rowid",
+        "SELECT section_id, title, level, parent_section_id FROM evidence_section "
+        "WHERE resource_id = ? ORDER BY rowid",
         [resource_id],
     ).fetchall()
-    nodes = {r["section_id"]: SectionNode(r["section_id"], r["title"], r["level"], r["target"]) for r in rows}
+    if not rows:
+        return []
+    first: dict[str, str] = {}
+    for section_id, block_id in conn.execute(
+        "SELECT section_id, block_id FROM evidence_block_row WHERE resource_id = ? ORDER BY ordinal",
+        [resource_id],
+    ):
+        if section_id is not None:
+            first.setdefault(section_id, block_id)
+    nodes = {r[0]: SectionNode(r[0], r[1], r[2], first.get(r[0])) for r in rows}
     roots = []
     for r in rows:
-        parent = nodes.get(r["parent_section_id"])
-        (parent.children if parent else roots).append(nodes[r["section_id"]])
+        parent = nodes.get(r[3])
+        (parent.children if parent else roots).append(nodes[r[0]])
     return roots
 
 

@@ -239,5 +239,5 @@ class DocxProvider:
             text="".join(parts),
             blocks=blocks,
             sections=tree.sections,
-            warnings=warnings,
+            warnings=warnings + tree.warnings,
         )

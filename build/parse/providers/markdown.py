@@ -38,7 +38,7 @@ from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
 
-REVISION = "5"  # bumped when the same bytes would parse differently
+REVISION = "6"  # bumped when the same bytes would parse differently
 
 
 @dataclass
@@ -310,7 +310,7 @@ class MarkdownProvider:
             )
             # footnotes are listed after the last section but belong to none of them (not to the last)
             blocks.append(block if bt.type == "footnote" else tree.add(block))
-        warnings += _capped(dropped_tags, left_out_count(env, "embeds"))
+        warnings += _capped(dropped_tags, left_out_count(env, "embeds")) + tree.warnings
         if title is None:
             title = next((b.text for b in blocks if b.type == "heading"), None)
         return ParsedResourceArtifact(

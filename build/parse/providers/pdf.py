@@ -246,7 +246,7 @@ class PdfProvider:
             raise ProviderError("pdf_no_text", "PDF has no extractable text, and OCR found none either")
         mark_furniture(raw, pages)
         starts = _outline_starts(toc, raw) if toc else _font_heading_starts(raw)
-        text, blocks, sections = _blocks(item.path, raw, starts)
+        text, blocks, tree = _blocks(item.path, raw, starts)
         warnings = (
             [Warning_("pdf_repaired", "PDF is damaged; MuPDF repaired it and some text may be missing")]
             if doc.is_repaired
@@ -260,9 +260,9 @@ class PdfProvider:
             source_hash=item.source_hash,
             text=text,
             blocks=blocks,
-            sections=sections,
+            sections=tree.sections,
             pages=pages,
-            warnings=warnings,
+            warnings=warnings + tree.warnings,
             from_ocr=bool(to_ocr),
         )
 
@@ -294,7 +294,7 @@ def mark_furniture(raw: list[_RawBlock], pages: list[Page]) -> None:
 
 
 def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]]):
-    """Blocks in reading order, the `*.parse.md` text they index into, and sections."""
+    """Blocks in reading order, the `*.parse.md` text they index into, and the section tree."""
     starts_at: dict[int, list[tuple[int, str]]] = {}
     for pos, level, title in starts:
         starts_at.setdefault(pos, []).append((level, title))
@@ -339,4 +339,4 @@ def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]])
             )
         )
     emit("\n")
-    return "".join(parts), blocks, tree.sections
+    return "".join(parts), blocks, tree

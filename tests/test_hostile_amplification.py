@@ -1,0 +1,106 @@
+"""Hostile amplification: what a few bytes of a source can make the build do stays bounded.
+
+- headings: a resource's section tree costs work in proportion to its sections, and a resource has
+  at most `MAX_SECTIONS_PER_RESOURCE` sections (`sections_capped`), a note, a DOCX or a PDF alike;
+Every test builds a real workspace and reads what the build wrote (pages, evidence.sqlite, the report).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sqlite3
+
+import pytest
+
+from mnote_evidence.build.parse.sections import MAX_SECTIONS_PER_RESOURCE
+from mnote_evidence.build.render import data
+from tests.conftest import connect, run_build
+from tests.test_hostile_content import _cli_build, _warnings
+
+
+def _sql_steps(conn: sqlite3.Connection, call):
+    """(what `call` returns, the SQLite virtual-machine steps it cost, in hundreds): work counted, not
+    timed."""
+    steps = [0]
+
+    def tick() -> int:
+        steps[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 100)
+    try:
+        return call(), steps[0]
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
+def test_the_outline_of_a_resource_costs_in_proportion_to_its_sections(tmp_path):
+    root, out = tmp_path / "ws", tmp_path / "out"
+    root.mkdir()
+    for n in (1000, 4000):
+        (root / f"h{n}.md").write_text("".join(f"# h\n\ntext {i}\n\n" for i in range(n)))
+    run_build(root, out)
+    conn = data.connect_ro(out / "evidence.sqlite")
+    try:
+        ids = dict(conn.execute("SELECT source_root_relative_path, resource_id FROM evidence_resource"))
+        steps = {}
+        for n in (1000, 4000):
+            tree, steps[n] = _sql_steps(conn, lambda n=n: data.section_tree(conn, ids[f"h{n}.md"]))
+            assert len(tree) == n and all(node.target for node in tree)
+    finally:
+        conn.close()
+    assert steps[4000] < 6 * steps[1000], steps  # 4 times the sections: about 4 times the work
+
+
+@pytest.fixture(scope="module")
+def headings(tmp_path_factory):
+    import docx
+
+    base = tmp_path_factory.mktemp("headings")
+    root, out = base / "ws", base / "out"
+    root.mkdir()
+    many = MAX_SECTIONS_PER_RESOURCE * 2
+    (root / "headings.md").write_text("# h\n" * many + "\nThe end of the headings.\n")
+    document = docx.Document()
+    heading = document.add_heading("h", 1)._p
+    for _ in range(MAX_SECTIONS_PER_RESOURCE + 99):  # copies of one heading: python-docx's own is slow
+        heading.addnext(copy.deepcopy(heading))
+    document.add_paragraph("The end of the document.")
+    document.save(root / "headings.docx")
+    (root / "plain.md").write_text("# One\n\nA short note.\n\n## Two\n\nIts second part.\n")
+    return root, out, _cli_build(root, out, timeout=240)
+
+
+def test_a_resource_has_a_bounded_number_of_sections_and_the_build_completes(headings):
+    root, out, result = headings
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "sections_capped" in _warnings(result, "headings.md")
+    assert "sections_capped" in _warnings(result, "headings.docx")
+    assert not _warnings(result, "plain.md")
+    conn = connect(out)
+    sections = dict(
+        conn.execute(
+            "SELECT r.source_root_relative_path, count(s.section_id) FROM evidence_resource r "
+            "LEFT JOIN evidence_section s USING (resource_id) GROUP BY 1"
+        )
+    )
+    assert sections == {
+        "headings.md": MAX_SECTIONS_PER_RESOURCE,
+        "headings.docx": MAX_SECTIONS_PER_RESOURCE,
+        "plain.md": 2,
+    }
+    for path, words in [("headings.md", "end of the headings"), ("headings.docx", "end of the document")]:
+        assert conn.execute(
+            "SELECT 1 FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path = ? AND b.text LIKE ?",
+            [path, f"%{words}%"],
+        ).fetchone(), path
+    blocks = conn.execute(
+        "SELECT count(*) FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+        "WHERE r.source_root_relative_path = 'headings.md' AND b.kind = 'heading'"
+    ).fetchone()[0]
+    assert blocks == 2 * MAX_SECTIONS_PER_RESOURCE  # every heading is still indexed, as a block
+    page = (out / "headings.html").read_text("utf-8")
+    assert "end of the headings" in page
+    assert json.loads(result.stdout)["status_counts"] == {"ok": 3}
