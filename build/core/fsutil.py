@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import glob
 import os
+import shutil
 import sqlite3
 import stat
 import tempfile
@@ -59,10 +60,12 @@ def temp_glob(path: Path) -> str:
     return glob.escape(temp_prefix(path)) + "*.tmp"
 
 
-def folder_inside(root: Path, folder: Path, create: bool = False) -> bool:
+def folder_inside(root: Path, folder: Path, create: bool = False, replace_links: bool = False) -> bool:
     """Whether `folder` (`root` or below it) exists as real folders all the way down: each component
     below `root` is checked with lstat, so a symlink is never followed. With `create`, missing ones are
-    made (mode 0777 & ~umask). Raises `UnsafePath` for a symlink or a non-folder on the way."""
+    made (mode 0777 & ~umask). Raises `UnsafePath` for a symlink or a non-folder on the way; with
+    `create` and `replace_links` (the site folder, which is the build's own), a symlink on the way is
+    removed (the link itself, never its target) and a real folder made in its place."""
     current = root
     for part in folder.relative_to(root).parts:
         if part in ("", ".", ".."):
@@ -70,6 +73,9 @@ def folder_inside(root: Path, folder: Path, create: bool = False) -> bool:
         current = current / part
         try:
             mode = os.lstat(current).st_mode
+            if create and replace_links and stat.S_ISLNK(mode):
+                os.unlink(current)
+                raise FileNotFoundError(current)
         except FileNotFoundError:
             if not create:
                 return False
@@ -176,16 +182,19 @@ def _holds(path: Path, data: bytes) -> bool:
         return False
 
 
-def atomic_write_bytes(path: Path, data: bytes, root: Path | None = None) -> bool:
+def atomic_write_bytes(
+    path: Path, data: bytes, root: Path | None = None, replace_links: bool = False
+) -> bool:
     """Write `data` to `path` atomically. Returns False (and touches nothing) if unchanged.
 
     Alone: the data is fsync'ed, then renamed over `path`. Inside `durable_batch()`: the
     temp file joins the batch and is renamed when the batch commits (one sync for all). With `root`,
-    `path`'s folders below it are made and checked by `folder_inside` (`UnsafePath`)."""
+    `path`'s folders below it are made and checked by `folder_inside` (`UnsafePath`; `replace_links`:
+    a symlink on the way is replaced by a real folder)."""
     batch = _batch.get()
     if batch is not None and path in batch.pending:  # written before in this batch: that goes in first
         batch.commit()
-    _make_folder(path, root)
+    _make_folder(path, root, replace_links)
     if _holds(path, data):
         return False
     tmp = _temp_beside(path, data, sync=batch is None)
@@ -196,13 +205,13 @@ def atomic_write_bytes(path: Path, data: bytes, root: Path | None = None) -> boo
     return True
 
 
-def _make_folder(path: Path, root: Path | None) -> None:
+def _make_folder(path: Path, root: Path | None, replace_links: bool = False) -> None:
     """`path`'s folder, made if missing (checked below `root` when given: `folder_inside`)."""
     if root is None:
         path.parent.mkdir(parents=True, exist_ok=True)
     else:
         root.mkdir(parents=True, exist_ok=True)  # the root itself is the caller's, trusted
-        folder_inside(root, path.parent, create=True)
+        folder_inside(root, path.parent, create=True, replace_links=replace_links)
 
 
 def _temp_beside(path: Path, data: bytes, sync: bool) -> Path:
@@ -229,11 +238,13 @@ def _replace(tmp: Path, path: Path) -> None:
         raise
 
 
-def stage_bytes(path: Path, data: bytes, root: Path | None = None) -> Path | None:
+def stage_bytes(
+    path: Path, data: bytes, root: Path | None = None, replace_links: bool = False
+) -> Path | None:
     """The first half of a batched `atomic_write_bytes`, for a worker process: `data` in a temp file
     beside `path`, neither synced nor renamed (the build process does both: `adopt`); None if `path`
     already holds exactly `data`."""
-    _make_folder(path, root)
+    _make_folder(path, root, replace_links)
     if _holds(path, data):
         return None
     return _temp_beside(path, data, sync=False)
@@ -374,8 +385,24 @@ def _syncfs_ok(path: Path) -> bool:
         os.close(fd)
 
 
-def atomic_write_text(path: Path, text: str, root: Path | None = None) -> bool:
-    return atomic_write_bytes(path, text.encode("utf-8"), root)
+def atomic_write_text(path: Path, text: str, root: Path | None = None, replace_links: bool = False) -> bool:
+    return atomic_write_bytes(path, text.encode("utf-8"), root, replace_links)
+
+
+def copy_into(src: Path, path: Path, root: Path, replace_links: bool = False) -> None:
+    """Copy file `src` to `path` below `root` as `atomic_write_bytes` writes (folders checked, a
+    bounded temp name renamed into place), streamed rather than read whole; not synced (a copy is
+    made again when it differs from its source)."""
+    _make_folder(path, root, replace_links)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, file_mode(path))
+        with os.fdopen(fd, "wb") as f, open(src, "rb") as source:
+            shutil.copyfileobj(source, f, 1 << 20)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _replace(Path(tmp), path)
 
 
 def storage_error_message(exc: BaseException) -> str | None:

@@ -19,9 +19,10 @@ downloads (`core/headers.py`).
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from urllib.parse import quote
 
@@ -74,32 +75,133 @@ def same_file_key(site_path: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", site_path).casefold())
 
 
+NAME_BYTES = 255  # of one file or folder name: what ext4, APFS, btrfs and most hosts allow
+
+
+def _fits(site_path: str) -> bool:
+    """Whether every name of `site_path` fits a file system (`NAME_BYTES` of UTF-8)."""
+    return all(len(part.encode("utf-8", "surrogatepass")) <= NAME_BYTES for part in site_path.split("/"))
+
+
+def _folders(site_path: str) -> Iterator[str]:
+    """The folders `site_path` lies in: `a/b/c.html` -> `a`, `a/b`."""
+    cut = site_path.find("/")
+    while cut != -1:
+        yield site_path[:cut]
+        cut = site_path.find("/", cut + 1)
+
+
+def _digest(source_path: str, n: int) -> str:
+    return hashlib.sha256(f"{source_path}\0{n}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 class Pages:
-    """Every source's page in one site: `page_path`, except where two sources' pages would be one file
-    (`same_file_key`: `a.md` and `a.markdown`, `spec.pdf` and `spec.pdf.md`, `B.md` and `b.md`). Of those,
-    the path first in code point order keeps the page; each other one moves to
-    `_page/<source path>.html` (`.<n>.html` when that is taken too), recorded as `page_collision`. So
-    placement is injective over the set, and the index (`page_url`) and the site, both built over the
-    same paths, agree on it. `moved` is empty for nearly every workspace."""
+    """Every file one site writes for its sources, pages and copies: `page_path` and `copy_path`,
+    except where two of them, or one and a folder another one lies in, would be one file
+    (`same_file_key`: `a.md` and `a.markdown`, `spec.pdf` and `spec.pdf.md`, `B.md` and `b.md`, a
+    folder `spec.pdf.html/`, copies `a.pdf` and `A.pdf`), or a name is too long (`NAME_BYTES`). Folders
+    keep their place (they are the workspace's); of two files the path first in code point order keeps
+    it, pages before copies. Each other page moves to `_page/<source path>.html` (`.<n>.html` when
+    that is taken too), each other copy to `_file/<source path>` (`_file/<hash>/<name>`); a name too
+    long moves to `_page/<hash>.html`. Each move is one of `problems` (`page_collision`,
+    `name_too_long`). So placement is injective over the set, and the index (`page_url`) and the site,
+    both built over the same paths, agree on it. `moved` is empty for nearly every workspace."""
 
     def __init__(self, paths: Iterable[str]):
-        taken: dict[str, str] = {}  # same_file_key of a page -> the source placed there
+        paths = sorted(paths)
+        self._files: dict[str, str] = {}  # same_file_key of a placed file -> the source placed there
+        self._folders: dict[str, str] = {}  # same_file_key of a folder -> the folder
         self.moved: dict[str, str] = {}  # source -> its page, for the sources not on their page_path
-        self.kept_by: dict[str, str] = {}  # each of those -> the source on its page_path
-        for path in sorted(paths):
-            holder = taken.setdefault(same_file_key(page_path(path)), path)
-            if holder != path:
+        self.copies_moved: dict[str, str] = {}  # source -> its copy, for those not on their copy_path
+        self.kept_by: dict[str, str] = {}  # each page moved by a collision -> what holds its page_path
+        self.problems: list[dict[str, str]] = []  # one per move, in path order: pages, then copies
+        for path in paths:
+            for place in (page_path(path), copy_path(path)):
+                for folder in _folders(place):
+                    self._folders.setdefault(same_file_key(folder), folder)
+        losers: list[tuple[str, str, str | None]] = []  # (source, "page" | "copy", what holds its place)
+        for kind, place_of in (("page", page_path), ("copy", copy_path)):
+            for path in paths:
+                place = place_of(path)
+                key = same_file_key(place)
+                holder = (
+                    f"the folder {self._folders[key]}/"
+                    if key in self._folders
+                    else f"the {'page' if kind == 'page' else 'file'} of {self._files[key]}"
+                    if key in self._files
+                    else None
+                )
+                if holder is None and _fits(place):
+                    self._files[key] = path
+                else:
+                    losers.append((path, kind, holder))
+        for path, kind, holder in losers:
+            self._move(path, kind, holder)
+
+    def _free(self, site_path: str) -> bool:
+        """Whether a file at `site_path` would be one file with no placed file or folder."""
+        key = same_file_key(site_path)
+        return (
+            _fits(site_path)
+            and key not in self._files
+            and key not in self._folders
+            and not any(same_file_key(f) in self._files for f in _folders(site_path))
+        )
+
+    def _move(self, path: str, kind: str, holder: str | None) -> None:
+        usual = page_path(path) if kind == "page" else copy_path(path)
+        for n in range(1, 1 << 16):
+            if kind == "page":
+                name = f"{path}.html" if n == 1 else f"{path}.{n}.html"
+                if not _fits(f"{MOVED_PAGES_DIR}/{name}"):
+                    name = f"{_digest(path, n)}.html"
+            else:
+                name = path if n == 1 else f"{_digest(path, n)}/{posixpath.basename(path)}"
+            place = f"{MOVED_PAGES_DIR if kind == 'page' else MOVED_FILES_DIR}/{name}"
+            if self._free(place):
+                break
+        self._files[same_file_key(place)] = path
+        for folder in _folders(place):
+            self._folders.setdefault(same_file_key(folder), folder)
+        what = "page" if kind == "page" else "copy"
+        if holder is None:
+            code = "name_too_long"
+            why = f"its {what} {usual} has a name longer than file systems allow ({NAME_BYTES} bytes)"
+        else:
+            code = "page_collision"
+            why = (
+                f"its {what} {usual} would be one file with {holder} (names that differ only in case, "
+                "Unicode form or note suffix)"
+            )
+        if kind == "page":
+            self.moved[path] = place
+            if holder is not None:
                 self.kept_by[path] = holder
-        for path in self.kept_by:
-            page, n = f"{MOVED_PAGES_DIR}/{path}.html", 1
-            while same_file_key(page) in taken:
-                n += 1
-                page = f"{MOVED_PAGES_DIR}/{path}.{n}.html"
-            taken[same_file_key(page)] = path
-            self.moved[path] = page
+        else:
+            self.copies_moved[path] = place
+        self.problems.append({"path": path, "code": code, "message": f"{why}; its {what} is {place}"})
+
+    @property
+    def moves(self) -> dict[str, str]:
+        """Every placement away from its usual path: source -> page, `<source>\\0` -> copy (a NUL
+        ends no path): what a page's links depend on beside their own targets."""
+        return self.moved | {f"{path}\0": copy for path, copy in self.copies_moved.items()}
 
     def __call__(self, source_path: str) -> str:
         return self.moved.get(source_path) or page_path(source_path)
+
+    def copy(self, source_path: str) -> str:
+        """Site file holding the copy of the source's bytes in this site."""
+        return self.copies_moved.get(source_path) or copy_path(source_path)
+
+    def is_free(self, site_path: str) -> bool:
+        """Whether a file at `site_path` (a page an earlier site placed there) stands in the way of no
+        file or folder of this site: it may stay (a tombstone), else it goes."""
+        return self._free(site_path)
+
+    def shares_file(self, site_path: str) -> bool:
+        """Whether `site_path` is one file with a page or copy of this site (maybe in another case)."""
+        return same_file_key(site_path) in self._files
 
     def url(self, source_path: str, block_id: str | None = None) -> str:
         """`page_url` of the source's page in this site."""

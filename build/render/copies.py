@@ -1,29 +1,30 @@
-"""The site's copies of files (SPEC §8): each source's bytes beside its page (`urls.copy_path`), and the
-templates' static files.
+"""The site's copies of files (SPEC §8): each source's bytes where the site's placement puts them
+(`urls.Pages.copy`: beside its page, or under `_file/`), and the templates' static files.
 
 Invariants: nothing outside the workspace is copied (a symlink leaving it is skipped); a copy is
-replaced whole (a temp file renamed into place) and only when its size differs or the source is newer;
-a copy beside our pages of an attachment not served inline is removed (such copies live under `_file/`).
+replaced whole (a temp file renamed into place) and only when the regular file there differs in size
+or is older than the source; every copy is written through real folders below the site
+(`render/site_files.py`); a copy an older build left at the source's own path is removed when the
+copy lives elsewhere and nothing of this site is placed there.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-from collections.abc import Callable
 from pathlib import Path
 
-from mnote_evidence.build.core.fsutil import atomic_write_bytes
-from mnote_evidence.build.core.urls import STATIC_DIR, copy_path, is_reserved
+from mnote_evidence.build.core.urls import STATIC_DIR, Pages, copy_path, is_reserved
+from mnote_evidence.build.render import site_files
 from mnote_evidence.build.workspace.scan import is_inside
 
 
-def drop_active_copy(out: Path, rel: str, is_page: Callable[[str], bool]) -> None:
-    """Delete a copy an older build made beside our pages of an attachment that is not served inline
-    (it lives under `_file/`), unless that name is a page or a reserved file of ours."""
-    if copy_path(rel) != rel and not is_reserved(rel) and not is_page(rel):
-        (out / rel).unlink(missing_ok=True)
+def drop_active_copy(out: Path, rel: str, placed: Pages) -> None:
+    """Delete a copy an older build made at the source's own path when its copy lives elsewhere
+    (under `_file/`: an attachment not served inline, or moved by a collision), unless that name is
+    a reserved file or holds a file or folder of this site."""
+    if placed.copy(rel) != rel and not is_reserved(rel) and placed.is_free(rel):
+        site_files.unlink(out, rel)
 
 
 class Folders:
@@ -36,12 +37,16 @@ class Folders:
         self.made: set[str] = set()
 
 
-def copy_source(root: Path, out: Path, rel: str, folders: Folders | None = None) -> None:
-    """Copy the source at `rel` into the site, unless the copy there has its size and is no older.
-    `root` is resolved (`render_site`): only the source's folder is resolved here (once per render with
-    `folders`), and the source itself when it is a symlink; each file stat'ed once."""
+def copy_source(
+    root: Path, out: Path, rel: str, folders: Folders | None = None, dest_rel: str | None = None
+) -> None:
+    """Copy the source at `rel` into the site at `dest_rel` (default `urls.copy_path`), unless the
+    regular file there has its size and is no older. `root` is resolved (`render_site`): only the
+    source's folder is resolved here (once per render with `folders`), and the source itself when it
+    is a symlink; each file stat'ed once."""
     folders = folders or Folders()
-    src, dest = root / rel, out / copy_path(rel)
+    dest_rel = dest_rel or copy_path(rel)
+    src, dest = root / rel, out / dest_rel
     parent, _, name = rel.rpartition("/")
     try:
         st = os.lstat(src)
@@ -56,29 +61,22 @@ def copy_source(root: Path, out: Path, rel: str, folders: Folders | None = None)
         return
     if not is_inside(resolved, root) or not stat.S_ISREG(st.st_mode):
         return
+    folder = dest_rel.rpartition("/")[0]
+    if folder not in folders.made:  # real folders first: a copy seen through a link is none
+        site_files.folder(out, folder)
+        folders.made.add(folder)
     try:
-        copied = os.stat(dest)
-        if copied.st_size == st.st_size and copied.st_mtime >= st.st_mtime:
+        copied = os.lstat(dest)  # a link there is no copy: it is replaced
+        if stat.S_ISREG(copied.st_mode) and copied.st_size == st.st_size and copied.st_mtime >= st.st_mtime:
             return
     except OSError:
         pass
-    if str(dest.parent) not in folders.made:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        folders.made.add(str(dest.parent))
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    try:
-        shutil.copyfile(src, tmp)
-        tmp.replace(dest)
-    except BaseException:  # disk full: no half copy left behind
-        tmp.unlink(missing_ok=True)
-        raise
+    site_files.copy(resolved, out, dest_rel)
 
 
 def copy_static(templates: Path, out: Path) -> None:
     """The templates' static files (styles, scripts, the vendored search engine) into the site."""
     src = templates / STATIC_DIR
     for path in src.rglob("*"):
-        if path.is_file():
-            dest = out / STATIC_DIR / path.relative_to(src)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(dest, path.read_bytes())  # the vendored search engine is WebAssembly
+        if path.is_file():  # the vendored search engine is WebAssembly: bytes
+            site_files.write_bytes(out, f"{STATIC_DIR}/{path.relative_to(src).as_posix()}", path.read_bytes())

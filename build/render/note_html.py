@@ -21,7 +21,7 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 
 from mnote_evidence.build.core.model import Block
-from mnote_evidence.build.core.urls import copy_path, relative_url
+from mnote_evidence.build.core.urls import relative_url
 from mnote_evidence.build.markdown.properties import Properties
 from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
 from mnote_evidence.build.parse.providers.markdown import block_tokens
@@ -148,7 +148,7 @@ def _link_target(env: dict, target: str, kind: str) -> tuple[str | None, bool]:
         internal = hit.problem is not None
         return (None, True) if internal else (target, False)
     if kind in ("image", "embed") and not hit.path.endswith(".md"):
-        return relative_url(env["page"], copy_path(hit.path)), True
+        return relative_url(env["page"], env["links"].copy_of(hit.path)), True
     return relative_url(env["page"], env["links"].page_of(hit.path)), True
 
 

@@ -35,11 +35,13 @@ def tag_page(tag: str) -> str:
     file name: letters, digits, `_` and `-` stay; a part holding anything else (`..`, `<`, `"`, a
     space, nothing) or longer than `_NAME_BYTES` is cleaned (and cut) and given a short hash of the
     original, so distinct tags keep distinct pages and no page lands outside `_tags/` or has a name a
-    file system or static host refuses."""
+    file system or static host refuses. The tag `index` is hashed too: `_tags/index.html` is the tag
+    index."""
     parts = []
-    for part in tag.lower().split("/"):
+    whole = tag.lower()
+    for part in whole.split("/"):
         safe = _UNSAFE_IN_NAME.sub("-", part).strip("-")
-        if safe != part or not safe or len(safe.encode("utf-8")) > _NAME_BYTES:
+        if safe != part or not safe or len(safe.encode("utf-8")) > _NAME_BYTES or whole == "index":
             safe = f"{safe[:32] or 'tag'}-{hashlib.sha1(part.encode('utf-8')).hexdigest()[:8]}"
         parts.append(safe)
     return f"{TAGS_DIR}/{'/'.join(parts)}.html"
@@ -53,6 +55,7 @@ class NoteLinks:
     targets: LinkTargets | None = None  # None: no index to look fragments up in (they land on the page)
     page_image: Callable[[str, int], str | None] = lambda path, page: None
     page_of: Callable[[str], str] = page_path  # a source's page in this site (`urls.Pages`)
+    copy_of: Callable[[str], str] = copy_path  # and its copy (`urls.Pages.copy`)
 
 
 def _missing(label: str, why: str) -> str:
@@ -85,7 +88,7 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
         return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
     kind = kind_for(path)
     if kind == Kind.IMAGE:
-        src = relative_url(env["page"], copy_path(path))
+        src = relative_url(env["page"], links.copy_of(path))
         return (
             f'<a class="embed embed-image" href="{html.escape(href)}">'
             f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>'
@@ -103,7 +106,7 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
     if kind == Kind.MARKDOWN and links.targets is not None:
         return _embed_note(env, path, fragment, href, label)
     if kind != Kind.MARKDOWN:  # any other file: its copy (served inert when a browser would run it)
-        href = relative_url(env["page"], copy_path(path))
+        href = relative_url(env["page"], links.copy_of(path))
     return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
 
 

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mnote_evidence.build.core.fsutil import folder_inside
 from mnote_evidence.build.core.model import Block
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def store_programs(folder: Path, notes: list[tuple[str, list[Block]]]) -> None:
         return
     head = json.dumps(entries, separators=(",", ":")).encode("ascii") + b"\n"
     try:
-        folder.mkdir(exist_ok=True)
+        folder_inside(folder.parent, folder, create=True, replace_links=True)  # in the site: no link
         final = folder / (hashlib.sha256(head).hexdigest()[:32] + SUFFIX)
         tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
         tmp.write_bytes(b"".join([head, *chunks]))

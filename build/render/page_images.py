@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnote_evidence.build.core.fsutil import atomic_write_bytes, in_durable_batch
+from mnote_evidence.build.core.fsutil import UnsafePath, atomic_write_bytes, in_durable_batch
 from mnote_evidence.build.core.urls import PAGES_DIR
 from mnote_evidence.build.parse.libraries import mupdf, pillow
 from mnote_evidence.build.parse.pixels import capped_scale
 from mnote_evidence.build.parse.workers import worker_pool
+from mnote_evidence.build.render import site_files
 
 if TYPE_CHECKING:
     import pymupdf
@@ -59,6 +60,7 @@ class PageImageJob:
     folder: str
     pages: tuple[int, ...]
     settings: PageImageSettings
+    site: str | None = None  # the site folder `folder` is in: written through real folders below it
 
 
 def image_folder(source_hash: str, settings: PageImageSettings) -> str:
@@ -85,34 +87,64 @@ def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
 
 @in_durable_batch  # one sync for the job's images; each is renamed into place only once on disk
 def render_job(job: PageImageJob) -> int:
+    """The job's page images; with `job.site`, written only through real folders below it (a symlink
+    on the way replaced, `site_files`); none when a file stands where its folder goes."""
     folder = Path(job.folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    site = Path(job.site) if job.site else None
+    try:
+        if site is None:
+            folder.mkdir(parents=True, exist_ok=True)
+        else:
+            site_files.folder(site, folder.relative_to(site).as_posix())
+    except UnsafePath:
+        return 0
     with mupdf().open(job.pdf) as doc:
         for n in job.pages:
-            atomic_write_bytes(folder / image_name(n, job.settings), encode_page(doc[n - 1], job.settings))
+            atomic_write_bytes(
+                folder / image_name(n, job.settings),
+                encode_page(doc[n - 1], job.settings),
+                root=site,
+                replace_links=True,
+            )
     return len(job.pages)
 
 
-def missing_pages(folder: Path, page_count: int, settings: PageImageSettings) -> tuple[int, ...]:
-    have = set(os.listdir(folder)) if folder.is_dir() else set()
+def missing_pages(out: Path, folder: str, page_count: int, settings: PageImageSettings) -> tuple[int, ...]:
+    """The pages without an image in site folder `folder` (a regular file, in real folders)."""
+    have = (
+        {e.name for e in os.scandir(out / folder) if e.is_file(follow_symlinks=False)}
+        if site_files.is_real_folder(out, folder)
+        else set()
+    )
     return tuple(n for n in range(1, page_count + 1) if image_name(n, settings) not in have)
 
 
+def _real_folders(folder: Path) -> list[Path]:
+    """The folders in `folder`, symlinks left out (never followed)."""
+    try:
+        return [Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 def remove_stale(out: Path, settings: PageImageSettings) -> int:
-    """Delete page images made with any other settings; returns how many files went."""
+    """Delete page images made with any other settings; returns how many files went. Only real
+    folders below the site are looked into or removed (`shutil.rmtree` follows no link)."""
     removed = 0
-    base = out / PAGES_DIR
-    for folder in base.glob("*/*") if base.is_dir() else ():
-        if folder.is_dir() and folder.name != settings.tag:
-            removed += sum(1 for f in folder.rglob("*") if f.is_file())
-            shutil.rmtree(folder, ignore_errors=True)
+    if not site_files.is_real_folder(out, PAGES_DIR):
+        return 0
+    for pdf in _real_folders(out / PAGES_DIR):
+        for folder in _real_folders(pdf):
+            if folder.name != settings.tag:
+                removed += sum(1 for f in folder.rglob("*") if f.is_file())
+                shutil.rmtree(folder, ignore_errors=True)
     return removed
 
 
 def split(job: PageImageJob, parts: int) -> list[PageImageJob]:
     size = max(1, -(-len(job.pages) // parts))
     return [
-        PageImageJob(job.pdf, job.folder, job.pages[i : i + size], job.settings)
+        PageImageJob(job.pdf, job.folder, job.pages[i : i + size], job.settings, job.site)
         for i in range(0, len(job.pages), size)
     ]
 

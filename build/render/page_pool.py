@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.core.errors import UnknownKind
-from mnote_evidence.build.core.fsutil import adopt, atomic_write_text, stage_bytes, temp_glob
+from mnote_evidence.build.core.fsutil import adopt, temp_glob
 from mnote_evidence.build.parse.workers import worker_pool
+from mnote_evidence.build.render import site_files
 
 PAGE_BATCH = 32
 PAGES_FOR_POOL = 200  # fewer pages are rendered in this process: starting workers costs more
@@ -64,7 +65,7 @@ def write_pages(
         for path in order:
             if path not in problems:
                 known = len(site.report.problems)
-                _drop_temps(site.out / site.page_of(path))  # written by a worker whose answer was lost
+                _drop_temps(site.out, site.page_of(path))  # written by a worker whose answer was lost
                 _write(site, path, salt if path in unkeyed else None, keys)
                 problems[path] = site.report.problems[known:]
                 del site.report.problems[known:]
@@ -74,9 +75,10 @@ def write_pages(
     return keys
 
 
-def _drop_temps(page: Path) -> None:
-    for tmp in page.parent.glob(temp_glob(page)):
-        tmp.unlink(missing_ok=True)
+def _drop_temps(out: Path, page: str) -> None:
+    if site_files.is_real_folder(out, page.rpartition("/")[0]):
+        for tmp in (out / page).parent.glob(temp_glob(out / page)):
+            tmp.unlink(missing_ok=True)
 
 
 def _page(site: _Site, path: str, salt: list[Any] | None) -> tuple[str, str | None]:
@@ -89,7 +91,18 @@ def _write(site: _Site, path: str, salt: list[Any] | None, keys: dict[str, str])
     html, key = _page(site, path, salt)
     if key is not None:
         keys[path] = key
-    atomic_write_text(site.out / site.page_of(path), html)
+    try:
+        site_files.write_text(site.out, site.page_of(path), html)
+    except OSError as exc:
+        _not_written(site, path, exc)
+
+
+def _not_written(site: _Site, path: str, exc: OSError) -> None:
+    """Record a page that what stands in its way kept from being written (`site_files.not_written`)."""
+    problem = site_files.not_written(site.out, path, site.page_of(path), exc)
+    if problem is None:
+        raise exc
+    site.report.problems.append(problem)
 
 
 def _in_pool(
@@ -175,6 +188,10 @@ def _render_batch(
             out.append((path, (exc.kind, exc.page), None, None))
             return out
         data = html.encode("utf-8")
-        tmp = stage_bytes(site.out / site.page_of(path), data)
+        try:
+            tmp = site_files.stage(site.out, site.page_of(path), data)
+        except OSError as exc:
+            _not_written(site, path, exc)
+            tmp = None
         out.append((path, site.report.problems[known:], None if tmp is None else (str(tmp), len(data)), key))
     return out

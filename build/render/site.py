@@ -19,7 +19,6 @@ import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from mnote_evidence.build.core.assets import asset_dir
 from mnote_evidence.build.core.defaults import DEFAULT_MAX_PAGE_IMAGES
 from mnote_evidence.build.core.errors import UnknownKind
 from mnote_evidence.build.core.formats import format_for
-from mnote_evidence.build.core.fsutil import atomic_write_text, commit_pending, in_durable_batch
+from mnote_evidence.build.core.fsutil import commit_pending, in_durable_batch
 from mnote_evidence.build.core.headers import HEADERS_FILE, PAGE_CSP, headers_file
 from mnote_evidence.build.core.model import KIND_MARKDOWN, KIND_PDF, STATUS_OK, STATUS_STALE
 from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
@@ -37,9 +36,7 @@ from mnote_evidence.build.core.urls import (
     STATIC_DIR,
     URL_SCHEME,
     Pages,
-    copy_path,
     is_reserved,
-    page_path,
     relative_url,
 )
 from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
@@ -50,6 +47,7 @@ from mnote_evidence.build.render import (
     dirty,
     page_images,
     page_pool,
+    site_files,
     tag_pages,
 )
 from mnote_evidence.build.render import (
@@ -138,7 +136,9 @@ class _Site:
             from_build.resolver if from_build else None,
         )
         self.page_of = Pages(r.path for r in self.resources)
-        self.note_links = NoteLinks(self.resolver, LinkTargets(self.conn), self._page_image, self.page_of)
+        self.note_links = NoteLinks(
+            self.resolver, LinkTargets(self.conn), self._page_image, self.page_of, self.page_of.copy
+        )
         # the collisions depend on the paths alone: those the state recorded for the same paths stand
         self.paths_key = _paths_key(self.resources)
         if state and state.get("paths_key") == self.paths_key and isinstance(state.get("collisions"), list):
@@ -152,25 +152,15 @@ class _Site:
         self.sentences = Sentences(self.conn)
 
     def _collisions(self) -> None:
-        """Report sources placed away from their usual URL, and sources whose pages or copies
-        collide with another source's page (the page wins; the copy is not written)."""
-        pages: dict[str, str] = {}
+        """Report sources placed away from their usual URL: moved by the placement (`urls.Pages`:
+        `page_collision`, `name_too_long`) or by a reserved name."""
+        moves: dict[str, list[dict[str, str]]] = {}
+        for problem in self.page_of.problems:
+            moves.setdefault(problem["path"], []).append(problem)
         for r in self.resources:
             page = self.page_of(r.path)
-            if r.path in self.page_of.kept_by:
-                self.report.problems.append(
-                    {
-                        "path": r.path,
-                        "code": "page_collision",
-                        "message": (
-                            f"its page {page_path(r.path)} would be one file with the page of "
-                            f"{self.page_of.kept_by[r.path]} (names that differ only in case, Unicode form "
-                            f"or note suffix); its page is {page}: rename one of them"
-                        ),
-                    }
-                )
-            pages.setdefault(page, r.path)
-            if page.startswith(f"{MOVED_PAGES_DIR}/") and r.path not in self.page_of.kept_by:
+            self.report.problems.extend(moves.get(r.path, ()))
+            if page.startswith(f"{MOVED_PAGES_DIR}/") and r.path not in self.page_of.moved:
                 self.report.problems.append(
                     {
                         "path": r.path,
@@ -187,18 +177,7 @@ class _Site:
                         "code": "reserved_name",
                         "message": (
                             "its name is one the build generates; its copy in the site is "
-                            f"{copy_path(r.path)}"
-                        ),
-                    }
-                )
-            elif copy_path(r.path) in pages and pages[copy_path(r.path)] != r.path:
-                self.report.problems.append(
-                    {
-                        "path": r.path,
-                        "code": "page_collision",
-                        "message": (
-                            f"the copy of this file would overwrite the page of {pages[copy_path(r.path)]}; "
-                            "it is not copied into the site"
+                            f"{self.page_of.copy(r.path)}"
                         ),
                     }
                 )
@@ -226,7 +205,9 @@ class _Site:
         ctx.update(
             {
                 "res": res,
-                "source_url": relative_url(page, copy_path(res.path)) if self._copyable(res) else None,
+                "source_url": relative_url(page, self.page_of.copy(res.path))
+                if self._copyable(res)
+                else None,
                 "owner": {"path": owner.path, "url": relative_url(page, self.page_of(owner.path))}
                 if owner
                 else None,
@@ -270,17 +251,8 @@ class _Site:
         res = self.by_path.get(path)
         return (res.title if res is not None and res.title else None) or posixpath.basename(path)
 
-    @cached_property
-    def _pages(self) -> set[str]:
-        return {self.page_of(r.path) for r in self.resources}
-
-    def is_page(self, site_path: str) -> bool:
-        """True when `site_path` is some resource's page. Every page ends in `.html` (`urls.page_path`), so
-        other paths (the copy of every non-HTML file) are answered without listing the 10,000 pages."""
-        return site_path.endswith(".html") and site_path in self._pages
-
     def _copyable(self, res: data.Resource) -> bool:
-        return bool(res.source_hash) and res.status != STATUS_STALE and not self.is_page(copy_path(res.path))
+        return bool(res.source_hash) and res.status != STATUS_STALE
 
     def render_resource(self, res: data.Resource) -> str:
         return self._render(
@@ -424,8 +396,8 @@ def _aliases_by_successor(aliases: list[data.Alias]) -> dict[str, list[str]]:
 
 def page_salt(templates_hash: str, ask: bool, moved: Mapping[str, str]) -> list[Any]:
     """What every page's key holds beside its own inputs: the templates and the URL scheme (a new
-    scheme moves links and copies), the header's Ask link, and the pages a collision moved (a move
-    changes the links to that page on any page)."""
+    scheme moves links and copies), the header's Ask link, and the pages and copies the placement
+    moved (`urls.Pages.moves`: a move changes the links to that page or copy on any page)."""
     return [f"{templates_hash}|{URL_SCHEME}", ask, [list(item) for item in sorted(moved.items())]]
 
 
@@ -446,6 +418,44 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any], fingerprint: lis
     if res.kind == KIND_PDF and res.status in (STATUS_OK, STATUS_STALE):
         extra += [site.options.images.tag, site.options.max_page_images]
     return data.page_key(res, extra + salt)
+
+
+def _clear_the_way(site: _Site, pages: dict[str, Any], current: set[str]) -> None:
+    """Remove the pages and tombstones an earlier render wrote where this site places another file
+    or a folder (`urls.Pages.is_free`: a folder `spec.pdf.html/` where the page of `spec.pdf` was),
+    before anything is written: their entries go with them (no tombstone can stand there)."""
+    for page, entry in list(pages.items()):
+        if page in current or (isinstance(entry, dict) and entry.get("tag")) or site.page_of.is_free(page):
+            continue
+        del pages[page]
+        if not site.page_of.shares_file(page):  # else it may be that file, in another case
+            site_files.unlink(site.out, page)
+
+
+def _copy(site: _Site, folders: copies.Folders, path: str) -> None:
+    """The source's copy in the site (`copies.copy_source` at its placement); what stands in its way
+    is recorded (`site_files.not_written`)."""
+    try:
+        copies.drop_active_copy(site.out, path, site.page_of)
+        copies.copy_source(site.root, site.out, path, folders, site.page_of.copy(path))
+    except OSError as exc:
+        problem = site_files.not_written(site.out, path, site.page_of.copy(path), exc)
+        if problem is None:
+            raise
+        site.report.problems.append(problem)
+
+
+def _write(site: _Site, source: str | None, page: str, html: Any) -> bool:
+    """Write `html()` at site path `page`; what stands in its way is recorded, and False returned."""
+    try:
+        site_files.write_text(site.out, page, html())
+        return True
+    except OSError as exc:
+        problem = site_files.not_written(site.out, source, page, exc)
+        if problem is None:
+            raise
+        site.report.problems.append(problem)
+        return False
 
 
 def _load_state(out: Path) -> dict[str, Any]:
@@ -517,6 +527,8 @@ def render_site(
     options = options or RenderOptions()
     root = root.resolve()
     state = site_state.load_head(out)  # the base's page entries are read below, when there is work
+    if not state:  # none, or not this installation's (shipped in a workspace): nothing of it is used
+        site_state.discard(out)
     templates_hash, templates_signed = site_state.templates_hash(_templates_dir(), state)
     scheme = f"{templates_hash}|{URL_SCHEME}"
     stamp = [dirty.built_at(db_path), scheme, options.images.tag, options.max_page_images, options.ask]
@@ -529,7 +541,7 @@ def render_site(
     try:
         site.templates_salt = f"{scheme}|ask={options.ask}"
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
-        salt = page_salt(templates_hash, options.ask, site.page_of.moved)
+        salt = page_salt(templates_hash, options.ask, site.page_of.moves)
         moved = salt[-1]
         pages: dict[str, Any] = state.get("pages", {})
         since = (
@@ -547,6 +559,8 @@ def render_site(
         # the pages that stay (the rest get tombstones): with the last render's paths, only tag pages can go
         same_paths = state.get("paths_key") == site.paths_key
         current = set() if same_paths else {site.page_of(res.path) for res in site.resources}
+        if not same_paths:
+            _clear_the_way(site, pages, current)
         keys: dict[str, str] = {}
         unkeyed: set[str] = set()
         folders = copies.Folders()
@@ -555,20 +569,19 @@ def render_site(
         def changed():
             for res in todo:
                 page = site.page_of(res.path)
-                compared = page in pages and res.path not in site.rows_changed and (out / page).exists()
+                compared = page in pages and res.path not in site.rows_changed and (out / page).is_file()
                 key = keys[res.path] = _page_key(site, res, salt) if compared else None
                 if site._copyable(res):
-                    copies.drop_active_copy(out, res.path, site.is_page)
-                    copies.copy_source(root, out, res.path, folders)
+                    _copy(site, folders, res.path)
                 if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
-                    folder = out / page_images.image_folder(res.source_hash, options.images)
+                    folder = page_images.image_folder(res.source_hash, options.images)
                     missing = page_images.missing_pages(
-                        folder, min(res.page_count, options.max_page_images), options.images
+                        out, folder, min(res.page_count, options.max_page_images), options.images
                     )
                     if missing:
                         image_jobs.append(
                             page_images.PageImageJob(
-                                str(root / res.path), str(folder), missing, options.images
+                                str(root / res.path), str(out / folder), missing, options.images, str(out)
                             )
                         )
                 if compared and site_state.entry_key(pages[page]) == key:
@@ -606,9 +619,11 @@ def render_site(
         for page, entry in [] if same_paths else list(pages.items()):
             if page not in current and site_state.entry_key(entry) != site_state.TOMBSTONE:
                 source = site_state.entry_source(entry)
-                atomic_write_text(out / page, site.render_tombstone(page, source))
-                pages[page] = site_state.tombstone(source)
-                site.report.tombstones += 1
+                if _write(
+                    site, source, page, lambda page=page, source=source: site.render_tombstone(page, source)
+                ):
+                    pages[page] = site_state.tombstone(source)
+                    site.report.tombstones += 1
         rendering.finish()
         imaging = StageProgress(on_progress, Stage.PAGE_IMAGES, sum(len(job.pages) for job in image_jobs))
         site.report.page_images = page_images.render_all(image_jobs, options.jobs, imaging.advance)
@@ -625,17 +640,18 @@ def render_site(
         )
         front_key = front.key(salt)
         if state.get("front") != front_key or not (out / INDEX).exists():
-            atomic_write_text(out / INDEX, site.render_index(front))
+            site_files.write_text(out, INDEX, site.render_index(front))
             site.report.front_page_written = True
-        if since is None or not (out / "ask.html").exists():
-            atomic_write_text(
-                out / "ask.html",
+        if since is None or not (out / "ask.html").exists() or not site_files.is_real_folder(out, STATIC_DIR):
+            site_files.write_text(
+                out,
+                "ask.html",
                 site.env.get_template("ask.html").render(
                     site._base("ask.html", "Ask", None) | {"file_name": "Ask"}
                 ),
             )
             copies.copy_static(_templates_dir(), out)
-            atomic_write_text(out / HEADERS_FILE, headers_file())
+            site_files.write_text(out, HEADERS_FILE, headers_file())
         commit_pending()
         site_state.save(
             out,

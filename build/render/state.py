@@ -1,7 +1,9 @@
 """The build's state beside the site: one SQLite file, `.mnote-state.sqlite` (SPEC §8).
 
 It holds what the last render wrote, read by the next: `head` (the render's stamp, the front page's
-key, the recorded collisions, the templates' signature and hash), `page` (per page, the key it was
+key, the recorded collisions, the templates' signature and hash, the page table's digest and this
+installation's seal over it all: `headers.seal_state`; `serve` sends as pages only what a sealed store
+records), `page` (per page, the key it was
 written with: `KEY<TAB>SOURCE` for a resource's page, a JSON object for tombstones and tag pages) and
 `cache` (the front page's parts, each stored with the key it was made for). A resource's entry is one
 string (`page_entry`). The templates' hash is recomputed whenever the stat signature of any template
@@ -23,7 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-STATE_FILE = ".mnote-state.sqlite"
+from mnote_evidence.build.core import headers
+
+STATE_FILE = headers.STATE_FILE
 TOMBSTONE = "tombstone"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS head (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,7 +50,13 @@ def _store(out: Path, write: bool = False) -> Iterator[sqlite3.Connection | None
     """The store of the site in `out` (None when there is none to read, or it cannot be read)."""
     path = out / STATE_FILE
     conn = None
-    if write or path.is_file():
+    linked = False
+    for name in (STATE_FILE, f"{STATE_FILE}-journal"):  # a link here is not the store: never followed
+        if (out / name).is_symlink():
+            linked = True
+            if write:
+                (out / name).unlink()
+    if write or (path.is_file() and not linked):
         try:
             conn = _open(path)
         except sqlite3.DatabaseError:
@@ -76,14 +86,24 @@ def load(out: Path) -> dict[str, Any]:
 
 
 def load_head(out: Path) -> dict[str, Any]:
-    """The head alone: what a render with nothing to do reads (its stamp, its collisions)."""
+    """The head alone: what a render with nothing to do reads (its stamp, its collisions); `{}` unless
+    this installation sealed it (`headers.state_is_sealed`: a store shipped in a workspace's `_site/`
+    is not the build's)."""
     try:
         with _store(out) as conn:
             if conn is None:
                 return {}
-            return {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM head")}
+            head = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM head")}
     except (sqlite3.DatabaseError, ValueError):
         return {}
+    return head if headers.state_is_sealed(head) else {}
+
+
+def discard(out: Path) -> None:
+    """Remove the store (one this installation did not seal): its pages and cached parts are not ours."""
+    for name in (STATE_FILE, f"{STATE_FILE}-journal"):
+        with contextlib.suppress(OSError):
+            (out / name).unlink()
 
 
 def with_pages(out: Path, state: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +115,8 @@ def with_pages(out: Path, state: dict[str, Any]) -> dict[str, Any]:
             if conn is None:
                 return {}
             rows = conn.execute("SELECT page, entry, object FROM page").fetchall()
+        if headers.pages_digest((page, entry) for page, entry, _ in rows) != state.get("pages_digest"):
+            return {}  # not the pages its head was sealed with
         pages = {page: json.loads(entry) if obj else entry for page, entry, obj in rows}
     except (sqlite3.DatabaseError, ValueError):
         return {}
@@ -108,6 +130,8 @@ def save(out: Path, head: dict[str, Any], pages: dict[str, Any], loaded: dict[st
     before: dict[str, Any] = loaded.get("_base") or {}
     changed = [(p, e) for p, e in pages.items() if p not in before or before[p] != e]
     removed = [(p,) for p in before if p not in pages]
+    head = head | {"pages_digest": headers.pages_digest((p, _entry_text(e)) for p, e in pages.items())}
+    head["seal"] = headers.seal_state(head)
     with _store(out, write=True) as conn:
         conn.execute("BEGIN IMMEDIATE")
         if not before:
@@ -120,15 +144,17 @@ def save(out: Path, head: dict[str, Any], pages: dict[str, Any], loaded: dict[st
         conn.executemany("DELETE FROM page WHERE page = ?", removed)
         conn.executemany(
             "INSERT OR REPLACE INTO page VALUES (?, ?, ?)",
-            [
-                (p, e, 0) if isinstance(e, str) else (p, json.dumps(e, ensure_ascii=False), 1)
-                for p, e in changed
-            ],
+            [(p, _entry_text(e), int(not isinstance(e, str))) for p, e in changed],
         )
         conn.execute("COMMIT")
     for name in OTHER_STATE:
         with contextlib.suppress(OSError):
             (out / name).unlink()
+
+
+def _entry_text(entry: Any) -> str:
+    """A page entry as the store holds it: a resource's string as it is, anything else as JSON."""
+    return entry if isinstance(entry, str) else json.dumps(entry, ensure_ascii=False)
 
 
 def cached(out: Path, name: str, key: str) -> str | None:

@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mnote_evidence.build.core.fsutil import atomic_write_text
 from mnote_evidence.build.core.urls import TAGS_DIR, relative_url
 from mnote_evidence.build.index.schema import TAG_LINKS
+from mnote_evidence.build.render import site_files
 from mnote_evidence.build.render.note_links import tag_page
 
 INDEX = f"{TAGS_DIR}/index.html"
@@ -140,13 +140,13 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[
             "entries": payload,
             "index_url": relative_url(page, INDEX),
         }
-        atomic_write_text(out / page, template.render(ctx))
+        site_files.write_text(out, page, template.render(ctx))
         pages[page] = {"key": key, "source": None, "tag": True}
         written += 1
     # only a tag counted again can have lost its page, so an edit looks at those, not at every page
     for page in list(pages) if changed is None else [tag_page(t) for t in changed]:
         if pages.get(page, {}).get("tag") and page not in wanted and page != INDEX:
-            (out / page).unlink(missing_ok=True)
+            site_files.unlink(out, page)
             del pages[page]
     if INDEX in pages:
         pages[INDEX]["counts"] = counts

@@ -178,7 +178,7 @@ async def _site_file(request, datasette):
     if not path.is_file():
         return Response.text("Not found", status=404)
     # how it is sent follows from the file served (`..`, a trailing slash and symlinks resolved)
-    return _FileResponse(path, site_file_headers(path.relative_to(state.site_dir).as_posix()))
+    return _FileResponse(path, site_file_headers(path.relative_to(state.site_dir).as_posix(), state.site_dir))
 
 
 class _FileResponse:
