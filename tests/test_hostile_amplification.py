@@ -2,6 +2,8 @@
 
 - headings: a resource's section tree costs work in proportion to its sections, and a resource has
   at most `MAX_SECTIONS_PER_RESOURCE` sections (`sections_capped`), a note, a DOCX or a PDF alike;
+- links: a note links at most `MAX_LINKS_PER_NOTE` times, each target and its words at most
+  `MAX_LINK_CHARS` long (`links_capped`), so a reference link used many times stays small;
 Every test builds a real workspace and reads what the build wrote (pages, evidence.sqlite, the report).
 """
 
@@ -13,6 +15,7 @@ import sqlite3
 
 import pytest
 
+from mnote_evidence.build.markdown.limits import MAX_LINK_CHARS, MAX_LINKS_PER_NOTE
 from mnote_evidence.build.parse.sections import MAX_SECTIONS_PER_RESOURCE
 from mnote_evidence.build.render import data
 from tests.conftest import connect, run_build
@@ -104,3 +107,54 @@ def test_a_resource_has_a_bounded_number_of_sections_and_the_build_completes(hea
     page = (out / "headings.html").read_text("utf-8")
     assert "end of the headings" in page
     assert json.loads(result.stdout)["status_counts"] == {"ok": 3}
+
+
+def _biggest_file(out) -> int:
+    return max(p.stat().st_size for p in out.rglob("*") if p.is_file())
+
+
+def _note_has(conn: sqlite3.Connection, path: str, words: str) -> bool:
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM evidence_block b JOIN evidence_resource r USING (resource_id) "
+            "WHERE r.source_root_relative_path = ? AND b.text LIKE ?",
+            [path, f"%{words}%"],
+        ).fetchone()
+    )
+
+
+@pytest.fixture(scope="module")
+def links(tmp_path_factory):
+    base = tmp_path_factory.mktemp("links")
+    root, out = base / "ws", base / "out"
+    root.mkdir()
+    url = "http://e.example/" + "a" * 5000
+    (root / "refs.md").write_text("[x][r] " * 30000 + f"\n\n[r]: {url}\n\nAfter the links.\n")
+    (root / "many.md").write_text("[[plain]] " * (MAX_LINKS_PER_NOTE + 500) + "\n\nAfter the wikilinks.\n")
+    (root / "long.md").write_text(
+        f"[{'w' * (MAX_LINK_CHARS + 1)}](http://e.example/) and [short](http://e.example/)\n"
+    )
+    (root / "plain.md").write_text("A note with [a link](http://e.example/) and [[many]].\n")
+    return root, out, _cli_build(root, out)
+
+
+def test_links_of_a_note_are_bounded_and_the_rest_is_text(links):
+    root, out, result = links
+    assert result.returncode == 0, result.stderr[-3000:]
+    for path in ("refs.md", "many.md", "long.md"):
+        assert "links_capped" in _warnings(result, path), path
+    assert not _warnings(result, "plain.md")
+    assert _biggest_file(out) < 16 * 1024**2  # 30,000 copies of a 5 KB URL are not stored or shown
+    conn = connect(out)
+    longest = conn.execute("SELECT max(length(target)), max(length(label)) FROM evidence_link").fetchone()
+    assert max(longest) <= MAX_LINK_CHARS
+    counts = dict(
+        conn.execute(
+            "SELECT r.source_root_relative_path, count(*) FROM evidence_link l "
+            "JOIN evidence_resource r USING (resource_id) GROUP BY 1"
+        )
+    )
+    assert counts == {"many.md": MAX_LINKS_PER_NOTE, "long.md": 1, "plain.md": 2}
+    assert _note_has(conn, "refs.md", "After the links") and _note_has(conn, "many.md", "After the wikilinks")
+    page = (out / "long.html").read_text("utf-8")
+    assert "w" * (MAX_LINK_CHARS + 1) in page and page.count('href="http://e.example/"') == 1

@@ -10,10 +10,13 @@ nothing is lost and the rest of the note is indexed and shown:
   a later or longer tag stays text (`tags_capped`);
 - `MAX_EMBEDS_PER_NOTE` (250): a later `![[…]]` is a plain wikilink (`embeds_capped`);
 - `MAX_EMBED_CHARS` (20,000): an embed shows its target's blocks up to this much text (its title links
-  the rest).
+  the rest);
+- `MAX_LINKS_PER_NOTE` (10,000: links, images, wikilinks and embeds together) and `MAX_LINK_CHARS`
+  (2,000, a target and a link's words each): a later or longer link is its words as text
+  (`links_capped`), so a reference link used many times cannot multiply its URL.
 
 The counts live in the parse's markdown-it `env` (`count`), so the index and the page, which parse
-the same text with the same rules, agree on every tag and embed.
+the same text with the same rules, agree on every tag, embed and link.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ MAX_TAGS_PER_NOTE = 1000
 MAX_TAG_CHARS = 100
 MAX_EMBEDS_PER_NOTE = 250
 MAX_EMBED_CHARS = 20_000
+MAX_LINKS_PER_NOTE = 10_000
+MAX_LINK_CHARS = 2_000
 
 _SEEN, _PAST = "mnote_seen", "mnote_past"  # env keys: what a parse counted, and what it left out
 

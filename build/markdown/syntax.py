@@ -6,8 +6,10 @@ CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`, `[
 is parsed (its text is indexed) but the renderer neutralises it. A wikilink without an alias shows
 `Note › Heading` for `[[Note#Heading]]`. Linear time on hostile input: a wikilink's closing `]]` is
 looked for within `MAX_WIKILINK` characters on the same line only; past `MAX_EMBEDS_PER_NOTE` embeds in a
-note, `![[…]]` is a plain wikilink (`markdown/limits.py`). Nothing is dropped: blocks nested
-past markdown-it's limit are kept as text.
+note, `![[…]]` is a plain wikilink; past `MAX_LINKS_PER_NOTE` links (links, images, wikilinks and embeds
+together), or with a target or words longer than `MAX_LINK_CHARS`, a link is its words as text
+(`markdown/limits.py`), so a reference link used many times costs what its uses are written with.
+Nothing is dropped: blocks nested past markdown-it's limit are kept as text.
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock, paragraph
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 
-from mnote_evidence.build.markdown.limits import MAX_EMBEDS_PER_NOTE, count
+from mnote_evidence.build.markdown.limits import (
+    MAX_EMBEDS_PER_NOTE,
+    MAX_LINK_CHARS,
+    MAX_LINKS_PER_NOTE,
+    count,
+    left_out,
+)
 from mnote_evidence.build.markdown.obsidian import obsidian_plugin
 
 MAX_WIKILINK = 1000  # characters between `[[` and `]]`; longer is text, not a link
@@ -59,6 +68,60 @@ def wikilink_label(target: str) -> str:
 
 def wikilink_plugin(md: MarkdownIt) -> None:
     md.inline.ruler.before("link", "wikilink", _wikilink_rule)
+
+
+def _words_of(children: list[Token], start: int) -> int:
+    """Characters of the words of the link whose `link_open` is `children[start]`."""
+    chars, i = 0, start + 1
+    while i < len(children) and children[i].type != "link_close":
+        chars += len(children[i].content)
+        i += 1
+    return chars
+
+
+def _as_text(token: Token) -> Token:
+    """An image's or wikilink's words as written (its `content`), as plain text."""
+    text = Token("text", "", 0)
+    text.content, text.level = token.content, token.level
+    return text
+
+
+def _bounded_links(state: StateCore) -> None:
+    """Each link, image and wikilink of the note, in order, counted against `MAX_LINKS_PER_NOTE`;
+    one past it, or whose target or words pass `MAX_LINK_CHARS`, becomes its words as text (a link's
+    words go on through this loop: an image inside is counted too)."""
+    env = state.env
+    for block in state.tokens:
+        if block.type != "inline" or not block.children:
+            continue
+        children, out, drop_close = block.children, [], False
+        for i, tok in enumerate(children):
+            if tok.type == "link_open":
+                drop_close = not _link_kept(env, str(tok.attrs.get("href", "")), _words_of(children, i))
+                if not drop_close:
+                    out.append(tok)
+            elif tok.type == "link_close":
+                if not drop_close:
+                    out.append(tok)
+                drop_close = False
+            elif tok.type in ("image", "wikilink"):
+                target = tok.attrs.get("src", "") if tok.type == "image" else tok.meta["target"]
+                out.append(tok if _link_kept(env, str(target), len(tok.content)) else _as_text(tok))
+            else:
+                out.append(tok)
+        block.children = out
+
+
+def _link_kept(env: dict, target: str, words: int) -> bool:
+    """True for a link kept as a link: its target and words short enough, and one more within the bound."""
+    if len(target) > MAX_LINK_CHARS or words > MAX_LINK_CHARS:
+        left_out(env, "links")
+        return False
+    return count(env, "links", MAX_LINKS_PER_NOTE)
+
+
+def bounded_links_plugin(md: MarkdownIt) -> None:
+    md.core.ruler.after("inline", "bounded_links", _bounded_links)
 
 
 def keep_deep_text_plugin(md: MarkdownIt) -> None:
@@ -116,6 +179,7 @@ def markdown_parser() -> MarkdownIt:
         .use(footnote_plugin)
         .use(dollarmath_plugin, allow_space=False, allow_digits=False, double_inline=True)
         .use(wikilink_plugin)
+        .use(bounded_links_plugin)
         .use(obsidian_plugin)
         .use(keep_deep_text_plugin)
     )

@@ -28,6 +28,8 @@ from mnote_evidence.build.core.text import join_lines
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.markdown.limits import (
     MAX_EMBEDS_PER_NOTE,
+    MAX_LINK_CHARS,
+    MAX_LINKS_PER_NOTE,
     MAX_TAG_CHARS,
     MAX_TAGS_PER_NOTE,
     left_out_count,
@@ -207,8 +209,8 @@ def _table_block(tokens: list[Token], start: int, out: list[BlockToken]) -> int:
     return i
 
 
-def _capped(tags: int, embeds: int) -> list[Warning_]:
-    """The warnings of a note's tags and embeds past their bounds (`markdown/limits.py`)."""
+def _capped(tags: int, embeds: int, links: int) -> list[Warning_]:
+    """The warnings of a note's tags, embeds and links past their bounds (`markdown/limits.py`)."""
     out = []
     if tags:
         out.append(
@@ -223,6 +225,15 @@ def _capped(tags: int, embeds: int) -> list[Warning_]:
             Warning_(
                 "embeds_capped",
                 f"{embeds} embeds are shown as links: a note shows at most {MAX_EMBEDS_PER_NOTE} embeds",
+            )
+        )
+    if links:
+        out.append(
+            Warning_(
+                "links_capped",
+                f"{links:,} links are kept as text: a note has at most {MAX_LINKS_PER_NOTE:,} links "
+                f"(links, images, wikilinks and embeds), each target and its words of at most "
+                f"{MAX_LINK_CHARS:,} characters",
             )
         )
     return out
@@ -310,7 +321,8 @@ class MarkdownProvider:
             )
             # footnotes are listed after the last section but belong to none of them (not to the last)
             blocks.append(block if bt.type == "footnote" else tree.add(block))
-        warnings += _capped(dropped_tags, left_out_count(env, "embeds")) + tree.warnings
+        warnings += _capped(dropped_tags, left_out_count(env, "embeds"), left_out_count(env, "links"))
+        warnings += tree.warnings
         if title is None:
             title = next((b.text for b in blocks if b.type == "heading"), None)
         return ParsedResourceArtifact(
