@@ -218,6 +218,84 @@ def test_a_server_dripping_its_status_line_cannot_hold_ask_past_its_timeout(host
     assert elapsed < 3.5, elapsed
 
 
+LONE = (
+    "\ud800"  # a lone surrogate: `json.dumps` writes it as the escape `\\ud800`, `json.loads` reads it back
+)
+RETRIEVED = {  # a /query/data reply of the right shape: one chunk of alpha.md
+    "status": "success",
+    "data": {
+        "chunks": [
+            {
+                "reference_id": "1",
+                "content": "The zebrafish retina regenerates.",
+                "file_path": "alpha.md",
+                "chunk_id": "c1",
+            }
+        ],
+        "references": [{"reference_id": "1", "file_path": "alpha.md"}],
+    },
+}
+
+
+def _ask(hostile: HostileLightRag, out: Path, *options: str) -> subprocess.CompletedProcess:
+    return _cli(
+        "ask",
+        "zebrafish retina",
+        "--site",
+        str(out),
+        "--lightrag-url",
+        hostile.url,
+        "--timeout",
+        "5",
+        *options,
+    )
+
+
+def test_a_lone_surrogate_in_a_reply_reaches_every_answer_as_a_replacement_character(hostile, small_site):
+    """Lone surrogates in /query and /query/data strings (answer, chunk, reference id and path): `ask`,
+    `ask --json` and serve's /-/knowledge/ask answer, each with U+FFFD in their place."""
+    _, out = small_site
+    chunk = {**RETRIEVED["data"]["chunks"][0], "content": f"The zebrafish {LONE} retina regenerates."}
+    references = [*RETRIEVED["data"]["references"], {"reference_id": "\udfff", "file_path": f"{LONE}.md"}]
+    hostile.answer(
+        {
+            "/query/data": reply(
+                {"status": "success", "data": {"chunks": [chunk], "references": references}}
+            ),
+            "/query": reply({"response": f"{LONE} lone [1]", "references": references}),
+        }
+    )
+    text = _ask(hostile, out)
+    assert text.returncode == 0 and b"Traceback" not in text.stderr, text.stderr[-2000:]
+    assert "\ufffd lone" in text.stdout.decode()
+    as_json = _ask(hostile, out, "--json")
+    assert as_json.returncode == 0, as_json.stderr[-2000:]
+    assert json.loads(as_json.stdout)["answer"] == "\ufffd lone [1]"
+    got = httpx.get(
+        f"{_served(out, hostile.url)}/-/knowledge/ask", params={"query": "zebrafish retina"}, timeout=30
+    )
+    assert got.status_code == 200, got.text[:300]
+    body = got.json()
+    assert body["ok"] is True and body["answer"] == "\ufffd lone [1]", body
+    assert "\ufffd.md" in [r["filePath"] for r in body["references"]]
+
+
+def test_ask_whose_answer_fails_after_retrieval_prints_the_reason_and_exits_1(hostile, small_site):
+    """/query/data answers, /query answers garbage: `ask` prints one line with the reason and exits 1;
+    `ask --json` exits 1 with the retrieval's answer (one chunk) and the reason, degraded."""
+    _, out = small_site
+    hostile.answer({"/query/data": reply(RETRIEVED), "/query": reply(b"<html>gateway</html>")})
+    text = _ask(hostile, out)
+    err = text.stderr.decode()
+    assert text.returncode == 1 and "Traceback" not in err, err[-2000:]
+    assert err.strip().count("\n") == 0 and "[knowledge_rag_bad_response]" in err and "/query" in err, err
+    as_json = _ask(hostile, out, "--json")
+    assert as_json.returncode == 1, as_json.stderr[-2000:]
+    body = json.loads(as_json.stdout)
+    assert body["degraded"] is True and body["degradedReason"] == "knowledge_rag_bad_response", body
+    assert body["answer"] is None and body["diagnostics"]["chunkCount"] == 1, body
+
+
 # Ingest replies of the wrong shape: each makes the whole ingest fail, never the build.
 INGEST_REPLIES = {
     "a track id that is a list": {"/documents/texts": reply({"track_id": ["t"]})},

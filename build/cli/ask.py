@@ -54,15 +54,17 @@ def ask_command(
         EvidenceDB(site_dir / "evidence.sqlite"), "", LightRagConfig.from_env(lightrag_url, timeout)
     )
     status, body = call(lambda r: ask(r, ctx), {"query": question, "mode": mode, "topK": top_k})
+    # no answer: an error, LightRAG unreachable, or its answer failed after the retrieval worked
+    failed = status != 200 or not body.get("ok") or body.get("answer") is None
     if as_json:
         echo_json(body)
-    elif status != 200 or not body.get("ok"):
+    elif failed:
         code = body.get("error", {}).get("code") or body.get("degradedReason")
         message = body.get("error", {}).get("message") or body.get("message") or ""
         raise click.ClickException(f"no answer [{code}]: {message}")
     else:
         echo(ask_text(body, site_dir))
-    if status != 200 or not body.get("ok"):
+    if failed:
         sys.exit(1)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ URL_ENV = "LIGHTRAG_URL"
 KEY_ENV = "LIGHTRAG_API_KEY"
 _CONNECT_TIMEOUT = 10.0
 MAX_REPLY_BYTES = 16 << 20  # far above a top-k 50 retrieval; a reply beyond it is not read on
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")  # an escape of one, or one raw
 
 
 class LightRagError(Exception):
@@ -58,8 +60,16 @@ class _Response:
         self.content = content
 
     def json(self) -> Any:
+        """The body decoded (as `json.loads` decodes bytes), every string valid Unicode: a lone
+        surrogate, raw or an escape such as `\\ud800`, becomes U+FFFD, so no caller can meet a string
+        that cannot be written out."""
         try:
-            return json.loads(self.content)
+            text = self.content.decode(json.detect_encoding(self.content), "surrogatepass")
+            value = json.loads(text)
+            if _SURROGATE.search(text):  # only such a body can decode to one: write it out and back
+                valid = json.dumps(value, ensure_ascii=False).encode("utf-16", "surrogatepass")
+                value = json.loads(valid.decode("utf-16", "replace"))
+            return value
         except RecursionError:  # nesting deeper than the parser's stack: as unreadable as bad syntax
             raise ValueError("JSON nested too deeply") from None
 

@@ -161,7 +161,14 @@ def ask(request: dict, ctx: Context) -> dict:
     if not result["ok"]:
         return {**result, "answer": None, "segments": []}
     if isinstance(answered, LightRagError):
-        return {**result, "degraded": True, "degradedReason": answered.reason, "answer": None, "segments": []}
+        return {
+            **result,
+            "degraded": True,
+            "degradedReason": answered.reason,
+            "message": answered.message,
+            "answer": None,
+            "segments": [],
+        }
     by_path: dict[str, str] = {}
     for c in result["citations"]:
         by_path.setdefault(c["sourcePath"], c["citationId"])
