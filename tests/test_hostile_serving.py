@@ -244,10 +244,13 @@ class StdioMcp:
         assert "result" in self.request("initialize", json.dumps(init))
         self.proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
 
-    def request(self, method: str, params: str) -> dict:
-        """Send one request (params as JSON text) and wait for its answer (None after 20 s)."""
+    def request(self, method: str, params: str, id_last: bool = False) -> dict:
+        """Send one request (params as JSON text; its id after them if `id_last`) and wait for its
+        answer (None after 20 s)."""
         self.next_id += 1
-        line = f'{{"jsonrpc": "2.0", "id": {self.next_id}, "method": "{method}", "params": {params}}}\n'
+        members = [f'"method": "{method}"', f'"params": {params}']
+        members.insert(len(members) if id_last else 0, f'"id": {self.next_id}')
+        line = '{"jsonrpc": "2.0", ' + ", ".join(members) + "}\n"
         self.proc.stdin.write(line.encode())
         self.proc.stdin.flush()
         try:
@@ -293,5 +296,37 @@ def test_every_mcp_tool_call_is_answered_and_junk_locators_are_tool_errors(serve
         assert good["result"]["structuredContent"]["precision"] == "bbox", good
         search = mcp.call("evidence_search", '{"query": "evidence"}')
         assert search["result"]["structuredContent"]["results"], search  # still serving
+    finally:
+        mcp.close()
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+# requests no JSON parser reads whole (too deep for any stack, past the SDK's depth limit of 200 only,
+# broken): (method, params as JSON text, the id after the params)
+UNREADABLE_REQUESTS = [
+    ("tools/call", f'{{"name": "evidence_search", "arguments": {{"query": {DEEP}}}}}', False),
+    ("tools/call", f'{{"name": "evidence_search", "arguments": {{"query": {DEEP}}}}}', True),
+    (
+        "tools/call",
+        '{"name": "evidence_search", "arguments": {"query": ' + "[" * 300 + "]" * 300 + "}}",
+        False,
+    ),
+    ("resources/read", f'{{"uri": {DEEP}}}', True),
+    ("tools/call", '{"name": "evidence_search", "arguments": {"query": "x"}', False),  # a brace short
+    ("tools/call", '{"name": "evidence_search", "arguments": {"query": "x\\ud800"}}, "x": [1,}', True),
+]
+
+
+def test_every_mcp_request_with_an_id_is_answered_however_unreadable(served):
+    """Nested past any parser's stack, past the SDK's depth limit, or broken JSON: each request with an
+    id gets a JSON-RPC error (parse error) or a tool error for that id, and the server goes on serving."""
+    _, out, _, _ = served
+    mcp = StdioMcp(out)
+    try:
+        for method, params, id_last in UNREADABLE_REQUESTS:
+            answer = mcp.request(method, params, id_last=id_last)
+            assert _tool_error(answer), (method, params[:80], id_last)
+        search = mcp.call("evidence_search", '{"query": "evidence"}')
+        assert search["result"]["structuredContent"]["results"], search
     finally:
         mcp.close()

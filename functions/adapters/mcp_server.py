@@ -8,8 +8,9 @@ declaration the handler validates with, and a call runs the same pure handler th
 - a tool answer carries the handler's JSON as structured content plus a short text
   rendering with Markdown links (`functions/adapters/mcp_text.py`);
 - bad arguments are tool errors (`isError`, the 4xx message), never a protocol failure
-  or a crash, and every tool call over stdio is answered (`ReadableLines`: a lone surrogate is a
-  tool error); an unknown tool or resource is a JSON-RPC "invalid params" error;
+  or a crash, and every request over stdio with an id is answered (`ReadableLines`: a lone
+  surrogate in a tool call is a tool error, a line the SDK cannot parse a JSON-RPC parse error);
+  an unknown tool or resource is a JSON-RPC "invalid params" error;
 - LightRAG down is the handler's degraded answer, not an error;
 - URLs are the handler's: absolute under `--site-url`, else site-relative;
 - resources `evidence://block/<blockId>`: the block's full text and its locator;
@@ -31,7 +32,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import INVALID_PARAMS
+from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 from mnote_evidence import __version__
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
@@ -145,34 +146,107 @@ def block_contents(ctx: Context, uri: str) -> list[types.TextResourceContents]:
     ]
 
 
+UNREADABLE = "mnote-evidence/unreadable"  # what a request the SDK cannot read is passed on as
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|[:,]|[^\s{}\[\]:,"]+')  # JSON tokens, read apart
+
+
 class ReadableLines:
     """stdin's lines for the SDK's stdio transport, each one a request it answers. The SDK drops a
-    line its JSON parser refuses without a word (one with a lone surrogate, `"\\ud800"`), and the
-    client would wait forever; such a request goes on with its strings made valid, and a tool call
-    among them is answered with an error (its id in `refused`, its arguments emptied)."""
+    line its parser refuses without a word (a lone surrogate, `"\\ud800"`; nesting past its depth
+    limit of 200; broken JSON), and the client would wait forever. So each line is checked with the
+    SDK's own parser, and one it refuses goes on readable: JSON whose only fault is a lone surrogate
+    with its strings made valid (a tool call among them answered with a tool error, its arguments
+    emptied); any other line that names an id, as an `UNREADABLE` request with that id, answered
+    with a JSON-RPC parse error (or invalid request). `refused`: request id -> the error."""
 
-    _SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # only such lines can hold one
-
-    def __init__(self, lines, refused: dict):
+    def __init__(self, lines, refused: dict[Any, types.ErrorData]):
         self.lines, self.refused = lines, refused
 
     async def __aiter__(self):
         async for line in self.lines:
-            yield self.readable(line) if self._SURROGATE.search(line) else line
+            yield self.readable(line)
 
     def readable(self, line: str) -> str:
+        error = _refusal(line)
+        if error is None:
+            return line
+        valid = self._valid(line)
+        if valid is not None:
+            return valid
+        top = _top_level(line)
+        request_id = top.get("id")
+        if not _is_id(request_id) or "result" in top or "error" in top:  # a notification or a response
+            return line
+        request_id = _valid_strings(request_id)
+        self.refused[request_id] = error
+        return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": UNREADABLE})
+
+    def _valid(self, line: str) -> str | None:
+        """The line with its strings made valid, when that is all the SDK refused it for; else None."""
         try:
             message = json.loads(line)
-        except ValueError:
-            return line  # not JSON: nothing to answer to
-        if not (isinstance(message, dict) and has_lone_surrogate(message)):
-            return line
-        message = _valid_strings(message)
+            if not (isinstance(message, dict) and has_lone_surrogate(message)):
+                return None
+            message = _valid_strings(message)
+        except (ValueError, RecursionError):
+            return None
+        if _refusal(json.dumps(message)) is not None:
+            return None
         params = message.get("params")
         if message.get("method") == "tools/call" and isinstance(params, dict) and "id" in message:
-            self.refused[message["id"]] = NOT_UNICODE
+            self.refused[message["id"]] = types.ErrorData(code=INVALID_PARAMS, message=NOT_UNICODE)
             message["params"] = {"name": str(params.get("name")), "arguments": {}}
         return json.dumps(message)
+
+
+def _refusal(line: str) -> types.ErrorData | None:
+    """Why the SDK's stdio transport cannot read `line` (None: it reads it), with its parser."""
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError as exc:  # pydantic's ValidationError
+        errors = exc.errors() if hasattr(exc, "errors") else []
+        if errors and errors[0]["type"] == "json_invalid":
+            return types.ErrorData(code=PARSE_ERROR, message=f"Parse error: {errors[0]['msg']}")
+        return types.ErrorData(code=INVALID_REQUEST, message="Invalid request: not a JSON-RPC 2.0 message")
+    return None
+
+
+def _top_level(line: str) -> dict[str, Any]:
+    """The members of the JSON object `line` at its top level: a scalar's value, `...` for an object
+    or a list. Read token by token (a run of brackets is one token), never parsing what is nested,
+    so a line too deep or too broken for a parser still tells its id, in time linear in its length."""
+    members: dict[str, Any] = {}
+    depth, key, previous = 0, None, ""
+    for match in _TOKEN.finditer(line):
+        token = match.group()
+        if token[0] in "[{":
+            if depth == 0 and token[0] == "[":
+                return {}  # a batch, which the SDK does not take: no one id to answer
+            if depth == 1 and previous == ":" and key is not None:
+                members.setdefault(key, ...)
+            depth += len(token)
+        elif token[0] in "]}":
+            depth -= len(token)
+            if depth <= 0:
+                break
+        elif depth == 1 and token not in (":", ","):
+            if previous == ":" and key is not None:
+                members.setdefault(key, _scalar(token))
+            elif previous in ("{", ","):
+                key = _scalar(token) if token.startswith('"') else None
+        previous = token
+    return members
+
+
+def _scalar(token: str) -> Any:
+    try:
+        return json.loads(token)
+    except ValueError:
+        return None
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _valid_strings(value: Any) -> Any:
@@ -185,8 +259,8 @@ def _valid_strings(value: Any) -> Any:
     return value
 
 
-def build_server(ctx: Context, refused: dict | None = None) -> Server:
-    """The server; `refused`: request id -> the error that tool call is answered with (`ReadableLines`)."""
+def build_server(ctx: Context, refused: dict[Any, types.ErrorData] | None = None) -> Server:
+    """The server; `refused`: request id -> the error that request is answered with (`ReadableLines`)."""
     listed = tools()
     refused = {} if refused is None else refused
 
@@ -194,7 +268,14 @@ def build_server(ctx: Context, refused: dict | None = None) -> Server:
         return types.ListToolsResult(tools=listed)
 
     async def on_call_tool(request, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await call_tool(ctx, params.name, params.arguments, refused.pop(request.request_id, None))
+        refusal = refused.pop(request.request_id, None)
+        message = None if refusal is None else refusal.message
+        return await call_tool(ctx, params.name, params.arguments, message)
+
+    async def on_unreadable(request, params: types.RequestParams) -> types.ErrorData:
+        return refused.pop(request.request_id, None) or types.ErrorData(
+            code=PARSE_ERROR, message="Parse error"
+        )
 
     async def on_list_resources(_, params) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=[])  # too many to list: read them by template
@@ -216,7 +297,7 @@ def build_server(ctx: Context, refused: dict | None = None) -> Server:
         contents = await anyio.to_thread.run_sync(block_contents, ctx, params.uri)
         return types.ReadResourceResult(contents=contents)
 
-    return Server(
+    server = Server(
         NAME,
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -226,12 +307,14 @@ def build_server(ctx: Context, refused: dict | None = None) -> Server:
         on_list_resource_templates=on_list_resource_templates,
         on_read_resource=on_read_resource,
     )
+    server.add_request_handler(UNREADABLE, types.RequestParams, on_unreadable)
+    return server
 
 
 def serve_stdio(ctx: Context) -> None:
     from mcp.server.stdio import stdio_server
 
-    refused: dict = {}
+    refused: dict[Any, types.ErrorData] = {}
     server = build_server(ctx, refused)
     lines = ReadableLines(anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, "utf-8", "replace")), refused)
 
