@@ -30,7 +30,7 @@ from mnote_evidence.build.core.model import NOTE_SUFFIXES, suffix_of
 
 DB_NAME = "evidence.sqlite"
 # bumped when a source's page or copy moves: a site rendered by another scheme is rendered again whole
-URL_SCHEME = "2"
+URL_SCHEME = "3"
 RESERVED_NAMES = frozenset(
     {
         DB_NAME,
