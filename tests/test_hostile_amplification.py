@@ -4,6 +4,8 @@
   at most `MAX_SECTIONS_PER_RESOURCE` sections (`sections_capped`), a note, a DOCX or a PDF alike;
 - links: a note links at most `MAX_LINKS_PER_NOTE` times, each target and its words at most
   `MAX_LINK_CHARS` long (`links_capped`), so a reference link used many times stays small;
+- embeds: a page shows at most `MAX_EMBEDDED_CHARS_PER_NOTE` characters of embedded text in all; a
+  later embed is a link to what it names (`embeds_capped`);
 Every test builds a real workspace and reads what the build wrote (pages, evidence.sqlite, the report).
 """
 
@@ -15,7 +17,11 @@ import sqlite3
 
 import pytest
 
-from mnote_evidence.build.markdown.limits import MAX_LINK_CHARS, MAX_LINKS_PER_NOTE
+from mnote_evidence.build.markdown.limits import (
+    MAX_EMBEDDED_CHARS_PER_NOTE,
+    MAX_LINK_CHARS,
+    MAX_LINKS_PER_NOTE,
+)
 from mnote_evidence.build.parse.sections import MAX_SECTIONS_PER_RESOURCE
 from mnote_evidence.build.render import data
 from tests.conftest import connect, run_build
@@ -158,3 +164,29 @@ def test_links_of_a_note_are_bounded_and_the_rest_is_text(links):
     assert _note_has(conn, "refs.md", "After the links") and _note_has(conn, "many.md", "After the wikilinks")
     page = (out / "long.html").read_text("utf-8")
     assert "w" * (MAX_LINK_CHARS + 1) in page and page.count('href="http://e.example/"') == 1
+
+
+def test_a_page_embeds_a_bounded_amount_of_text_in_all(tmp_path):
+    root, out = tmp_path / "ws", tmp_path / "out"
+    root.mkdir()
+    sections = 100
+    size = 2 * MAX_EMBEDDED_CHARS_PER_NOTE // sections  # each embed shows all of its section
+    (root / "target.md").write_text("".join(f"# h{j}\n\n{'x' * size}\n\n" for j in range(sections)))
+    for n in range(2):
+        (root / f"embeds{n}.md").write_text(
+            "".join(f"![[target#h{j}]]\n\n" for j in range(sections)) + "The end of the embeds.\n"
+        )
+    result = _cli_build(root, out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    problems = json.loads(result.stdout)["site"]["problems"]
+    assert {(p["path"], p["code"]) for p in problems} == {
+        ("embeds0.md", "embeds_capped"),
+        ("embeds1.md", "embeds_capped"),
+    }
+    for n in range(2):
+        page = (out / f"embeds{n}.html").read_text("utf-8")
+        assert len(page) < MAX_EMBEDDED_CHARS_PER_NOTE + 100_000
+        shown = page.count('class="embed embed-note"')
+        assert sections // 3 < shown < sections // 2 + 1, shown
+        assert page.count('class="wikilink" href="target.html#') == sections - shown  # the rest link
+        assert "The end of the embeds." in page

@@ -11,6 +11,8 @@ nothing is lost and the rest of the note is indexed and shown:
 - `MAX_EMBEDS_PER_NOTE` (250): a later `![[…]]` is a plain wikilink (`embeds_capped`);
 - `MAX_EMBED_CHARS` (20,000): an embed shows its target's blocks up to this much text (its title links
   the rest);
+- `MAX_EMBEDDED_CHARS_PER_NOTE` (1,000,000): a page shows at most this much embedded text in all; a
+  later embed links what it names (the render's `embeds_capped`, `render/note_links.py`);
 - `MAX_LINKS_PER_NOTE` (10,000: links, images, wikilinks and embeds together) and `MAX_LINK_CHARS`
   (2,000, a target and a link's words each): a later or longer link is its words as text
   (`links_capped`), so a reference link used many times cannot multiply its URL.
@@ -26,6 +28,7 @@ MAX_TAGS_PER_NOTE = 1000
 MAX_TAG_CHARS = 100
 MAX_EMBEDS_PER_NOTE = 250
 MAX_EMBED_CHARS = 20_000
+MAX_EMBEDDED_CHARS_PER_NOTE = 1_000_000
 MAX_LINKS_PER_NOTE = 10_000
 MAX_LINK_CHARS = 2_000
 

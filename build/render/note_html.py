@@ -8,7 +8,7 @@ pass markdown-it's `validateLink` and point at generated pages, an unresolved in
 tasks, footnotes, `<mark>`, math as MathML, front matter) render here, wikilinks, embeds and tags in
 `note_links.py`. Two steps: `compile_note` needs only the text and blocks, so it can run where the
 note was parsed (`note_programs.py`); `run_program` does what depends on the rest of the site.
-Invariant: `run_program(compile_note(...))` is the HTML one pass over the tokens gives, byte for byte.
+Invariant: `run_program(compile_note(...))[0]` is the HTML one pass over the tokens gives, byte for byte.
 """
 
 from __future__ import annotations
@@ -98,8 +98,9 @@ def compile_note(text: str, blocks: list[Block]) -> Program:
 
 def run_program(
     program: Program, note_path: str, aliases: dict[str, list[str]], links: NoteLinks, page: str
-) -> str:
-    """A compiled note's HTML for `page`: each operation done in order (links open and close in order)."""
+) -> tuple[str, int]:
+    """A compiled note's HTML for `page`: each operation done in order (links open and close in order);
+    and how many of its embeds the page's embed budget left as links (`note_links.py`)."""
     parts, ops = program
     env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page, "link_stack": []}
     out = [parts[0]]
@@ -108,7 +109,7 @@ def run_program(
         if op[0] != "alias" or op[2] or op[1] in aliases:
             out.append(_RUN[op[0]](env, aliases, *op[1:]))
         out.append(part)
-    return "".join(out)
+    return "".join(out), env.get("embeds_capped", 0)
 
 
 def _run_link_open(env: dict, aliases: dict, target: str, attrs: dict) -> str:

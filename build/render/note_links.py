@@ -3,7 +3,9 @@
 - `[[Note]]`, `[[Note#Heading]]`, `[[Note#^id]]` link the note's page, its heading's or its marked
   block's anchor; the label is the block text's (`Note › Heading`).
 - `![[Note]]` (with `#Heading` or `#^id`) embeds the target's indexed blocks (at most
-  `MAX_EMBED_BLOCKS`) under a title linking the source block; `![[image.png]]` shows the image,
+  `MAX_EMBED_BLOCKS`) under a title linking the source block, while the page's embedded text stays
+  within `MAX_EMBEDDED_CHARS_PER_NOTE` (`env["embed_left"]`; a later embed is a wikilink, counted in
+  `env["embeds_capped"]`); `![[image.png]]` shows the image,
   `![[doc.pdf#page=3]]` that page's image (a link only past the page-image cap).
 - A target or fragment that finds nothing: a `broken-link` span with a visible `missing` marker.
 - `#tag` links the tag's page (`tag_page`).
@@ -22,6 +24,7 @@ from mnote_evidence.build.core.formats import kind_for
 from mnote_evidence.build.core.model import Kind
 from mnote_evidence.build.core.urls import TAGS_DIR, copy_path, page_path, relative_url
 from mnote_evidence.build.index.link_targets import LinkTargets, split_target
+from mnote_evidence.build.markdown.limits import MAX_EMBEDDED_CHARS_PER_NOTE
 from mnote_evidence.build.workspace.links import LinkResolver
 
 _UNSAFE_IN_NAME = re.compile(r"[^\w-]+")  # \w is Unicode: 中文 and café stay as they are
@@ -112,6 +115,12 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
 
 def _embed_note(env: dict, path: str, fragment: str, href: str, label: str) -> str:
     blocks = env["links"].targets.embed(path, fragment) or []
+    size = sum(len(b.text) for b in blocks)
+    left = env.get("embed_left", MAX_EMBEDDED_CHARS_PER_NOTE)
+    if size > left:  # the page's embed budget is spent: this one links what it names
+        env["embeds_capped"] = env.get("embeds_capped", 0) + 1
+        return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+    env["embed_left"] = left - size
     page = env["links"].page_of(path)
     parts = [f'<span class="embed embed-note"><a class="embed-title" href="{html.escape(href)}">{label}</a>']
     for b in blocks:

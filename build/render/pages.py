@@ -17,6 +17,7 @@ from mnote_evidence.build.core.model import ParsedResourceArtifact
 from mnote_evidence.build.core.model import ResourceRow as Resource
 from mnote_evidence.build.core.urls import relative_url
 from mnote_evidence.build.markdown.encoding import decode_note
+from mnote_evidence.build.markdown.limits import MAX_EMBEDDED_CHARS_PER_NOTE
 from mnote_evidence.build.render import page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, compile_note, run_program
 from mnote_evidence.build.render.note_links import NoteLinks
@@ -47,15 +48,26 @@ def note_body(
     site: _Site, res: Resource, artifact: NoteMap, page: str, aliases: dict[str, list[str]]
 ) -> str | None:
     """A note's HTML with its links relative to `page` (its own page, or the front page);
-    None when the note does not match its indexed blocks (recorded as `note_changed`). The blocks
+    None when the note does not match its indexed blocks (recorded as `note_changed`); embeds past the
+    page's embed budget are recorded as `embeds_capped`. The blocks
     themselves are read only when the note is compiled here (`render/note_map.py`)."""
     try:
         text, _ = decode_note((site.root / res.path).read_bytes())
         program = load_program(site.programs, text, artifact.shape) or compile_note(text, artifact.blocks)
-        return run_program(program, res.path, aliases, site.note_links, page)
+        body, capped = run_program(program, res.path, aliases, site.note_links, page)
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
         site.report.problems.append({"path": res.path, "code": "note_changed", "message": str(exc)})
         return None
+    if capped:
+        site.report.problems.append(
+            {
+                "path": res.path,
+                "code": "embeds_capped",
+                "message": f"{capped} embeds are shown as links: a page shows at most "
+                f"{MAX_EMBEDDED_CHARS_PER_NOTE:,} characters of embedded text",
+            }
+        )
+    return body
 
 
 def note_title(res: Resource, artifact: NoteMap) -> str:
