@@ -6,6 +6,7 @@
   `MAX_LINK_CHARS` long (`links_capped`), so a reference link used many times stays small;
 - embeds: a page shows at most `MAX_EMBEDDED_CHARS_PER_NOTE` characters of embedded text in all; a
   later embed is a link to what it names (`embeds_capped`);
+- front matter nested past what a parser can hold is kept as its raw text (`front_matter_too_large`);
 Every test builds a real workspace and reads what the build wrote (pages, evidence.sqlite, the report).
 """
 
@@ -190,3 +191,20 @@ def test_a_page_embeds_a_bounded_amount_of_text_in_all(tmp_path):
         assert sections // 3 < shown < sections // 2 + 1, shown
         assert page.count('class="wikilink" href="target.html#') == sections - shown  # the rest link
         assert "The end of the embeds." in page
+
+
+def test_deeply_nested_front_matter_is_kept_as_text(tmp_path):
+    root, out = tmp_path / "ws", tmp_path / "out"
+    root.mkdir()
+    for name, depth in [("flow.md", 5000), ("middle.md", 500)]:
+        (root / name).write_text(f"---\na: {'[' * depth}x{']' * depth}\n---\n\nAfter the front matter.\n")
+    block = "".join(f"{'  ' * i}k{i}:\n" for i in range(300)) + "  " * 300 + "v: 1\n"
+    (root / "block.md").write_text(f"---\n{block}---\n\nAfter the front matter.\n")
+    result = _cli_build(root, out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    conn = connect(out)
+    for name in ("flow.md", "middle.md", "block.md"):
+        assert "front_matter_too_large" in _warnings(result, name), name
+        assert _note_has(conn, name, "After the front matter"), name
+        assert _note_has(conn, name, "[[[" if name != "block.md" else "k299:"), name  # its raw text
+    assert {r[0] for r in conn.execute("SELECT status FROM evidence_resource")} == {"ok"}

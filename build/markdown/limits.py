@@ -4,8 +4,9 @@ A note's bytes are bounded by `--max-file-mb`; these bound what a few bytes can 
 bound the rest stays as written (YAML as its raw text, a tag or an embed as plain text or a link), so
 nothing is lost and the rest of the note is indexed and shown:
 
-- `MAX_FRONT_MATTER_CHARS` (100,000): front matter whose values, aliases expanded, are longer is
-  kept as its raw text (`front_matter_too_large`);
+- `MAX_FRONT_MATTER_CHARS` (100,000): front matter whose values, aliases expanded, are longer, or
+  nested more than `MAX_FRONT_MATTER_DEPTH` (64) lists and mappings deep, is kept as its raw text
+  (`front_matter_too_large`);
 - `MAX_TAGS_PER_NOTE` (1,000, in the text and in the front matter each) and `MAX_TAG_CHARS` (100):
   a later or longer tag stays text (`tags_capped`);
 - `MAX_EMBEDS_PER_NOTE` (250): a later `![[…]]` is a plain wikilink (`embeds_capped`);
@@ -24,6 +25,7 @@ the same text with the same rules, agree on every tag, embed and link.
 from __future__ import annotations
 
 MAX_FRONT_MATTER_CHARS = 100_000
+MAX_FRONT_MATTER_DEPTH = 64
 MAX_TAGS_PER_NOTE = 1000
 MAX_TAG_CHARS = 100
 MAX_EMBEDS_PER_NOTE = 250

@@ -6,7 +6,8 @@ shows; `title` names the note's page, each alias and tag becomes a link of the b
 (kinds `alias`, `tag`), so they reach `evidence_link` like every other link. YAML that
 does not parse, or is not a mapping, keeps its raw text as the block and gives a
 `front_matter_invalid` warning (nothing is lost, nothing is guessed). YAML whose values,
-aliases expanded, pass `MAX_FRONT_MATTER_CHARS` (or hold themselves) is kept as its raw text too
+aliases expanded, pass `MAX_FRONT_MATTER_CHARS` (or hold themselves), or nest past
+`MAX_FRONT_MATTER_DEPTH` (deeper than PyYAML can read, too) is kept as its raw text too
 (`front_matter_too_large`), measured before anything is expanded; tags past `MAX_TAGS_PER_NOTE` or
 `MAX_TAG_CHARS` are counted in `dropped_tags`, not linked (`markdown/limits.py`).
 """
@@ -17,7 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnote_evidence.build.core.model import Warning_
-from mnote_evidence.build.markdown.limits import MAX_FRONT_MATTER_CHARS, MAX_TAG_CHARS, MAX_TAGS_PER_NOTE
+from mnote_evidence.build.markdown.limits import (
+    MAX_FRONT_MATTER_CHARS,
+    MAX_FRONT_MATTER_DEPTH,
+    MAX_TAG_CHARS,
+    MAX_TAGS_PER_NOTE,
+)
 from mnote_evidence.build.markdown.obsidian import tag_name
 from mnote_evidence.build.markdown.plain_yaml import plain_mapping
 
@@ -48,8 +54,9 @@ def _shown(value: Any) -> str:
 
 
 def _expanded_chars(data: Any, limit: int) -> int | None:
-    """About how many characters `data` shows with every alias expanded (None: past `limit`, or it
-    holds itself). Each object is measured once, so a YAML alias bomb costs its size, not its expansion."""
+    """About how many characters `data` shows with every alias expanded (None: past `limit`, nested
+    past `MAX_FRONT_MATTER_DEPTH`, or it holds itself). Each object is measured once, so a YAML alias
+    bomb costs its size, not its expansion."""
     sizes: dict[int, int] = {}
     pending: set[int] = set()
 
@@ -58,8 +65,8 @@ def _expanded_chars(data: Any, limit: int) -> int | None:
             key = id(value)
             if key in sizes:
                 return sizes[key]
-            if key in pending:
-                raise OverflowError  # a list or mapping that holds itself: no finite text
+            if key in pending or len(pending) >= MAX_FRONT_MATTER_DEPTH:
+                raise OverflowError  # holds itself (no finite text), or too deep to show
             pending.add(key)
             items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
             total = 0
@@ -74,9 +81,20 @@ def _expanded_chars(data: Any, limit: int) -> int | None:
 
     try:
         total = size(data)
-    except (OverflowError, RecursionError):
+    except OverflowError:
         return None
     return total if total <= limit else None
+
+
+def _too_large(raw: str) -> Properties:
+    return Properties(
+        raw,
+        warning=Warning_(
+            "front_matter_too_large",
+            f"front matter expands to more than {MAX_FRONT_MATTER_CHARS:,} characters or nests more than "
+            f"{MAX_FRONT_MATTER_DEPTH} deep (YAML aliases, or a value that holds itself); kept as text",
+        ),
+    )
 
 
 def read_properties(raw: str) -> Properties:
@@ -86,6 +104,8 @@ def read_properties(raw: str) -> Properties:
 
         try:
             data = yaml.safe_load(raw) if raw.strip() else {}
+        except RecursionError:  # nested deeper than PyYAML's recursive reader can go
+            return _too_large(raw)
         except yaml.YAMLError as exc:
             return Properties(
                 raw,
@@ -99,14 +119,7 @@ def read_properties(raw: str) -> Properties:
             raw, warning=Warning_("front_matter_invalid", "front matter is not a YAML mapping; kept as text")
         )
     if _expanded_chars(data, MAX_FRONT_MATTER_CHARS) is None:
-        return Properties(
-            raw,
-            warning=Warning_(
-                "front_matter_too_large",
-                f"front matter expands to more than {MAX_FRONT_MATTER_CHARS:,} characters "
-                "(YAML aliases, or a value that holds itself); kept as text",
-            ),
-        )
+        return _too_large(raw)
     out = Properties("\n".join(f"{k}: {_shown(v)}" for k, v in data.items()))
     title = data.get("title")
     out.title = str(title).strip() or None if title is not None else None
