@@ -6,6 +6,8 @@
   `MAX_LINK_CHARS` long (`links_capped`), so a reference link used many times stays small;
 - embeds: a page shows at most `MAX_EMBEDDED_CHARS_PER_NOTE` characters of embedded text in all; a
   later embed is a link to what it names (`embeds_capped`);
+- warnings: a build lists at most `MAX_LISTED_WARNINGS` warnings of one code for one file, then one
+  that counts the rest;
 - front matter nested past what a parser can hold is kept as its raw text (`front_matter_too_large`);
 Every test builds a real workspace and reads what the build wrote (pages, evidence.sqlite, the report).
 """
@@ -18,6 +20,7 @@ import sqlite3
 
 import pytest
 
+from mnote_evidence.build.core.model import MAX_LISTED_WARNINGS
 from mnote_evidence.build.markdown.limits import (
     MAX_EMBEDDED_CHARS_PER_NOTE,
     MAX_LINK_CHARS,
@@ -208,3 +211,29 @@ def test_deeply_nested_front_matter_is_kept_as_text(tmp_path):
         assert _note_has(conn, name, "After the front matter"), name
         assert _note_has(conn, name, "[[[" if name != "block.md" else "k299:"), name  # its raw text
     assert {r[0] for r in conn.execute("SELECT status FROM evidence_resource")} == {"ok"}
+
+
+def test_the_warnings_of_one_file_are_listed_up_to_a_bound_then_counted(tmp_path):
+    root, out = tmp_path / "ws", tmp_path / "out"
+    root.mkdir()
+    flood = " ".join(f"[[n{i % 50}]]" for i in range(20000))
+    anchors = "".join(f"Paragraph {i} ^same\n\n" for i in range(200))
+    (root / "flood.md").write_text(f"{flood}\n\n{anchors}After the flood.\n")
+    (root / "few.md").write_text("[[gone]] and [[lost]] and [[few#nowhere]]\n")
+    result = _cli_build(root, out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(result.stdout) < 100_000
+    warnings = json.loads(result.stdout)["warnings"]
+    by_code: dict = {}
+    for w in warnings:
+        by_code.setdefault((w["path"], w["code"]), []).append(w["message"])
+    for code in ("broken_link", "duplicate_block_anchor"):
+        listed = by_code[("flood.md", code)]
+        assert len(listed) == MAX_LISTED_WARNINGS + 1, code
+        assert "more" in listed[-1] and "not listed" in listed[-1], listed[-1]
+    assert len(by_code[("few.md", "broken_link")]) == 3
+    stored = connect(out).execute(
+        "SELECT length(warnings_json) FROM evidence_resource WHERE source_root_relative_path = 'flood.md'"
+    )
+    assert stored.fetchone()[0] < 10_000
+    assert _biggest_file(out) < 4 * 1024**2

@@ -191,6 +191,34 @@ class Warning_:
         return {"code": self.code, "message": self.message}
 
 
+MAX_LISTED_WARNINGS = 20  # of one code for one file: the rest are counted in one more warning
+
+
+def summarised(warnings: list[dict[str, str]]) -> list[dict[str, str]]:
+    """`warnings` (dicts with `code`, `message` and maybe `path`), at most `MAX_LISTED_WARNINGS` of one
+    code for one path, in order; past it, one more warning after the last one listed counts the rest,
+    so a file's warnings cost what its kinds of problem are, not how often one repeats."""
+
+    def key(w: dict[str, str]) -> tuple[str | None, str]:
+        return w.get("path"), w["code"]
+
+    seen: dict[tuple[str | None, str], int] = {}
+    kept = []
+    for w in warnings:
+        seen[key(w)] = seen.get(key(w), 0) + 1
+        if seen[key(w)] <= MAX_LISTED_WARNINGS:
+            kept.append(w)
+    last = {key(w): i for i, w in enumerate(kept)}
+    out = []
+    for i, w in enumerate(kept):
+        out.append(w)
+        (path, code), n = key(w), seen[key(w)]
+        if n > MAX_LISTED_WARNINGS and last[key(w)] == i:
+            more = {"code": code, "message": f"{n - MAX_LISTED_WARNINGS:,} more {code} warnings not listed"}
+            out.append(more if path is None else {"path": path, **more})
+    return out
+
+
 @dataclass
 class ParsedResourceArtifact:
     """What a provider returns: text + source map + blocks + sections (SPEC §3)."""

@@ -1,7 +1,8 @@
 """The build report's status counts, errors and warnings, read back from `evidence.sqlite` (SPEC §11).
 
 They are what the index records for every file, not just this run's: a file that failed in an earlier
-build and is unchanged is still reported. Every query reads a partial index of just its rows
+build and is unchanged is still reported; one file's warnings of one code are listed up to
+`MAX_LISTED_WARNINGS`, then counted (`model.summarised`). Every query reads a partial index of just its rows
 (index/schema.py), so an edit's summary costs what it reports; the `ok` count is the table's row count
 less the others. Used by `pipeline.build`.
 """
@@ -12,6 +13,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from mnote_evidence.build.core.model import summarised
 from mnote_evidence.build.core.sqlite_ro import connect_ro
 from mnote_evidence.build.index.link_targets import LinkTargets
 from mnote_evidence.build.index.schema import NOT_OK, WARNED
@@ -49,7 +51,7 @@ def recorded(db_path: Path) -> tuple[dict[str, int], list[dict[str, str]], list[
             if problem == "outside_root"
         ]
         warnings += targets.broken(links)
-        return counts, errors, warnings
+        return counts, errors, summarised(warnings)
     finally:
         conn.close()
 

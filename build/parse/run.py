@@ -17,7 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mnote_evidence.build.core.model import NOTE_SUFFIXES, ParsedResourceArtifact, ProviderError, suffix_of
+from mnote_evidence.build.core.model import (
+    NOTE_SUFFIXES,
+    ParsedResourceArtifact,
+    ProviderError,
+    Warning_,
+    suffix_of,
+    summarised,
+)
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers import ParseInput, provider_for
 from mnote_evidence.build.parse.workers import BudgetExceeded, time_budget, worker_pool
@@ -55,7 +62,7 @@ def parse_one(
     provider = provider_for(path, ocr)
     try:
         with time_budget():
-            return provider.parse(ParseInput(Path(root), path, source_hash))
+            artifact = provider.parse(ParseInput(Path(root), path, source_hash))
     except ProviderError as exc:
         return exc
     except BudgetExceeded as exc:
@@ -67,6 +74,9 @@ def parse_one(
         )
     except Exception as exc:  # a provider bug or a library crash on odd input
         return ProviderError("parse_failed", f"{type(exc).__name__}: {exc}")
+    # a warning that repeats (a `^id` used 1,000 times) is listed up to a bound, then counted
+    artifact.warnings = [Warning_(**w) for w in summarised([w.to_json() for w in artifact.warnings])]
+    return artifact
 
 
 def parse_many(
