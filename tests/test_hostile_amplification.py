@@ -8,6 +8,8 @@
   later embed is a link to what it names (`embeds_capped`);
 - warnings: a build lists at most `MAX_LISTED_WARNINGS` warnings of one code for one file, then one
   that counts the rest;
+- TeX: a formula's `href` holds no backslash or control character (a browser reads `\\host` as
+  `//host`, another site);
 - front matter nested past what a parser can hold is kept as its raw text (`front_matter_too_large`);
 Every test builds a real workspace and reads what the build wrote (pages, evidence.sqlite, the report).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sqlite3
 
 import pytest
@@ -29,7 +32,7 @@ from mnote_evidence.build.markdown.limits import (
 from mnote_evidence.build.parse.sections import MAX_SECTIONS_PER_RESOURCE
 from mnote_evidence.build.render import data
 from tests.conftest import connect, run_build
-from tests.test_hostile_content import _cli_build, _warnings
+from tests.test_hostile_content import _cli_build, _math_parts, _warnings
 
 
 def _sql_steps(conn: sqlite3.Connection, call):
@@ -237,3 +240,24 @@ def test_the_warnings_of_one_file_are_listed_up_to_a_bound_then_counted(tmp_path
     )
     assert stored.fetchone()[0] < 10_000
     assert _biggest_file(out) < 4 * 1024**2
+
+
+def test_a_formula_links_no_other_host_through_backslashes_or_controls(tmp_path):
+    root, out = tmp_path / "ws", tmp_path / "out"
+    root.mkdir()
+    hostile = [
+        r"\href{\\evil.example/x}{a}",
+        r"\href{/\evil.example/x}{b}",
+        r"\href{\/evil.example}{c}",
+        r"\href{x&#x5C;&#x5C;evil}{d}",
+        r"\href{a&#x09;b}{e}",
+        "\\href{a\x85b}{f}",
+    ]
+    body = "\n\n".join(f"Formula {i}: ${tex}$" for i, tex in enumerate(hostile))
+    (root / "math.md").write_text(body + "\n\nSafe: $\\href{other.html}{y}$\n")
+    (root / "other.md").write_text("Another note.\n")
+    run_build(root, out, site=True)
+    maths = _math_parts((out / "math.html").read_text("utf-8"))
+    assert len(maths) == len(hostile) + 1
+    hrefs = [h for m in maths for h in re.findall(r'href="([^"]*)"', m.split("<annotation", 1)[0])]
+    assert hrefs == ["other.html"], hrefs

@@ -7,8 +7,9 @@ the block text for search and in the MathML as an `application/x-tex` annotation
 `xml.etree` are imported by the first formula rendered, not by every build that renders the site.
 Whatever the TeX, the MathML written is allowlisted (`_allowed`): presentation elements only (any
 other becomes `mrow`), attributes by name with a value check each: no `style`, `class`, `id` or event
-handler, an `href` only to http(s) or a relative URL, lengths within `MAX_LENGTH_EM`, colours as
-names or hex. A formula styles nothing outside itself and reaches no script or other scheme.
+handler, an `href` only to http(s) or a relative URL (no backslash, no control character), lengths
+within `MAX_LENGTH_EM`, colours as names or hex. A formula styles nothing outside itself and reaches
+no script, other scheme or other host.
 """
 
 from __future__ import annotations
@@ -90,8 +91,11 @@ def _length_ok(value: str) -> bool:
 
 
 def _href_ok(value: str) -> bool:
-    """http(s) or relative; browsers drop ASCII whitespace and controls before reading a scheme."""
-    bare = "".join(c for c in value if ord(c) > 0x20 and c != "\x7f")
+    """http(s) or relative, with no backslash (a browser reads `\\host` and `/\\host` as `//host`) and
+    no control character (browsers drop some before reading a scheme or a host)."""
+    if "\\" in value or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value):
+        return False
+    bare = value.replace(" ", "")
     scheme = _SCHEME.match(bare)
     return (scheme is None and not bare.startswith("//")) or (
         scheme is not None and scheme.group(0).lower() in ("http:", "https:")
