@@ -52,6 +52,7 @@ from mnote_evidence.build.core.model import (
 )
 from mnote_evidence.build.core.progress import OnProgress, Stage, StageProgress
 from mnote_evidence.build.core.redact import redact
+from mnote_evidence.build.core.sqlite_ro import file_identity
 from mnote_evidence.build.core.trust import key_file, key_problem
 from mnote_evidence.build.core.urls import DB_NAME
 from mnote_evidence.build.index.linkgraph import LinkStage
@@ -77,6 +78,7 @@ from mnote_evidence.build.parse.sidecars import (
     LAYOUT_BESIDE,
     LAYOUTS,
     SidecarPaths,
+    SidecarsInPlace,
     paths_at,
     remove_sidecars,
     reusable,
@@ -177,6 +179,8 @@ class _Build:
         self._versions: dict[str, str] = {}
         self._suffix_versions: dict[str, str] = {}
         self.layout = options.sidecars or self.prev.meta.get("sidecar_layout") or LAYOUT_BESIDE
+        identity = file_identity(self.db_path)  # its mtime: when the previous build last wrote it
+        self.sidecars_in_place = SidecarsInPlace(root, identity[1] if identity else None)
         if self.layout not in LAYOUTS:
             raise ValueError(f"sidecar layout must be one of {', '.join(LAYOUTS)} (got {self.layout!r})")
 
@@ -351,8 +355,8 @@ class _Build:
         return result.artifact
 
     def _unchanged(self, f: SourceFile, owner: str | None, version: str) -> bool:
-        """Same bytes, same provider version, same owner (and sidecars where the layout puts them):
-        the previous outcome stands.
+        """Same bytes, same provider version, same owner (and sidecars where the layout puts them, still
+        in place: `SidecarsInPlace`): the previous outcome stands.
 
         That includes a recorded parse error: providers are deterministic, so the same
         bytes fail the same way (a new provider version retries them)."""
@@ -366,6 +370,7 @@ class _Build:
             and (
                 prev.status != STATUS_OK  # checked last: the sidecar path is the dearest
                 or prev.source_map_path == source_map_path(f.path, owner, self.layout)
+                and self.sidecars_in_place(prev.source_map_path, prev.artifact_path)
             )
         )
 

@@ -11,6 +11,8 @@
 - TeX: a formula's `href` holds no backslash or control character (a browser reads `\\host` as
   `//host`, another site);
 - front matter nested past what a parser can hold is kept as its raw text (`front_matter_too_large`);
+- sidecars: one replaced after a build (missing, a FIFO or a symlink where it or its folder goes) has
+  its file parsed again by the next build; one forged in place, once a page finds it, by the build after.
 Every test builds a real workspace and reads what the build wrote (pages, evidence.sqlite, the report).
 """
 
@@ -18,8 +20,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
+import shutil
 import sqlite3
+import stat
 
 import pytest
 
@@ -33,6 +38,10 @@ from mnote_evidence.build.parse.sections import MAX_SECTIONS_PER_RESOURCE
 from mnote_evidence.build.render import data
 from tests.conftest import connect, run_build
 from tests.test_hostile_content import _cli_build, _math_parts, _warnings
+from tests.test_hostile_sidecars import FACT as SIDECAR_FACT
+from tests.test_hostile_sidecars import PDF
+from tests.test_hostile_sidecars import _cli as _sidecars_cli
+from tests.test_hostile_sidecars import _workspace as _sidecar_workspace
 
 
 def _sql_steps(conn: sqlite3.Connection, call):
@@ -261,3 +270,88 @@ def test_a_formula_links_no_other_host_through_backslashes_or_controls(tmp_path)
     assert len(maths) == len(hostile) + 1
     hrefs = [h for m in maths for h in re.findall(r'href="([^"]*)"', m.split("<annotation", 1)[0])]
     assert hrefs == ["other.html"], hrefs
+
+
+def _site_build(root, out):
+    """A CLI build with the site (`_build_cli`'s, which leaves the site out)."""
+    result = _sidecars_cli("build", str(root), "--out", str(out), "--no-ocr", "--json")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    return json.loads(result.stdout)
+
+
+SIDECARS = (
+    "Note.ocr/spec.pdf.source-map.json",
+    "Note.ocr/spec.pdf.parse.md",
+    ".mnote/sidecars/Note.md.source-map.json",
+)
+
+
+def _pdf_page(out) -> str:
+    return (out / "Note.assets/spec.pdf.html").read_text("utf-8")
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        lambda root: (root / "Note.ocr/spec.pdf.source-map.json").unlink(),
+        lambda root: (
+            (root / ".mnote/sidecars/Note.md.source-map.json").unlink(),
+            os.symlink("/dev/zero", root / ".mnote/sidecars/Note.md.source-map.json"),
+        ),
+        lambda root: (
+            (root / "Note.ocr/spec.pdf.parse.md").unlink(),
+            os.mkfifo(root / "Note.ocr/spec.pdf.parse.md"),
+        ),
+    ],
+    ids=["map_missing", "note_map_dev_zero", "text_fifo"],
+)
+def test_a_sidecar_replaced_after_a_build_is_written_again_by_the_next(tmp_path, plant):
+    root, out = _sidecar_workspace(tmp_path / "ws"), tmp_path / "out"
+    _site_build(root, out)
+    plant(root)
+    report = _site_build(root, out)
+    assert report["parsed"] == 1 and not report["site"]["problems"], report
+    for rel in SIDECARS:
+        assert stat.S_ISREG(os.lstat(root / rel).st_mode), rel
+    with open(root / "Note.md", "a", encoding="utf-8") as f:  # both pages are rendered again
+        f.write("\nMore about [[spec.pdf]].\n")
+    report = _site_build(root, out)
+    assert not report["site"]["problems"], report
+    assert SIDECAR_FACT in _pdf_page(out) and "Solvent notes" in (out / "Note.html").read_text("utf-8")
+
+
+@pytest.mark.parametrize("plant", [os.mkfifo, lambda p: os.symlink("/dev/zero", p)], ids=["fifo", "dev_zero"])
+def test_a_sidecar_folder_replaced_after_a_build_has_its_files_parsed_again(tmp_path, plant):
+    root, out = _sidecar_workspace(tmp_path / "ws"), tmp_path / "out"
+    _site_build(root, out)
+    shutil.rmtree(root / "Note.ocr")
+    plant(root / "Note.ocr")
+    for _ in range(2):  # and again by every build while the folder cannot hold them
+        report = _site_build(root, out)
+        assert report["parsed"] == 1, report
+        conn = connect(out)
+        assert (
+            conn.execute(
+                "SELECT warnings_json FROM evidence_resource WHERE source_root_relative_path = ?", [PDF]
+            )
+            .fetchone()[0]
+            .count("sidecar_not_written")
+            == 1
+        )
+        assert _note_has(conn, PDF, SIDECAR_FACT)
+    assert not stat.S_ISDIR(os.lstat(root / "Note.ocr").st_mode)  # nothing written through it
+
+
+def test_a_sidecar_forged_in_place_is_parsed_again_once_a_page_finds_it(tmp_path):
+    """A source map overwritten in place (a regular file, unsealed) is found when its page is rendered
+    (`sidecar_missing`); it is removed there, so the next build parses the file again."""
+    root, out = _sidecar_workspace(tmp_path / "ws"), tmp_path / "out"
+    _site_build(root, out)
+    (root / "Note.ocr/spec.pdf.source-map.json").write_text('{"forged": true}', "utf-8")
+    with open(root / "Note.md", "a", encoding="utf-8") as f:  # the PDF's page is rendered again
+        f.write("\nMore about [[spec.pdf]].\n")
+    report = _site_build(root, out)
+    assert [p["code"] for p in report["site"]["problems"]] == ["sidecar_missing"]
+    report = _site_build(root, out)
+    assert report["parsed"] == 1 and not report["site"]["problems"], report
+    assert SIDECAR_FACT in _pdf_page(out)

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -350,3 +352,64 @@ def reusable(
         if cached is not None:
             return cached, place
     return None
+
+
+_UNSEEN: Any = object()
+
+
+class SidecarsInPlace:
+    """Whether the sidecars the last build recorded are still in place, for the files it does not parse
+    again: each a regular file (not a symlink, FIFO or device, at most `MAX_SIDECAR_BYTES`) reached
+    through real folders below the root. Each folder is looked at once per build (lstat); a folder
+    that lists no change since the index was written (`since_ns`, its mtime: an entry added, removed
+    or renamed moves the folder's mtime) vouches for its files unlooked at, so an unchanged workspace
+    costs one lstat per sidecar folder; in another folder each sidecar is lstat'd. What lstat cannot
+    see (bytes forged in place) the page that reads it finds (`read_source_map`, `discard`)."""
+
+    def __init__(self, root: Path, since_ns: int | None):
+        self.root, self.since_ns = str(root), since_ns
+        self._folders: dict[str, int | None] = {"": -1}  # root-relative folder -> mtime (None: not real)
+
+    def __call__(self, map_rel: str, text_rel: str | None = None) -> bool:
+        return self._in_place(map_rel) and (text_rel is None or self._in_place(text_rel))
+
+    def _folder(self, rel: str) -> int | None:
+        """The mtime of real folder `rel` (every folder on the way real), None when it is not one."""
+        mtime = self._folders.get(rel, _UNSEEN)
+        if mtime is not _UNSEEN:
+            return mtime
+        mtime = None
+        if self._folder(rel.rpartition("/")[0]) is not None:
+            try:
+                st = os.lstat(f"{self.root}/{rel}")
+                mtime = st.st_mtime_ns if stat.S_ISDIR(st.st_mode) else None
+            except OSError:
+                pass
+        self._folders[rel] = mtime
+        return mtime
+
+    def _in_place(self, rel: str) -> bool:
+        folder, _, _ = rel.rpartition("/")
+        mtime = self._folders.get(folder, _UNSEEN)
+        if mtime is _UNSEEN:
+            if "/../" in f"/{rel}/" or rel.startswith("/"):
+                return False
+            mtime = self._folder(folder)
+        if mtime is None:
+            return False
+        if self.since_ns is not None and mtime <= self.since_ns and folder:
+            return True  # nothing of this folder added, removed or renamed since the index was written
+        try:
+            st = os.lstat(f"{self.root}/{rel}")
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size <= MAX_SIDECAR_BYTES
+
+
+def discard(root: Path, map_rel: str) -> None:
+    """Remove the source map at `map_rel` that a page could not read (`read_source_map`: forged,
+    unsealed, not a regular file), so the next build parses its file again (`SidecarsInPlace`)."""
+    try:
+        unlink_inside(root, root / map_rel)
+    except OSError:  # reached through a symlink or a file: `SidecarsInPlace` refuses it already
+        pass

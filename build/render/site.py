@@ -40,7 +40,7 @@ from mnote_evidence.build.core.urls import (
     relative_url,
 )
 from mnote_evidence.build.index.link_targets import LinkTargets, recorded_aliases
-from mnote_evidence.build.parse.sidecars import artifact_from_source_map, read_source_map
+from mnote_evidence.build.parse.sidecars import artifact_from_source_map, discard, read_source_map
 from mnote_evidence.build.render import (
     copies,
     data,
@@ -285,12 +285,13 @@ class _Site:
         if res.status not in (STATUS_OK, STATUS_STALE) or not res.source_map_path:
             return None
         doc = read_source_map(self.root, res.source_map_path)  # as this installation wrote it, or None
-        if doc is None:
+        if doc is None:  # removed, so the next build parses the file again and writes it anew
+            discard(self.root, res.source_map_path)
             self.report.problems.append(
                 {
                     "path": res.path,
                     "code": "sidecar_missing",
-                    "message": "source map not readable; rebuild to recreate it",
+                    "message": "source map not readable; the next build parses the file again",
                 }
             )
             return None
@@ -608,6 +609,9 @@ def render_site(
                 keys[res.path] = keyed[res.path]
                 if pages[site.page_of(res.path)] == site_state.page_entry("", res.path):
                     pages[site.page_of(res.path)] = site_state.page_entry(keyed[res.path], res.path)
+        for problem in site.report.problems:  # a page drawn without its sidecar is drawn again next time
+            if problem["code"] == "sidecar_missing" and problem["path"] in site.by_path:
+                pages[site.page_of(problem["path"])] = site_state.page_entry("", problem["path"])
         if since is not None:
             site.report.pages_unchanged += len(site.resources) - len(todo)
         tags = site_state.tag_entries(pages)
