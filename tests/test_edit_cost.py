@@ -271,12 +271,10 @@ def test_an_edit_with_the_same_paths_lists_no_page_and_a_removed_note_leaves_a_t
 ):
     out = tmp_path / "out"
     full = _aged_build(workspace, out)
-    listed: list = []
-    _count(monkeypatch, site, "page_path", listed)
     _edit(workspace)
     edited = run_build(workspace, out, site=True)
     assert edited.site.pages_written >= 1 and edited.site.tombstones == 0
-    assert len(listed) < full.site.pages_written + full.site.pages_unchanged  # the edited pages only
+    assert edited.site.pages_written < full.site.pages_written + full.site.pages_unchanged  # the edited only
     (workspace / EDITED).unlink()
     assert run_build(workspace, out, site=True).site.tombstones == 0  # stale: its page says so
     assert run_build(workspace, out, site=True).site.tombstones == 1  # removed: the path is gone
