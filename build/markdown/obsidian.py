@@ -9,6 +9,8 @@ the rules they lack, as markdown-it rules (never post-processing of HTML):
 - callouts `> [!type] Title` (foldable: `-` collapsed, `+` open): `meta["callout"]` on the blockquote,
   the marker line a `callout_title_open` / inline / `callout_title_close` triple;
 - ` ^id` at the end of a paragraph or list item: stripped, recorded as `meta["anchor"]`;
+- `![alt|400](img.png)`, `![alt|400x300](img.png)`: the size leaves the alt text, recorded as
+  `meta["size"]` ([width, height or None]; `![[img.png|400]]` is read with wikilinks, `syntax.py`);
 - a footnote defined but never referenced is kept (mdit-py-plugins drops it), without a back-link.
 """
 
@@ -27,6 +29,18 @@ MAX_SPAN = 1000
 TAG = re.compile(r"#([\w\-/]+)")
 CALLOUT = re.compile(r"\[!([\w-]+)\]([+-]?)[ \t]*(.*)")
 BLOCK_REF = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$")
+# `|400`, `|400x300` ending an alt or alias
+SIZE = re.compile(r"(?:^|\|)[ \t]*(\d{1,5})(?:x(\d{1,5}))?[ \t]*$")
+
+
+def image_size(words: str) -> tuple[str, list[int | None] | None]:
+    """(`words` without a trailing size, [width, height or None]) as Obsidian reads `alt|400x300`;
+    no size: (`words`, None). Words that are only a size (`400`) leave nothing."""
+    match = SIZE.search(words)
+    if not match:
+        return words, None
+    height = match.group(2)
+    return words[: match.start()].rstrip(), [int(match.group(1)), int(height) if height else None]
 
 
 def _highlight_rule(state: StateInline, silent: bool) -> bool:
@@ -146,6 +160,19 @@ def _block_refs(state: StateCore) -> None:
                 tokens[i - 1].meta = {**(tokens[i - 1].meta or {}), "anchor": anchor}
 
 
+def _image_sizes(state: StateCore) -> None:
+    for tok in state.tokens:
+        for child in tok.children or [] if tok.type == "inline" else []:
+            if child.type != "image" or "|" not in child.content:
+                continue
+            words, size = image_size(child.content)
+            last = (child.children or [None])[-1]
+            if size is None or last is None or last.type != "text" or "|" not in last.content:
+                continue
+            last.content = last.content[: last.content.rindex("|")].rstrip()
+            child.content, child.meta = words, {**(child.meta or {}), "size": size}
+
+
 def _orphan_footnotes(state: StateCore) -> None:
     data = state.env.get("footnotes") or {}
     for key, ref in sorted(data.get("refs", {}).items()):
@@ -170,5 +197,6 @@ def obsidian_plugin(md: MarkdownIt) -> None:
     md.inline.ruler.push("tag", _tag_rule)
     md.core.ruler.after("block", "callouts", _callouts)
     md.core.ruler.after("inline", "block_refs", _block_refs)
+    md.core.ruler.after("inline", "image_sizes", _image_sizes)
     md.core.ruler.before("footnote_tail", "footnote_orphans", _orphan_footnotes)
     md.core.ruler.after("footnote_tail", "footnote_orphan_backrefs", _orphan_backrefs)

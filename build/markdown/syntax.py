@@ -4,11 +4,13 @@ CommonMark + tables + front matter + wikilinks (`[[Note]]`, `[[Note|alias]]`, `[
 `[[Note#^id]]`, `![[image.png]]`) + Obsidian's additions: task lists, footnotes and `$`/`$$` math
 (mdit-py-plugins), highlights, tags, callouts and block references (`markdown/obsidian.py`). Raw HTML
 is parsed (its text is indexed) but the renderer neutralises it. A wikilink without an alias shows
-`Note › Heading` for `[[Note#Heading]]`. Linear time on hostile input: a wikilink's closing `]]` is
-looked for within `MAX_WIKILINK` characters on the same line only; past `MAX_EMBEDS_PER_NOTE` embeds in a
-note, `![[…]]` is a plain wikilink; past `MAX_LINKS_PER_NOTE` links (links, images, wikilinks and embeds
-together), or with a target or words longer than `MAX_LINK_CHARS`, a link is its words as text
-(`markdown/limits.py`), so a reference link used many times costs what its uses are written with.
+`Note › Heading` for `[[Note#Heading]]`; an embed's alias ending in a size (`![[img.png|400]]`,
+`|400x300`, `|caption|400`) is its `meta["size"]`, the rest its alias. Linear time on hostile input:
+a wikilink's closing `]]` is looked for within `MAX_WIKILINK` characters on the same line only; past
+`MAX_EMBEDS_PER_NOTE` embeds in a note, `![[…]]` is a plain wikilink; past `MAX_LINKS_PER_NOTE`
+links (links, images, wikilinks and embeds together), or with a target or words longer than
+`MAX_LINK_CHARS`, a link is its words as text (`markdown/limits.py`), so a reference link used many
+times costs what its uses are written with.
 Nothing is dropped: blocks nested past markdown-it's limit are kept as text.
 """
 
@@ -32,7 +34,7 @@ from mnote_evidence.build.markdown.limits import (
     count,
     left_out,
 )
-from mnote_evidence.build.markdown.obsidian import obsidian_plugin
+from mnote_evidence.build.markdown.obsidian import image_size, obsidian_plugin
 
 MAX_WIKILINK = 1000  # characters between `[[` and `]]`; longer is text, not a link
 
@@ -51,9 +53,12 @@ def _wikilink_rule(state: StateInline, silent: bool) -> bool:
     if not silent:
         raw = src[start:end]
         target, _, alias = raw.partition("|")
+        size = None
+        if embed and alias:
+            alias, size = image_size(alias)
         token = state.push("wikilink", "", 0)
         embed = embed and count(state.env, "embeds", MAX_EMBEDS_PER_NOTE)
-        token.meta = {"target": target.strip(), "alias": alias.strip(), "embed": embed}
+        token.meta = {"target": target.strip(), "alias": alias.strip(), "embed": embed, "size": size}
         token.content = alias.strip() or wikilink_label(target)
     state.pos = end + 2
     return True

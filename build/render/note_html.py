@@ -26,7 +26,7 @@ from mnote_evidence.build.markdown.properties import Properties
 from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
 from mnote_evidence.build.parse.providers.markdown import block_tokens
 from mnote_evidence.build.render.math_html import mathml
-from mnote_evidence.build.render.note_links import NoteLinks, tag_html, wikilink_html
+from mnote_evidence.build.render.note_links import NoteLinks, img_html, tag_html, wikilink_html
 
 _MARK = "\x00"  # where an operation goes: markdown-it turns every NUL of a note into U+FFFD, so never text
 Program = tuple[list[str], list[list[Any]]]
@@ -124,11 +124,11 @@ def _run_link_open(env: dict, aliases: dict, target: str, attrs: dict) -> str:
     return _PLAIN.renderToken([tok], 0, markdown_parser().options, env)
 
 
-def _run_image(env: dict, aliases: dict, target: str, alt: str) -> str:
+def _run_image(env: dict, aliases: dict, target: str, alt: str, size: list[int | None] | None) -> str:
     src, _ = _link_target(env, target, "image")
     if src is None:
         return f'<span class="broken-link">[{alt}]</span>'
-    return _linked_image(env, target, "image", f'<img src="{html.escape(src)}" alt="{alt}" loading="lazy">')
+    return _linked_image(env, target, "image", img_html(src, alt, size))
 
 
 _RUN: dict[str, Callable[..., str]] = {
@@ -136,7 +136,7 @@ _RUN: dict[str, Callable[..., str]] = {
     "link_open": _run_link_open,
     "link_close": lambda env, aliases: "</a>" if env["link_stack"].pop() else "</span>",
     "image": _run_image,
-    "wikilink": lambda env, aliases, target, label, embed: wikilink_html(env, target, label, embed),
+    "wikilink": lambda env, aliases, *link: wikilink_html(env, *link),
     "tag": lambda env, aliases, tag, shown: tag_html(env, tag, shown),
     "text": lambda env, aliases, text: text,
 }
@@ -282,9 +282,9 @@ class _Renderer:
     def _image(self, tokens, idx, options, env) -> str:
         tok = tokens[idx]
         alt = html.escape(self.base.renderInlineAsText(tok.children or [], options, env))
-        return _op(env, "image", str(tok.attrGet("src") or ""), alt)
+        return _op(env, "image", str(tok.attrGet("src") or ""), alt, (tok.meta or {}).get("size"))
 
     @staticmethod
     def _wikilink(tokens, idx, options, env) -> str:
         tok = tokens[idx]
-        return _op(env, "wikilink", tok.meta["target"], tok.content, tok.meta["embed"])
+        return _op(env, "wikilink", tok.meta["target"], tok.content, tok.meta["embed"], tok.meta.get("size"))

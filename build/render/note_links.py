@@ -73,7 +73,16 @@ def tag_html(env: dict, tag: str, shown: str) -> str:
     return f'<a class="tag" href="{html.escape(href)}">{html.escape(shown)}</a>'
 
 
-def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
+def img_html(src: str, alt: str, size: list[int | None] | None = None) -> str:
+    """An `<img>` of `src` (a URL) with `alt` (HTML already), sized as the note asks (`|400x300`)."""
+    width, height = size or (None, None)
+    sized = (f' width="{width}"' if width else "") + (f' height="{height}"' if height else "")
+    return f'<img src="{html.escape(src)}" alt="{alt}"{sized} loading="lazy">'
+
+
+def wikilink_html(
+    env: dict, target: str, label: str, embed: bool, size: list[int | None] | None = None
+) -> str:
     links: NoteLinks = env["links"]
     label = html.escape(label)
     name, fragment = split_target(target)
@@ -92,19 +101,15 @@ def wikilink_html(env: dict, target: str, label: str, embed: bool) -> str:
     kind = kind_for(path)
     if kind == Kind.IMAGE:
         src = relative_url(env["page"], links.copy_of(path))
-        return (
-            f'<a class="embed embed-image" href="{html.escape(href)}">'
-            f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>'
-        )
+        return f'<a class="embed embed-image" href="{html.escape(href)}">{img_html(src, label, size)}</a>'
+
     if kind == Kind.PDF:
         number = int(anchor[5:]) if anchor and anchor.startswith("page-") else 1
         image = links.page_image(path, number)
         if image:
             src = relative_url(env["page"], image)
-            return (
-                f'<a class="embed embed-pdf" href="{html.escape(href)}">'
-                f'<img src="{html.escape(src)}" alt="{label}" loading="lazy"></a>'
-            )
+            return f'<a class="embed embed-pdf" href="{html.escape(href)}">{img_html(src, label, size)}</a>'
+
         return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
     if kind == Kind.MARKDOWN and links.targets is not None:
         return _embed_note(env, path, fragment, href, label)
