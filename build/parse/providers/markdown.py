@@ -25,7 +25,6 @@ from mnote_evidence.build.core.model import (
     Warning_,
 )
 from mnote_evidence.build.core.text import join_lines
-from mnote_evidence.build.markdown.comments import blank_comments
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.markdown.limits import (
     MAX_EMBEDS_PER_NOTE,
@@ -42,7 +41,6 @@ from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
 
 REVISION = "7"  # bumped when the same bytes would parse differently
-UNPUBLISHED = "unpublished"  # the code of a note its front matter keeps out (`publish: false`, `draft: true`)
 
 
 @dataclass
@@ -275,7 +273,6 @@ class MarkdownProvider:
     def parse_text(
         self, path: str, source_hash: str, text: str, warnings: list[Warning_] | None = None
     ) -> ParsedResourceArtifact:
-        text = blank_comments(text)
         env: dict = {}
         tokens = markdown_parser().parse(text, env)
         offsets = _line_offsets(text)
@@ -286,8 +283,6 @@ class MarkdownProvider:
         title = None
         anchors: set[str] = set()
         found = block_tokens(tokens)
-        if found and found[0].properties is not None and not found[0].properties.published:
-            raise ProviderError(UNPUBLISHED, "publish: false or draft: true: left out of the output")
         keep_parsed(text, tokens, [bt.index for bt in found])
         dropped_tags = left_out_count(env, "tags")
         for bt in found:
