@@ -9,11 +9,16 @@ does not parse, or is not a mapping, keeps its raw text as the block and gives a
 aliases expanded, pass `MAX_FRONT_MATTER_CHARS` (or hold themselves), or nest past
 `MAX_FRONT_MATTER_DEPTH` (deeper than PyYAML can read, too) is kept as its raw text too
 (`front_matter_too_large`), measured before anything is expanded; tags past `MAX_TAGS_PER_NOTE` or
-`MAX_TAG_CHARS` are counted in `dropped_tags`, not linked (`markdown/limits.py`).
+`MAX_TAG_CHARS` are counted in `dropped_tags`, not linked (`markdown/limits.py`). A `[[wikilink]]` or
+an `http(s)://` URL in any other value (a string or a list's item, as Obsidian writes `related:
+["[[A]]"]`) is a link of the block too (kinds `wikilink`, `link`), at most `MAX_LINKS_PER_NOTE` of
+them; `property_links` finds them again in a shown line, for the page.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +26,14 @@ from mnote_evidence.build.core.model import Warning_
 from mnote_evidence.build.markdown.limits import (
     MAX_FRONT_MATTER_CHARS,
     MAX_FRONT_MATTER_DEPTH,
+    MAX_LINK_CHARS,
+    MAX_LINKS_PER_NOTE,
     MAX_TAG_CHARS,
     MAX_TAGS_PER_NOTE,
 )
 from mnote_evidence.build.markdown.obsidian import tag_name
 from mnote_evidence.build.markdown.plain_yaml import plain_mapping
+from mnote_evidence.build.markdown.syntax import wikilink_label
 
 
 @dataclass
@@ -35,6 +43,26 @@ class Properties:
     links: list[dict[str, str]] = field(default_factory=list)
     warning: Warning_ | None = None
     dropped_tags: int = 0  # tags past the note's bounds: not links
+
+
+# a wikilink (`[[target]]`, `[[target|label]]`) or a URL inside a property's shown value
+_PROPERTY_LINK = re.compile(r"\[\[([^\[\]|\n]+)(?:\|([^\[\]\n]*))?\]\]|https?://[^\s<>\"'\[\],]+")
+
+
+def property_links(line: str) -> Iterator[tuple[int, int, dict[str, str]]]:
+    """(start, end, link) of each wikilink and URL in a shown `key: value` line, in order; a link
+    is {"target", "kind": `wikilink` | `link`, "label"} (a target past `MAX_LINK_CHARS` is text)."""
+    at = line.find(": ")
+    for m in _PROPERTY_LINK.finditer(line, at + 2 if at >= 0 else 0):
+        if m.group(1) is not None:
+            target = m.group(1).strip()
+            link = {"target": target, "kind": "wikilink", "label": (m.group(2) or "").strip()}
+            link["label"] = link["label"] or wikilink_label(target)
+        else:
+            target = m.group(0).rstrip(".;:!?)")
+            link = {"target": target, "kind": "link", "label": target}
+        if target and len(target) <= MAX_LINK_CHARS:
+            yield m.start(), m.start() + len(m.group(0) if link["kind"] == "wikilink" else target), link
 
 
 def _items(value: Any) -> list[str]:
@@ -123,6 +151,13 @@ def read_properties(raw: str) -> Properties:
     out = Properties("\n".join(f"{k}: {_shown(v)}" for k, v in data.items()))
     title = data.get("title")
     out.title = str(title).strip() or None if title is not None else None
+    for line in out.text.split("\n"):
+        if line.split(": ", 1)[0] in ("aliases", "alias", "tags", "tag"):
+            continue
+        for _, _, link in property_links(line):
+            if len(out.links) >= MAX_LINKS_PER_NOTE:
+                break
+            out.links.append(link)
     for alias in _items(data.get("aliases", data.get("alias"))):
         out.links.append({"target": alias, "kind": "alias"})
     tags = 0

@@ -22,7 +22,7 @@ from markdown_it.token import Token
 
 from mnote_evidence.build.core.model import Block
 from mnote_evidence.build.core.urls import relative_url
-from mnote_evidence.build.markdown.properties import Properties
+from mnote_evidence.build.markdown.properties import Properties, property_links
 from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
 from mnote_evidence.build.parse.providers.markdown import block_tokens
 from mnote_evidence.build.render.math_html import mathml
@@ -165,6 +165,26 @@ def _linked_image(env: dict, target: str, kind: str, img: str) -> str:
     )
 
 
+def _property_html(line: str, env: dict) -> str:
+    """One `key: value` line of the properties block: its wikilinks and URLs linked (as in the text),
+    the rest escaped; a line with a YAML "\\0" is kept as it is, out of the static parts."""
+    if _MARK in line:
+        return _op(env, "text", html.escape(line))
+    out, at = [], 0
+    for start, end, link in property_links(line):
+        out.append(html.escape(line[at:start]))
+        if link["kind"] == "wikilink":
+            out.append(_op(env, "wikilink", link["target"], link["label"], False, None))
+        else:
+            out += [
+                _op(env, "link_open", link["target"], {"class": "external", "href": link["target"]}),
+                html.escape(link["label"]),
+                _op(env, "link_close"),
+            ]
+        at = end
+    return "".join(out) + html.escape(line[at:])
+
+
 class _Renderer:
     """Wraps markdown-it's renderer with our rules (a fresh one per call: no shared state)."""
 
@@ -250,13 +270,9 @@ class _Renderer:
         tok = tokens[idx]
         if not tok.attrGet("id"):
             return ""
-        rows = "".join(f"<li>{html.escape(line)}</li>" for line in tok.meta["properties"].split("\n"))
-        if _MARK in rows:  # the indexed text of a YAML "\0": kept as it is, out of the static parts
-            rows = _op(env, "text", rows)
-        return (
-            f'{_alias_html(tok, env)}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">'
-            f"{rows}</ul>\n"
-        )
+        alias = _alias_html(tok, env)  # its operation first: operations run in the order of their marks
+        rows = "".join(f"<li>{_property_html(line, env)}</li>" for line in tok.meta["properties"].split("\n"))
+        return f'{alias}<ul class="properties block" id="{html.escape(tok.attrGet("id"))}">{rows}</ul>\n'
 
     @staticmethod
     def _with_alias(rule: Callable) -> Callable:
