@@ -33,7 +33,7 @@ from mnote_evidence.build.core.defaults import (
     DEFAULT_MAX_PAGE_IMAGES,
     DEFAULT_OUT,
 )
-from mnote_evidence.build.core.errors import BuildLocked, NotAWorkspace
+from mnote_evidence.build.core.errors import BuildLocked, NotAWorkspace, OutputInWorkspace
 from mnote_evidence.build.core.formats import format_for
 from mnote_evidence.build.core.fsutil import in_durable_batch
 from mnote_evidence.build.core.ids import resource_id
@@ -44,6 +44,7 @@ from mnote_evidence.build.core.model import (
     STATUS_OK,
     STATUS_STALE,
     STATUS_UNSUPPORTED,
+    UNPUBLISHED,
     NoteLink,
     ParsedResourceArtifact,
     ProviderError,
@@ -79,7 +80,9 @@ from mnote_evidence.build.parse.sidecars import (
     LAYOUTS,
     SidecarPaths,
     SidecarsInPlace,
+    choose_layout,
     paths_at,
+    remember_layout,
     remove_sidecars,
     reusable,
     source_map_path,
@@ -93,13 +96,14 @@ from mnote_evidence.build.render.page_images import (
     JPEG_QUALITY,
     PageImageSettings,
 )
-from mnote_evidence.build.workspace.scan import SourceFile, scan
+from mnote_evidence.build.workspace.scan import Ignore, SourceFile, scan, skip_dir
 
 if TYPE_CHECKING:  # the renderer (jinja2, the note HTML renderer) loads only when the site is rendered
     from mnote_evidence.build.render.site import RenderReport
 
 
 KEY_UNAVAILABLE = "evidence_key_unavailable"  # a build-wide warning: nothing in the workspace is trusted
+SITE_IN_WORKSPACE = "site_in_workspace"  # a build-wide warning: a folder holding a built site is not scanned
 NOTE_BATCH = 32  # notes per worker task: one task per small note costs more in the pool than its parse
 NOTES_FOR_POOL = 200  # fewer changed notes are parsed in this process: starting workers costs more
 
@@ -116,7 +120,8 @@ class BuildOptions:
     max_page_images: int = DEFAULT_MAX_PAGE_IMAGES
     ocr: OcrSettings = field(default_factory=OcrSettings)
     lightrag: LightRagConfig | None = None
-    # sidecar layout: "beside" (`Note.ocr/`) or "mnote" (`.mnote/sidecars/`); None: the previous build's
+    # sidecar layout: "beside" (`Note.ocr/`) or "mnote" (`.mnote/sidecars/`); None: the workspace's
+    # (`sidecars.choose_layout`)
     sidecars: str | None = None
     on_progress: OnProgress | None = None
     rehash: bool = (
@@ -147,6 +152,8 @@ class BuildReport:
     site: RenderReport | None = None
     knowledge: dict[str, Any] | None = None
     redone: dict[str, Any] = field(default_factory=dict)
+    # files left out of the output: by an `.mnoteignore` (a folder counts once), by front matter
+    excluded: dict[str, int] = field(default_factory=lambda: {"ignored": 0, "unpublished": 0})
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -178,10 +185,12 @@ class _Build:
         self.stamp = now_ms()
         self._versions: dict[str, str] = {}
         self._suffix_versions: dict[str, str] = {}
-        self.layout = options.sidecars or self.prev.meta.get("sidecar_layout") or LAYOUT_BESIDE
+        self.unpublished: set[str] = set()  # notes whose front matter keeps them out (`_parsed`)
+        self.excluded: set[str] = set()  # files of the previous build left out now (`vanished`)
+        self.layout = options.sidecars or ""  # the workspace's when not given, once its notes are known
         identity = file_identity(self.db_path)  # its mtime: when the previous build last wrote it
         self.sidecars_in_place = SidecarsInPlace(root, identity[1] if identity else None)
-        if self.layout not in LAYOUTS:
+        if options.sidecars is not None and self.layout not in LAYOUTS:
             raise ValueError(f"sidecar layout must be one of {', '.join(LAYOUTS)} (got {self.layout!r})")
 
     @classmethod
@@ -348,6 +357,9 @@ class _Build:
     def _parsed(self, f: SourceFile, owner: str | None, result: Any) -> ParsedResourceArtifact | None:
         """Record one parse's result: its artifact (returned), or its error."""
         if isinstance(result, ProviderError):
+            if result.code == UNPUBLISHED:  # no row: what an earlier build recorded of it goes (`vanished`)
+                self.unpublished.add(f.path)
+                return None
             p = provider_for(f.path, self.options.ocr)
             self._record_error(f, owner, STATUS_ERROR, result.code, result.message, p.name, p.version())
             return None
@@ -436,7 +448,7 @@ class _Build:
 
         self._parse([(f, f.path) for f in todo], progress, parsed, batch=NOTE_BATCH, min_pool=NOTES_FOR_POOL)
         progress.finish()
-        self.report.parsed += len(todo)
+        self.report.parsed += len(todo) - len(self.unpublished)  # those are counted as excluded
         return links
 
     @in_durable_batch
@@ -475,10 +487,16 @@ class _Build:
         self._parse(todo, progress, self._parsed)
         progress.finish()
 
-    def vanished(self, present: set[str]) -> None:
+    def vanished(self, present: set[str], ignore: Ignore) -> None:
+        """Rows of files not scanned: stale on the first build that misses them (a tombstone page), removed
+        on the next; an excluded file's (ignored, unpublished) removed at once, nothing of it kept."""
         for path in sorted(self.prev.resources.keys() - present):
             prev = self.prev.resources[path]
-            if prev.status == STATUS_STALE:
+            excluded = path in self.unpublished or ignore.matches(path)
+            if prev.status == STATUS_STALE or excluded:
+                if excluded:
+                    self.excluded.add(path)
+                    self.changes.purge = True
                 self.changes.removed.append(prev.resource_id)
                 self._drop_old_sidecars(prev)
                 self.report.removed += 1
@@ -546,27 +564,44 @@ def _long_lived(tuned: bool) -> Iterator[_Collection]:
         collection.resume()
 
 
+def check_output(root: Path, out: Path) -> None:
+    """Raise `OutputInWorkspace` when `out` is `root` or inside it where the scan would read it (no
+    hidden or sidecar folder on the way, `scan.skip_dir`): its next build would index its own site."""
+    root, out = root.resolve(), out.resolve()
+    if out.is_relative_to(root) and not any(skip_dir(part) for part in out.relative_to(root).parts):
+        raise OutputInWorkspace(root, out)
+
+
 def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
     started = time.perf_counter()
     options = options or BuildOptions()
     root = root.resolve()
     if not root.is_dir():
         raise NotAWorkspace(root)
+    check_output(root, options.out)  # before the lock: nothing is written
     with (
         _build_lock(options.out),
         _long_lived(options.tune_gc) as collection,
         _Build.opened(root, options) as run,
     ):
-        files = scan(root, exclude=[options.out], known=None if options.rehash else run.prev.resources)
+        sites: list[str] = []
+        known = None if options.rehash else run.prev.resources
+        ignore = Ignore(root)
+        files = scan(root, exclude=[options.out], known=known, sites=sites, ignore=ignore)
         run.report.hashed = sum(1 for f in files if f.sha256 and f.hashed)
         # the previous build's rows and the files just scanned; an edit collects after its index write
         collection.settled(resume=run.report.hashed > NOTES_FOR_POOL)
         StageProgress(options.on_progress, Stage.SCAN, len(files)).finish()
         notes = [f for f in files if f.kind == KIND_MARKDOWN]
         others = [f for f in files if f.kind != KIND_MARKDOWN]
-        graph = LinkStage.plan(run.db_path, run.prev, files, run.notes(notes), [f.path for f in others])
+        run.layout = run.layout or choose_layout(root, (f.path for f in notes))
+        note_links = run.notes(notes)
+        if run.unpublished:  # as if absent: a link to one finds nothing
+            files = [f for f in files if f.path not in run.unpublished]
+        run.report.excluded = {"ignored": ignore.ignored, "unpublished": len(run.unpublished)}
+        graph = LinkStage.plan(run.db_path, run.prev, files, note_links, [f.path for f in others])
         run.resources(others, graph.owner_of)
-        run.vanished({f.path for f in files})
+        run.vanished({f.path for f in files}, ignore)
         run.changes.meta = {"sidecar_layout": run.layout}
         graph.record(run.changes)
         run.stamps(files)
@@ -618,6 +653,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 IndexChanges(stamps=changes.stamps),
                 valid=run.prev.valid,
             )
+        remember_layout(root, run.layout)  # with the workspace: a build into another OUT keeps it
         progress.finish()
         run.report.redone = plan.redone(run.prev, changes.updates, resegmented)
         run.report.status_counts, run.report.errors, run.report.warnings = recorded(run.db_path)
@@ -625,6 +661,12 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
         if untrusted:
             warning = {"path": str(key_file()), "code": KEY_UNAVAILABLE, "message": untrusted}
             run.report.warnings.append(warning)
+        for folder in sorted(sites):
+            message = (
+                "a folder holding a built site (evidence.sqlite and the build's state): not indexed; move it "
+                "out of the workspace, or delete it"
+            )
+            run.report.warnings.append({"path": folder, "code": SITE_IN_WORKSPACE, "message": message})
         collection.resume()
         if options.site:
             from mnote_evidence.build.render.data import FromBuild
@@ -635,6 +677,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 images=options.page_images,
                 max_page_images=options.max_page_images,
                 ask=options.lightrag is not None,
+                excluded=frozenset(run.excluded),
             )
             # the rows this run read and what it wrote since: the renderer reads only the rows written
             known = (

@@ -149,6 +149,12 @@ def _print_report(report: BuildReport) -> None:
         f"  parsed {report.parsed}, reused sidecars {report.reused_sidecars}, "
         f"unchanged {report.unchanged}, newly stale {report.stale}, removed {report.removed}"
     )
+    ignored, unpublished = report.excluded["ignored"], report.excluded["unpublished"]
+    if ignored or unpublished:
+        echo(
+            f"  excluded {ignored + unpublished} ({ignored} by .mnoteignore, "
+            f"{unpublished} publish: false or draft: true)"
+        )
     if report.site is not None:
         s = report.site
         echo(

@@ -59,6 +59,7 @@ STATUS_OK = "ok"
 STATUS_STALE = "stale"
 STATUS_ERROR = "error"
 STATUS_UNSUPPORTED = "unsupported"
+UNPUBLISHED = "unpublished"  # a provider's code for a note its front matter keeps out of the output
 
 
 @dataclass

@@ -49,6 +49,9 @@ class IndexChanges:
     rebuild: bool = False  # start from an empty database (the previous one is of another schema)
     resegment: bool = False  # re-segment the FTS rows of resources not updated (segmentation changed)
     knowledge_texts: dict[str, str] = field(default_factory=dict)
+    # a resource left the output (an ignore file, `publish: false`): written as a compact copy, so none of
+    # its text stays in free pages or in an FTS segment
+    purge: bool = False
 
     def resource_ids_written(self) -> set[str]:
         """Every resource id whose `evidence_resource` row `_apply` inserts, updates or deletes: the
@@ -165,7 +168,7 @@ def write_index(
     db_path.parent.mkdir(parents=True, exist_ok=True)
     if valid is None:
         valid = db_path.exists() and is_valid_db(db_path)
-    if not (changes.rebuild or changes.resegment) and valid:
+    if not (changes.rebuild or changes.resegment or changes.purge) and valid:
         try:
             return _write_in_place(db_path, changes)
         except sqlite3.DatabaseError as exc:
@@ -235,7 +238,7 @@ def _write_copy(db_path: Path, changes: IndexChanges) -> int:
         if changes.resegment:
             fts_fill.end(conn)
         conn.execute("COMMIT")
-        _lay_out_and_replace(conn, tmp, db_path, compact=False)
+        _lay_out_and_replace(conn, tmp, db_path, compact=changes.purge)
         return resegmented
     except BaseException:
         conn.close()

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnote_evidence.build.core.fsutil import read_inside
-from mnote_evidence.build.core.model import STATUS_OK, ResourceRow
+from mnote_evidence.build.core.model import KIND_MARKDOWN, STATUS_OK, ResourceRow
 from mnote_evidence.build.index.knowledge_text import furniture_blocks, ingest_text, text_hash
 from mnote_evidence.build.knowledge.ingest import Candidate
+from mnote_evidence.build.markdown.comments import blank_comments
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.parse.sidecars import MAX_SIDECAR_BYTES, read_source_map
 
@@ -65,6 +66,8 @@ def _text_loader(root: Path, path: str, prev: ResourceRow) -> Callable[[], str]:
         if data is None:
             return ""
         text = decode_note(data)[0]
+        if prev.kind == KIND_MARKDOWN:  # the note as the provider read it: without its `%%comments%%`
+            text = blank_comments(text)
         if not prev.source_map_path:
             return text
         return ingest_text(text, furniture_blocks(read_source_map(root, prev.source_map_path)))

@@ -43,6 +43,7 @@ class Properties:
     links: list[dict[str, str]] = field(default_factory=list)
     warning: Warning_ | None = None
     dropped_tags: int = 0  # tags past the note's bounds: not links
+    published: bool = True  # False: `publish: false` or `draft: true` (the note stays out of the output)
 
 
 # a wikilink (`[[target]]`, `[[target|label]]`) or a URL inside a property's shown value
@@ -151,6 +152,10 @@ def read_properties(raw: str) -> Properties:
     out = Properties("\n".join(f"{k}: {_shown(v)}" for k, v in data.items()))
     title = data.get("title")
     out.title = str(title).strip() or None if title is not None else None
+    # Obsidian Publish's `publish: false`, Quartz's and MkDocs' `draft: true` (a quoted word too, as Quartz)
+    out.published = (
+        str(data.get("publish", "")).lower() != "false" and str(data.get("draft", "")).lower() != "true"
+    )
     for line in out.text.split("\n"):
         if line.split(": ", 1)[0] in ("aliases", "alias", "tags", "tag"):
             continue

@@ -5,7 +5,8 @@ Invariants: nothing outside the workspace is copied (a symlink leaving it is ski
 replaced whole (a temp file renamed into place) and only when the regular file there differs in size
 or is older than the source; every copy is written through real folders below the site
 (`render/site_files.py`); a copy an older build left at the source's own path is removed when the
-copy lives elsewhere and nothing of this site is placed there.
+copy lives elsewhere and nothing of this site is placed there; a note's copy has its `%%comments%%`
+blanked (`markdown/comments.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import os
 import stat
 from pathlib import Path
 
+from mnote_evidence.build.core.formats import kind_for
+from mnote_evidence.build.core.model import KIND_MARKDOWN
 from mnote_evidence.build.core.urls import STATIC_DIR, Pages, copy_path, is_reserved
+from mnote_evidence.build.markdown.comments import blank_comment_bytes
 from mnote_evidence.build.render import site_files
 from mnote_evidence.build.workspace.scan import is_inside
 
@@ -71,7 +75,14 @@ def copy_source(
             return
     except OSError:
         pass
-    site_files.copy(resolved, out, dest_rel)
+    if kind_for(rel) != KIND_MARKDOWN:
+        site_files.copy(resolved, out, dest_rel)
+        return
+    try:  # a note as published: without its `%%comments%%`
+        data = resolved.read_bytes()
+    except OSError:
+        return
+    site_files.write_bytes(out, dest_rel, blank_comment_bytes(data))
 
 
 def copy_static(templates: Path, out: Path) -> None:

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mnote_evidence.build.core.model import ParsedResourceArtifact
+from mnote_evidence.build.core.model import STATUS_STALE, ParsedResourceArtifact
 from mnote_evidence.build.core.model import ResourceRow as Resource
 from mnote_evidence.build.core.urls import relative_url
+from mnote_evidence.build.markdown.comments import blank_comments
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.markdown.limits import MAX_EMBEDDED_CHARS_PER_NOTE
 from mnote_evidence.build.render import page_images
@@ -52,7 +53,7 @@ def note_body(
     page's embed budget are recorded as `embeds_capped`. The blocks
     themselves are read only when the note is compiled here (`render/note_map.py`)."""
     try:
-        text, _ = decode_note((site.root / res.path).read_bytes())
+        text = blank_comments(decode_note((site.root / res.path).read_bytes())[0])  # as the provider reads it
         program = load_program(site.programs, text, artifact.shape) or compile_note(text, artifact.blocks)
         body, capped = run_program(program, res.path, aliases, site.note_links, page)
     except (OSError, BlockMismatch) as exc:  # changed or deleted after the index was written
@@ -77,8 +78,9 @@ def note_title(res: Resource, artifact: NoteMap) -> str:
 
 def note(site: _Site, res: Resource, ctx: dict[str, Any], artifact: NoteMap, page: str) -> str:
     """A Markdown note: its own HTML with a block anchor on every block (its indexed blocks when it changed
-    since: the only page that shows `blocks`)."""
-    body = note_body(site, res, artifact, page, ctx["aliases"])
+    or was deleted since: the only page that shows `blocks`)."""
+    # a deleted note (stale) is shown from its indexed blocks: its file is gone, nothing to compile
+    body = None if res.status == STATUS_STALE else note_body(site, res, artifact, page, ctx["aliases"])
     ctx["title"] = note_title(res, artifact)
     ctx.update({"body": body, "blocks": artifact.blocks if body is None else []})
     return site.env.get_template("note.html").render(ctx)

@@ -19,6 +19,7 @@ import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ from mnote_evidence.build.core.urls import (
     STATIC_DIR,
     URL_SCHEME,
     Pages,
+    folder_page,
     is_reserved,
     relative_url,
 )
@@ -54,7 +56,9 @@ from mnote_evidence.build.render import (
     state as site_state,
 )
 from mnote_evidence.build.render.backlinks import Sentences, items_html
+from mnote_evidence.build.render.explorer import Folders, folder_of
 from mnote_evidence.build.render.front import INDEX, FrontPage, same_tree, tree
+from mnote_evidence.build.render.note_html import note_text
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
 from mnote_evidence.build.render.note_programs import PROGRAMS_DIR
@@ -74,6 +78,8 @@ class RenderOptions:
     images: page_images.PageImageSettings = field(default_factory=page_images.PageImageSettings)
     max_page_images: int = DEFAULT_MAX_PAGE_IMAGES
     ask: bool = False  # a knowledge server is configured (the build's LightRAG URL): link the Ask page
+    # sources the build left out (`.mnoteignore`, `publish: false`): their pages go, with no tombstone
+    excluded: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -81,6 +87,7 @@ class RenderReport:
     pages_written: int = 0
     pages_unchanged: int = 0
     tag_pages: int = 0
+    folder_pages: int = 0  # `_folders/…/index.html` written (`render/explorer.py`)
     page_images: int = 0
     images_removed: int = 0
     tombstones: int = 0
@@ -137,7 +144,8 @@ class _Site:
         )
         self.page_of = Pages(r.path for r in self.resources)
         self.note_links = NoteLinks(
-            self.resolver, LinkTargets(self.conn), self._page_image, self.page_of, self.page_of.copy
+            self.resolver, LinkTargets(self.conn), self._page_image, self.page_of, self.page_of.copy,
+            lambda path: note_text(root, path),
         )
         # the collisions depend on the paths alone: those the state recorded for the same paths stand
         self.paths_key = _paths_key(self.resources)
@@ -182,14 +190,28 @@ class _Site:
                     }
                 )
 
-    def _base(self, page: str, title: str, source_path: str | None) -> dict[str, Any]:
-        """Header and head of every page: the workspace's name links home, then the folders, then the file."""
+    @cached_property
+    def folders(self) -> Folders:
+        return Folders(self.resources)
+
+    def _base(self, page: str, title: str, source_path: str | None, explorer: bool = False) -> dict[str, Any]:
+        """Header and head of every page: the workspace's name links home, then the folders (each to its
+        folder page), then the file; with `explorer`, the explorer of the folder `source_path` lies in
+        (`render/explorer.py`)."""
         parts = (source_path or page).split("/")
+        crumbs = []
+        for i, name in enumerate(parts[:-1]):
+            folder = "/".join(parts[: i + 1])
+            url = relative_url(page, folder_page(folder)) if folder in self.folders else None
+            crumbs.append({"name": name, "url": url})
         return {
             "title": title,
             "page": page,
-            "crumbs": [{"name": p, "url": None} for p in parts[:-1]],
+            "crumbs": crumbs,
             "file_name": parts[-1],
+            "explorer": self.folders.explorer(page, folder_of(source_path), source_path, self.page_of)
+            if explorer and source_path is not None
+            else None,
             "static": relative_url(page, STATIC_DIR),
             "home": relative_url(page, INDEX),
             "ask_url": relative_url(page, "ask.html") if self.options.ask else None,
@@ -200,7 +222,7 @@ class _Site:
     def _resource_context(
         self, res: data.Resource, page: str, backlinks: list[data.Backlink], aliases: list[data.Alias]
     ) -> dict[str, Any]:
-        ctx = self._base(page, posixpath.basename(res.path), res.path)
+        ctx = self._base(page, posixpath.basename(res.path), res.path, explorer=True)
         owner = self.by_path.get(res.owner) if res.owner and res.owner != res.path else None
         ctx.update(
             {
@@ -370,6 +392,68 @@ def _with_tree(template: Any, ctx: dict[str, Any], tree_html: str) -> str:
     return template.render(ctx | {"tree_html": Markup(tree_html)})
 
 
+def _write_front_page(site: _Site, front: FrontPage) -> None:
+    """index.html drawn before any other page and committed at once (what it reports of the home note is
+    reported again by the render itself)."""
+    known = len(site.report.problems)
+    site_files.write_text(site.out, INDEX, site.render_index(front))
+    del site.report.problems[known:]
+    commit_pending()
+
+
+def _listing_recorded(state: dict[str, Any], pages: dict[str, Any], folder: str) -> str | None:
+    if not folder:
+        return state.get("root_listing")
+    entry = pages.get(folder_page(folder))
+    return entry.get("listing") if isinstance(entry, dict) else None
+
+
+def _with_changed_folders(
+    site: _Site, state: dict[str, Any], pages: dict[str, Any], todo: list[data.Resource]
+) -> list[data.Resource]:
+    """`todo` with the resources of every folder whose listing changed since the last render (a title,
+    a file added or removed), in path order: their explorers show that listing."""
+    folders = site.folders
+    changed = {
+        f for f in ["", *folders.names] if _listing_recorded(state, pages, f) != folders.listing_key(f)
+    }
+    extra = folders.in_folders(changed) - {r.path for r in todo}
+    if not extra:
+        return todo
+    wanted = extra | {r.path for r in todo}
+    return [r for r in site.resources if r.path in wanted]
+
+
+def _folder_pages(site: _Site, pages: dict[str, Any], current: set[str], same_paths: bool) -> int:
+    """Write the folder pages whose key changed (`render/explorer.py`); with other paths than the last
+    render's, drop the pages of folders that are gone. Returns how many were written."""
+    written, wanted = 0, set()
+    template = None
+    for folder in site.folders.names:
+        page = folder_page(folder)
+        wanted.add(page)
+        listing = site.folders.listing_key(folder)
+        key = hashlib.sha256(f"{listing}|{site.templates_salt}".encode()).hexdigest()[:20]
+        entry = pages.get(page)
+        if isinstance(entry, dict) and entry.get("key") == key and (site.out / page).is_file():
+            continue
+        template = template or site.env.get_template("folder.html")
+        ctx = site._base(page, posixpath.basename(folder), folder)
+        ctx["explorer"] = site.folders.explorer(page, folder, None, site.page_of)
+        ctx.update(site.folders.folder_context(page, folder, site.page_of))
+        html = template.render(ctx)
+        if _write(site, None, page, lambda html=html: html):
+            pages[page] = {"key": key, "source": None, "folder": folder, "listing": listing}
+            written += 1
+    current.update(wanted)
+    if not same_paths:
+        for page, entry in list(pages.items()):
+            if isinstance(entry, dict) and entry.get("folder") is not None and page not in wanted:
+                site_files.unlink(site.out, page)
+                del pages[page]
+    return written
+
+
 def _paths_key(resources: list[data.Resource]) -> str:
     """Every resource path, in order, and this code's version: what `_Site._collisions` depends on."""
     return hashlib.sha256("\0".join([__version__, *(r.path for r in resources)]).encode()).hexdigest()[:20]
@@ -408,6 +492,7 @@ def _page_key(site: _Site, res: data.Resource, salt: list[Any], fingerprint: lis
         fingerprint if fingerprint is not None else data.dependency_fingerprint(site.conn, res.resource_id)
     )
     extra.append([site._title_of(b["from_path"]) for b in extra[0]])
+    extra.append(site.folders.listing_key(folder_of(res.path)))  # what its explorer shows
     if res.kind == KIND_MARKDOWN:
         extra.append(dirty.shown_of_targets(site, res))
         if site.conn.execute(
@@ -426,7 +511,11 @@ def _clear_the_way(site: _Site, pages: dict[str, Any], current: set[str]) -> Non
     or a folder (`urls.Pages.is_free`: a folder `spec.pdf.html/` where the page of `spec.pdf` was),
     before anything is written: their entries go with them (no tombstone can stand there)."""
     for page, entry in list(pages.items()):
-        if page in current or (isinstance(entry, dict) and entry.get("tag")) or site.page_of.is_free(page):
+        if (
+            page in current
+            or (isinstance(entry, dict) and (entry.get("tag") or entry.get("folder") is not None))
+            or site.page_of.is_free(page)
+        ):
             continue
         del pages[page]
         if not site.page_of.shares_file(page):  # else it may be that file, in another case
@@ -541,13 +630,16 @@ def render_site(
     collisions = list(site.report.problems)  # told again by a render with nothing to do
     try:
         site.templates_salt = f"{scheme}|ask={options.ask}"
+        had_front = (out / INDEX).exists()
+        if False and not had_front:  # first of all, so a render stopped half way leaves a front page
+            _write_front_page(site, FrontPage.of(site.resources, lambda note: None, options.ask))
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         salt = page_salt(templates_hash, options.ask, site.page_of.moves)
         moved = salt[-1]
         pages: dict[str, Any] = state.get("pages", {})
         since = (
             dirty.dirty_since(site.meta, state, stamp)
-            if (out / INDEX).exists() and state.get("moved", []) == moved
+            if had_front and state.get("moved", []) == moved
             else None
         )
         todo = (
@@ -555,6 +647,8 @@ def render_site(
             if since is None
             else [site.by_path[p] for p in since["resources"] if p in site.by_path]
         )
+        if since is not None:  # the pages of a folder whose listing changed show it in their explorer
+            todo = _with_changed_folders(site, state, pages, todo)
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
         # the pages that stay (the rest get tombstones): with the last render's paths, only tag pages can go
@@ -620,9 +714,16 @@ def render_site(
             site, out, tags, current, only=None if since is None else since.get("tags", [])
         )
         site_state.merge_tags(pages, had_tags, tags)
+        site.report.folder_pages = _folder_pages(site, pages, current, same_paths)
         for page, entry in [] if same_paths else list(pages.items()):
             if page not in current and site_state.entry_key(entry) != site_state.TOMBSTONE:
                 source = site_state.entry_source(entry)
+                if source in options.excluded:  # its page and its copy (when nothing else stands there)
+                    for gone in {page, site.page_of.copy(source)}:
+                        if gone == page or site.page_of.is_free(gone):
+                            site_files.unlink(out, gone)
+                    del pages[page]
+                    continue
                 if _write(
                     site, source, page, lambda page=page, source=source: site.render_tombstone(page, source)
                 ):
@@ -643,7 +744,7 @@ def render_site(
             recorded_tree if isinstance(recorded_tree, str) else None,
         )
         front_key = front.key(salt)
-        if state.get("front") != front_key or not (out / INDEX).exists():
+        if state.get("front") != front_key or not had_front:
             site_files.write_text(out, INDEX, site.render_index(front))
             site.report.front_page_written = True
         if since is None or not (out / "ask.html").exists() or not site_files.is_real_folder(out, STATIC_DIR):
@@ -668,6 +769,7 @@ def render_site(
                 "paths_key": site.paths_key,
                 "moved": moved,
                 "templates": templates_signed,
+                "root_listing": site.folders.listing_key(""),
             },
             pages,
             state,

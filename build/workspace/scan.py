@@ -8,7 +8,10 @@ socket or device is `not_regular_file` without being opened, a broken or looping
 Change detection: a file's hash is computed only when its size or `st_mtime_ns` differs from what
 the previous build recorded (`known`; None, `build --rehash`, hashes all); a stamp is recorded only
 when the mtime is `RACY_NS` older than the scan (a "racily clean" file is hashed again next time).
-Skipped: hidden files and folders, sidecar folders (`*.ocr/`), and the build's own output folder.
+Skipped: hidden files and folders, sidecar folders (`*.ocr/`), the build's own output folder, any
+folder holding a build's output (its `evidence.sqlite` and lock or state store), and what an
+`.mnoteignore` matches (`Ignore`: gitignore syntax, one file in any folder, its patterns relative to
+that folder; a matched folder is not descended, a matched file never opened).
 """
 
 from __future__ import annotations
@@ -23,9 +26,15 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Protocol
 
+from pathspec import GitIgnoreSpec
+
 from mnote_evidence.build.core.formats import kind_for
+from mnote_evidence.build.core.fsutil import read_inside
+from mnote_evidence.build.core.urls import holds_site
 
 SIDECAR_DIR_SUFFIX = ".ocr"
+IGNORE_FILE = ".mnoteignore"
+MAX_IGNORE_BYTES = 1 << 20
 RACY_NS = 2_000_000_000  # a stamp younger than this (2 s: FAT's mtime granularity) is not trusted next time
 
 Stamp = tuple[int, int]
@@ -87,18 +96,75 @@ def is_inside(child: Path, root: Path) -> bool:
         return False
 
 
+class Ignore:
+    """The workspace's `.mnoteignore` files, as git reads `.gitignore` files: each one's patterns apply
+    below its folder, the last matching pattern of the deepest file with one decides (`!` re-includes),
+    and nothing below an ignored folder is included again. `ignored` counts what the scan left out (a
+    folder once, not its files)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.ignored = 0
+        self._specs: dict[str, GitIgnoreSpec | None] = {}  # folder ("" or "a/b/") -> its file's patterns
+
+    def seen(self, folder: str, has_file: bool) -> None:
+        """The scan listed `folder`: its ignore file is read now if the listing holds one."""
+        self._specs[folder] = self._read(folder) if has_file else None
+
+    def _read(self, folder: str) -> GitIgnoreSpec | None:
+        data = read_inside(self.root, self.root / folder / IGNORE_FILE, MAX_IGNORE_BYTES)
+        return (
+            None if data is None else GitIgnoreSpec.from_lines(data.decode("utf-8", "replace").splitlines())
+        )
+
+    def _spec(self, folder: str) -> GitIgnoreSpec | None:
+        if folder not in self._specs:
+            self._specs[folder] = self._read(folder)
+        return self._specs[folder]
+
+    def decides(self, rel: str, is_dir: bool) -> bool:
+        """True if an ignore file matches `rel` itself (its folders not looked at)."""
+        cut = rel.rfind("/")
+        while True:
+            folder = rel[: cut + 1]
+            spec = self._spec(folder)
+            if spec is not None:
+                include = spec.check_file(rel[len(folder) :] + ("/" if is_dir else "")).include
+                if include is not None:
+                    return include
+            if cut < 0:
+                return False
+            cut = rel.rfind("/", 0, cut)
+
+    def matches(self, rel: str) -> bool:
+        """True if the file at `rel` is ignored: by a pattern, or in an ignored folder."""
+        cut = rel.find("/")
+        while cut >= 0:
+            if self.decides(rel[:cut], is_dir=True):
+                return True
+            cut = rel.find("/", cut + 1)
+        return self.decides(rel, is_dir=False)
+
+
 def skip_dir(name: str) -> bool:
     return name.startswith(".") or name.endswith(SIDECAR_DIR_SUFFIX) or name == "__pycache__"
 
 
 def scan(
-    root: Path, exclude: list[Path] | None = None, known: Mapping[str, Recorded] | None = None
+    root: Path,
+    exclude: list[Path] | None = None,
+    known: Mapping[str, Recorded] | None = None,
+    sites: list[str] | None = None,
+    ignore: Ignore | None = None,
 ) -> list[SourceFile]:
     """All files under `root`, sorted by path (deterministic order). `known`: path -> what the previous
     build recorded (its rows, as read); a file with the recorded stamp (and a recorded hash) keeps that
-    hash without being read. One `os.scandir` per folder and one `lstat` per file (`DirEntry.stat`)."""
+    hash without being read. A folder holding a build's output (`urls.holds_site`) is skipped, its
+    root-relative path appended to `sites`. One `os.scandir` per folder and one `lstat` per file.
+    `ignore`: the workspace's ignore files (made here if not given), counting what they leave out."""
     root = root.resolve()
     known = known or {}
+    ignore = ignore or Ignore(root)
     trust_before = time.time_ns() - RACY_NS
     excluded = {str(p.resolve()) for p in (exclude or [])}
     found: list[SourceFile] = []
@@ -110,6 +176,11 @@ def scan(
                 entries = list(listing)
         except OSError:  # unreadable folder: skipped, as os.walk does
             continue
+        if prefix and holds_site(e.name for e in entries):  # a site moved in, or built by another version
+            if sites is not None:
+                sites.append(prefix[:-1])
+            continue
+        ignore.seen(prefix, any(entry.name == IGNORE_FILE for entry in entries))
         for entry in entries:
             name = entry.name
             try:
@@ -120,12 +191,18 @@ def scan(
                 # `root` is resolved, so the path is a real path unless it is a symlink (handled below)
                 if skip_dir(name) or entry.path in excluded:
                     continue
+                if ignore.decides(prefix + name, is_dir=True):
+                    ignore.ignored += 1
+                    continue
                 if entry.is_symlink():
                     found.append(_refused_link(root, Path(entry.path), is_dir=True))
                 else:
                     folders.append((entry.path, prefix + name + "/"))
             elif not name.startswith("."):
                 rel = prefix + name
+                if ignore.decides(rel, is_dir=False):
+                    ignore.ignored += 1
+                    continue
                 try:
                     st = entry.stat(follow_symlinks=False)
                 except OSError as exc:

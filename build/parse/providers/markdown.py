@@ -19,12 +19,14 @@ from markdown_it.token import Token
 from mnote_evidence.build.core.ids import BlockIdAllocator
 from mnote_evidence.build.core.model import (
     KIND_MARKDOWN,
+    UNPUBLISHED,
     Block,
     ParsedResourceArtifact,
     ProviderError,
     Warning_,
 )
 from mnote_evidence.build.core.text import join_lines
+from mnote_evidence.build.markdown.comments import blank_comments
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.markdown.limits import (
     MAX_EMBEDS_PER_NOTE,
@@ -273,6 +275,7 @@ class MarkdownProvider:
     def parse_text(
         self, path: str, source_hash: str, text: str, warnings: list[Warning_] | None = None
     ) -> ParsedResourceArtifact:
+        text = blank_comments(text)
         env: dict = {}
         tokens = markdown_parser().parse(text, env)
         offsets = _line_offsets(text)
@@ -283,6 +286,8 @@ class MarkdownProvider:
         title = None
         anchors: set[str] = set()
         found = block_tokens(tokens)
+        if found and found[0].properties is not None and not found[0].properties.published:
+            raise ProviderError(UNPUBLISHED, "publish: false or draft: true: left out of the output")
         keep_parsed(text, tokens, [bt.index for bt in found])
         dropped_tags = left_out_count(env, "tags")
         for bt in found:
