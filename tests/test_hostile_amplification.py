@@ -273,8 +273,10 @@ def test_a_formula_links_no_other_host_through_backslashes_or_controls(tmp_path)
 
 
 def _site_build(root, out):
-    """A CLI build with the site (`_build_cli`'s, which leaves the site out)."""
-    result = _sidecars_cli("build", str(root), "--out", str(out), "--no-ocr", "--json")
+    """A CLI build with the site (`_build_cli`'s, which leaves the site out), sidecars in `Note.ocr/`."""
+    result = _sidecars_cli(
+        "build", str(root), "--out", str(out), "--no-ocr", "--json", "--sidecars", "beside"
+    )
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     return json.loads(result.stdout)
 

@@ -30,7 +30,8 @@ CLI_SECONDS = 120  # a build of three files: a FIFO read would hang it for ever
 
 
 def _workspace(root: Path) -> Path:
-    """A note owning a one-page PDF (its sidecars go to `Note.ocr/`, the note's to `.mnote/`)."""
+    """A note owning a one-page PDF (its sidecars go to `Note.ocr/` with `--sidecars beside`, as every
+    build here asks, the note's to `.mnote/`)."""
     (root / "Note.assets").mkdir(parents=True)
     (root / "Note.md").write_text(NOTE, "utf-8")
     doc = pymupdf.open()
@@ -50,7 +51,9 @@ def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def _build_cli(root: Path, out: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    result = _cli("build", str(root), "--out", str(out), "--no-ocr", "--no-site", env=env)
+    result = _cli(
+        "build", str(root), "--out", str(out), "--no-ocr", "--no-site", "--sidecars", "beside", env=env
+    )
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     return result
 
@@ -102,7 +105,7 @@ def test_sidecar_folders_that_are_symlinks_are_never_written_through(tmp_path):
     os.symlink(outside / "ocr", root / "Note.ocr")
     out = tmp_path / "out"
 
-    report = run_build(root, out, ocr=NO_OCR)
+    report = run_build(root, out, ocr=NO_OCR, sidecars="beside")
     assert _tree(outside) == victims
     assert _rows(out) == {"Note.md": ("ok", ["sidecar_not_written"]), PDF: ("ok", ["sidecar_not_written"])}
     assert FACT in _text(out, PDF)
@@ -115,7 +118,7 @@ def test_sidecar_folders_that_are_symlinks_are_never_written_through(tmp_path):
     # and prunes nothing through them
     (root / ".mnote").unlink()
     (root / "Note.ocr").unlink()
-    run_build(root, out, ocr=NO_OCR)
+    run_build(root, out, ocr=NO_OCR, sidecars="beside")
     assert (root / "Note.ocr/spec.pdf.parse.md").is_file()
     assert _rows(out) == {"Note.md": ("ok", []), PDF: ("ok", [])}
     shutil.rmtree(root / ".mnote")
@@ -124,8 +127,8 @@ def test_sidecar_folders_that_are_symlinks_are_never_written_through(tmp_path):
     os.symlink(outside / "ocr", root / "Note.ocr")
     (root / PDF).unlink()
     (root / "Note.md").unlink()
-    run_build(root, out, ocr=NO_OCR)  # stale
-    run_build(root, out, ocr=NO_OCR)  # removed, with their sidecars
+    run_build(root, out, ocr=NO_OCR, sidecars="beside")  # stale
+    run_build(root, out, ocr=NO_OCR, sidecars="beside")  # removed, with their sidecars
     assert _rows(out) == {}
     assert _tree(outside) == victims
 
@@ -211,7 +214,7 @@ def test_long_note_names_are_indexed_and_never_crash_the_build(tmp_path):
 def test_a_forged_sidecar_with_a_matching_source_hash_is_not_trusted(tmp_path):
     root = _workspace(tmp_path / "ws")
     out = tmp_path / "out"
-    run_build(root, out, ocr=NO_OCR)
+    run_build(root, out, ocr=NO_OCR, sidecars="beside")
     text_file = root / "Note.ocr/spec.pdf.parse.md"
     map_file = root / "Note.ocr/spec.pdf.source-map.json"
     genuine_text = text_file.read_bytes()
@@ -222,14 +225,14 @@ def test_a_forged_sidecar_with_a_matching_source_hash_is_not_trusted(tmp_path):
     map_file.write_text(json.dumps(doc), "utf-8")
     shutil.rmtree(out)  # the workspace as shipped: a first build
 
-    report = run_build(root, out, ocr=NO_OCR)
+    report = run_build(root, out, ocr=NO_OCR, sidecars="beside")
     assert report.reused_sidecars == 0
     assert FACT in _text(out, PDF) and "99 C" not in _text(out, PDF)
     assert text_file.read_bytes() == genuine_text  # parsed again and rewritten
 
     # what this installation wrote is reused (incremental speed)
     shutil.rmtree(out)
-    report = run_build(root, out, ocr=NO_OCR)
+    report = run_build(root, out, ocr=NO_OCR, sidecars="beside")
     assert report.reused_sidecars == 1 and report.parsed == 1  # the PDF reused, the note parsed
 
 
@@ -259,19 +262,19 @@ def test_ocr_cache_in_the_workspace_is_neither_written_through_a_symlink_nor_tru
     os.symlink(outside / "ocr-cache", root / ".mnote/ocr-cache")
     out = tmp_path / "out"
     ocr = OcrSettings()  # the cache in the workspace, `.mnote/ocr-cache`
-    run_build(root, out, ocr=ocr)
+    run_build(root, out, ocr=ocr, sidecars="beside")
     assert _tree(outside) == {}
     assert IMAGE["text"] in _text(out, "Notes.assets/shot.png")
 
     (root / ".mnote/ocr-cache").unlink()
     shutil.rmtree(out)
     shutil.rmtree(root / "Notes.ocr")
-    run_build(root, out, ocr=ocr)
+    run_build(root, out, ocr=ocr, sidecars="beside")
     entries = list((root / ".mnote/ocr-cache").rglob("*.json"))
     assert len(entries) == 1
     entries[0].write_text(entries[0].read_text("utf-8").replace(IMAGE["text"], "伪造的文字"), "utf-8")
     shutil.rmtree(out)
     shutil.rmtree(root / "Notes.ocr")
-    run_build(root, out, ocr=ocr)
+    run_build(root, out, ocr=ocr, sidecars="beside")
     assert IMAGE["text"] in _text(out, "Notes.assets/shot.png")
     assert "伪造" not in _text(out, "Notes.assets/shot.png")

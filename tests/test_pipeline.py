@@ -70,7 +70,7 @@ def test_fixture_build_records_every_bad_file_and_indexes_the_rest(built):
         rows["Unfiled/orphan-report.pdf"]["source_map_path"]
         == ".mnote/sidecars/Unfiled/orphan-report.pdf.source-map.json"
     )
-    assert rows[CHEM_DOCX]["artifact_path"] == "研究/化学笔记.ocr/溶剂与杂环.docx.parse.md"
+    assert rows[CHEM_DOCX]["artifact_path"] == f".mnote/sidecars/{CHEM_DOCX}.parse.md"  # nothing beside notes
     assert json.loads(rows["Inbox/Legacy Note.md"]["warnings_json"])[0]["code"] == "non_utf8_text"
     assert sum(1 for r in rows.values() if r["kind"] == "markdown") >= 8
     assert {w["code"] for w in report.warnings} >= {"non_utf8_text", "link_outside_root"}
@@ -212,7 +212,7 @@ def test_deleted_source_goes_stale_then_is_removed(workspace, tmp_path):
         ).fetchone()[0]
         == 0
     )
-    assert not (workspace / "Projects/Evidence Kernel.ocr/evidence-kernel-spec.pdf.source-map.json").exists()
+    assert not (workspace / f".mnote/sidecars/{SPEC_PDF}.source-map.json").exists()
 
 
 def test_more_bad_input_is_recorded_and_loses_nothing(workspace, tmp_path, monkeypatch):
@@ -252,13 +252,13 @@ def test_parallel_build_matches_serial(workspace, tmp_path):
 
 def test_moving_a_resource_to_another_owner_moves_its_sidecar(workspace, tmp_path):
     out = tmp_path / "out"
-    run_build(workspace, out)
+    run_build(workspace, out, sidecars="beside")  # where a sidecar's place depends on its owner
     old = workspace / "研究/化学笔记.ocr/溶剂与杂环.docx.source-map.json"
     assert old.exists()
     shutil.move(workspace / "研究/化学笔记.assets", workspace / "研究/moved")
     note = workspace / "研究/化学笔记.md"
     note.write_text(note.read_text("utf-8").replace("化学笔记.assets/", "moved/"), "utf-8")
-    report = run_build(workspace, out)
+    report = run_build(workspace, out)  # the workspace's layout, remembered
     assert report.errors == [] or all(e["path"].startswith("Inbox/") for e in report.errors)
     conn = connect(out)
     owner, status = conn.execute(

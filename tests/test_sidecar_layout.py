@@ -1,5 +1,5 @@
-"""`--sidecars mnote`: every sidecar under the hidden `.mnote/`, nothing beside the notes (SPEC §2 default
-kept)."""
+"""Sidecar layouts: `mnote` (the default) puts every sidecar under the hidden `.mnote/`, nothing beside the
+notes; `beside` (MNote's `Note.ocr/` folders) gives the same blocks and answers; a switch moves them."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_mnote_layout_adds_nothing_beside_notes_and_answers_the_same(workspace, 
 
 def test_switching_layouts_moves_sidecars_without_parsing(workspace, tmp_path):
     out = tmp_path / "out"
-    run_build(workspace, out)
+    run_build(workspace, out, sidecars="beside")
     beside = {p: b for p, b in files(workspace).items() if ".ocr/" in p}
     owned = len([p for p in beside if p.endswith(".source-map.json")])
     assert owned >= 3 and sidecar_dirs(workspace)  # spec PDF, Word file, screenshot

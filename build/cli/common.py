@@ -6,13 +6,20 @@ design (`search`, `ask` and `verify` import it): the build's options live in `bu
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from mnote_evidence.build.core.errors import BuildLocked, MnoteError, NotAWorkspace, UnknownKind
+from mnote_evidence.build.core.errors import (
+    BuildLocked,
+    MnoteError,
+    NotAWorkspace,
+    OutputInWorkspace,
+    UnknownKind,
+)
 from mnote_evidence.build.core.terminal import json_text, printable
 
 if TYPE_CHECKING:
@@ -43,6 +50,13 @@ def what_to_do(exc: MnoteError) -> str:
                 f"(for this file, its folder '{exc.path.parent}')"
             )
         return f"WORKSPACE '{exc.path}' does not exist: pass the folder that holds your notes"
+    if isinstance(exc, OutputInWorkspace):
+        outside = exc.root.parent / f"{exc.root.name}-site"
+        return (
+            f"OUT '{exc.out}' is inside the workspace '{exc.root}', so the next build would index its own "
+            f"site: build into a folder outside it (--out {shlex.quote(str(outside))}) or a hidden one "
+            f"inside it (--out {shlex.quote(str(exc.root / '.site'))})"
+        )
     if isinstance(exc, UnknownKind):
         return (
             f"{exc}: the index in OUT was written by another version, so build into an empty --out "
@@ -52,11 +66,36 @@ def what_to_do(exc: MnoteError) -> str:
     return str(exc)
 
 
+class _BadOutput(click.ClickException):
+    """A refused option value, said in one line (`Error: …`) with the exit status of a bad option."""
+
+    exit_code = 2
+
+
 def run_library(call: Callable[[], BuildReport]) -> BuildReport:
     try:
         return call()
+    except OutputInWorkspace as exc:
+        raise _BadOutput(what_to_do(exc)) from None
     except MnoteError as exc:
         raise click.ClickException(what_to_do(exc)) from None
+
+
+def no_index(site_dir: Path) -> str:
+    """Why `site_dir` has no index and what to do: build a folder of notes into the default output
+    (never into the notes: `build` refuses that), or build into `site_dir` when it holds no notes."""
+    from mnote_evidence.build.core.urls import DB_NAME
+    from mnote_evidence.functions.adapters.serve import looks_like_notes
+
+    if site_dir.is_dir() and looks_like_notes(site_dir):
+        return (
+            f"{site_dir} is a folder of notes, not a built site (no {DB_NAME}): build it with "
+            f"`mnote-evidence build {shlex.quote(str(site_dir))}` (into ./_site), then pass --site _site"
+        )
+    return (
+        f"{site_dir}/{DB_NAME} not found: run `mnote-evidence build WORKSPACE --out "
+        f"{shlex.quote(str(site_dir))}` first, or point --site at a built site"
+    )
 
 
 def site_link(site_dir: Path, url: str) -> str:

@@ -50,6 +50,10 @@ def mcp_command(
       mnote-evidence mcp _site --http --port 8765               # http://127.0.0.1:8765/mcp
       mnote-evidence mcp _site --site-url https://notes.example.org/
     """
+    if not (site_dir / "evidence.sqlite").is_file():
+        from mnote_evidence.build.cli.common import no_index
+
+        raise click.ClickException(no_index(site_dir))
     try:
         from mnote_evidence.functions.adapters import mcp_server
     except ModuleNotFoundError as exc:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from mnote_evidence.build.cli.common import echo_json, site_link
+from mnote_evidence.build.cli.common import echo_json, no_index, site_link
 from mnote_evidence.build.core.defaults import DEFAULT_OUT
 from mnote_evidence.build.core.terminal import printable
 from mnote_evidence.functions.handlers.evidence import (
@@ -26,7 +26,7 @@ from mnote_evidence.functions.handlers.evidence import (
     MAX_TOP_K,
     MODES,
 )
-from mnote_evidence.functions.search.results import MAX_DEPTH, where
+from mnote_evidence.functions.search.results import MAX_DEPTH, SOME_WORDS, where
 from mnote_evidence.functions.search.snippet import marked
 
 
@@ -119,10 +119,7 @@ def search_command(
     from mnote_evidence.functions.handlers.evidence import Context, search
 
     if not (site_dir / "evidence.sqlite").is_file():
-        raise click.ClickException(
-            f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
-            f"--out {site_dir}` first, or point --site at a built site"
-        )
+        raise click.ClickException(no_index(site_dir))
     request: dict = {"query": query, "mode": mode, "topK": top_k}
     if kinds:
         request["resourceKinds"] = list(kinds)
@@ -186,7 +183,8 @@ def _heading(body: dict) -> str:
         page = f"files {first}-{first + files - 1}" if files else "no files"
     else:
         page = f"results {first}-{first + shown - 1}" if shown else "no results"
-    return f"{total} {unit} for {body['query']!r} ({body['mode']}): {page}"
+    some = f"\n({SOME_WORDS})" if body.get("matchMode") == "any" and shown else ""
+    return f"{total} {unit} for {body['query']!r} ({body['mode']}): {page}{some}"
 
 
 def _entry(r: dict, site_dir: Path, color: bool, n: int) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from mnote_evidence.build.cli.common import echo, echo_json, site_link
+from mnote_evidence.build.cli.common import echo, echo_json, no_index, site_link
 from mnote_evidence.build.core.defaults import DEFAULT_OUT
 
 NOT_FOUND_EXIT = 3
@@ -49,10 +49,7 @@ def verify_command(
     from mnote_evidence.functions.handlers.verify import verify_quote
 
     if not (site_dir / "evidence.sqlite").is_file():
-        raise click.ClickException(
-            f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE "
-            f"--out {site_dir}` first, or point --site at a built site"
-        )
+        raise click.ClickException(no_index(site_dir))
     request: dict = {"quote": quote}
     if block_id is not None:
         request["blockId"] = block_id

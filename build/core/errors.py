@@ -39,6 +39,15 @@ class BuildLocked(BuildError):
         super().__init__(f"another build is writing {self.out}")
 
 
+class OutputInWorkspace(BuildError):
+    """The output folder is inside the workspace where the scan would read it: the next build would
+    index its own site. Raised before anything is written."""
+
+    def __init__(self, root: Path, out: Path):
+        self.root, self.out = Path(root), Path(out)
+        super().__init__(f"output folder '{self.out}' is inside the workspace '{self.root}'")
+
+
 class UnknownKind(BuildError):
     """The site renderer met a resource whose kind or format has no page rule.
 

@@ -45,9 +45,18 @@ RESERVED_NAMES = frozenset(
         ".build.lock",
     }
 )
+# a folder holding DB_NAME and one of these is a build's output (the lock every build takes, the render's
+# state store, the state file of earlier versions): never scanned as notes
+SITE_MARKERS = frozenset({".build.lock", ".mnote-state.sqlite", ".mnote-site.json"})
 STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
 TAGS_DIR = "_tags"
 RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR)
+
+
+def holds_site(names: Iterable[str]) -> bool:
+    """Whether a folder whose entries are `names` is a build's output folder (`SITE_MARKERS`)."""
+    names = set(names)
+    return DB_NAME in names and not SITE_MARKERS.isdisjoint(names)
 
 
 def is_reserved(site_path: str) -> bool:

@@ -1,21 +1,24 @@
 """Stage 3: sidecars, the on-disk truth of a parse (SPEC §1, §2, §5).
 
-Where they go (root-relative), in the default layout `beside` (SPEC §2):
+Where they go (root-relative): in the layout `mnote` every sidecar goes under `.mnote/sidecars/`
+(`<root-relative path>.*`), so a note editor lists none of them. In the layout `beside` (MNote's
+convention, SPEC §2):
 - a resource owned by note `docs/Page.md`: `docs/Page.ocr/<name>.parse.md` and `.source-map.json`,
   <name> being its path inside `docs/Page.assets/`, else relative to the note's folder, else
   `_root/<root-relative path>`;
 - an unowned resource: `.mnote/sidecars/<root-relative path>.*`;
 - a note: only `.mnote/sidecars/<note path>.source-map.json` (the note is its own text).
-In the layout `mnote` every sidecar goes under `.mnote/sidecars/`. `*.ocr.md` replaces `*.parse.md`
-for OCR text. Invariants: files are written atomically and only when their bytes change, in one
-`durable_batch` before the index points at them; the same input gives byte-identical files (on one
-installation: the source map's last member `mac` seals it, `build/core/trust.py`); a sidecar is reused
-instead of parsing again only if this installation sealed it, its `sourceHash` and `providerVersion`
-match, and its text file is the regular file the build itself writes there (`load_cached`); removing
-one also removes the sidecar folders it leaves empty (never a user folder). Sidecars are written, read
-and removed only through real folders below the root (`fsutil.folder_inside`): one that cannot be
-(a symlink or a file on the way, a name too long) leaves its resource indexed with a
-`sidecar_not_written` warning (`unwritable`).
+`*.ocr.md` replaces `*.parse.md` for OCR text. The layout is the workspace's (`choose_layout`): the one
+asked for, else the one its last build used (`.mnote/workspace.json`), else `beside` where its notes
+already have `Note.ocr/` folders, else `mnote`.
+Invariants: files are written atomically and only when their bytes change, in one `durable_batch` before
+the index points at them; the same input gives byte-identical files (on one installation: the source map's
+last member `mac` seals it, `build/core/trust.py`); a sidecar is reused instead of parsing again only if
+this installation sealed it, its `sourceHash` and `providerVersion` match, and its text file is the
+regular file the build itself writes there (`load_cached`); removing one also removes the sidecar folders
+it leaves empty (never a user folder). Sidecars are written, read and removed only through real folders
+below the root (`fsutil.folder_inside`): one that cannot be (a symlink or a file on the way, a name too
+long) leaves its resource indexed with a `sidecar_not_written` warning (`unwritable`).
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ import json
 import os
 import posixpath
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mnote_evidence.build.core.fsutil import (
     adopt,
+    atomic_write_text,
     folder_inside,
     path_problem,
     read_inside,
@@ -50,6 +55,7 @@ from mnote_evidence.build.core.trust import installation_key, is_sealed, seal
 from mnote_evidence.build.workspace.scan import SIDECAR_DIR_SUFFIX
 
 UNOWNED_DIR = ".mnote/sidecars"
+WORKSPACE_SETTINGS = ".mnote/workspace.json"  # what every build of the workspace keeps, whatever its OUT
 SOURCE_MAP_SUFFIX = ".source-map.json"
 LAYOUT_BESIDE, LAYOUT_MNOTE = "beside", "mnote"
 LAYOUTS = (LAYOUT_BESIDE, LAYOUT_MNOTE)
@@ -77,6 +83,36 @@ def sidecar_base(resource_path: str, owner_path: str | None, layout: str = LAYOU
     if rel.startswith("../"):
         rel = "_root/" + resource_path
     return posixpath.join(sidecar_dir, rel)
+
+
+def choose_layout(root: Path, note_paths: Iterable[str]) -> str:
+    """The layout of a build not told one: the workspace's remembered one (`remember_layout`), else
+    `beside` if a note has its `Note.ocr/` folder (a real folder: MNote's, or an earlier build's),
+    else `mnote`. The notes are looked at only while nothing is remembered."""
+    raw = read_inside(root, root / WORKSPACE_SETTINGS, 1 << 16)
+    try:
+        remembered = json.loads(raw).get("sidecars") if raw else None
+    except (ValueError, AttributeError):
+        remembered = None
+    if remembered in LAYOUTS:
+        return remembered
+    for path in note_paths:
+        folder = posixpath.splitext(path)[0] + SIDECAR_DIR_SUFFIX
+        try:
+            if stat.S_ISDIR(os.lstat(root / folder).st_mode):
+                return LAYOUT_BESIDE
+        except OSError:
+            continue
+    return LAYOUT_MNOTE
+
+
+def remember_layout(root: Path, layout: str) -> None:
+    """Record `layout` in the workspace (`WORKSPACE_SETTINGS`, written only when it changes and only
+    through real folders); one that cannot be written is chosen again by the next build."""
+    try:
+        atomic_write_text(root / WORKSPACE_SETTINGS, _compact({"sidecars": layout}) + "\n", root)
+    except OSError:
+        pass
 
 
 def source_map_path(resource_path: str, owner_path: str | None, layout: str = LAYOUT_BESIDE) -> str:

@@ -69,8 +69,8 @@ def context(
     db = site_dir / "evidence.sqlite"
     if not db.is_file():
         raise McpSetupError(
-            f"{site_dir}/evidence.sqlite not found: run `mnote-evidence build WORKSPACE --out "
-            f"{site_dir}` first, or pass the folder a build wrote"
+            f"{site_dir}/evidence.sqlite not found: pass the folder a build wrote "
+            "(`mnote-evidence build WORKSPACE --out SITE_DIR`)"
         )
     try:
         base = site_base(site_url)
