@@ -79,8 +79,9 @@ def build_command(
     read again (--rehash reads them all), files whose content hash is unchanged
     are not parsed again, and their pages are not re-rendered. Bad files (corrupt, encrypted, empty, too
     large...) are recorded with an error code and message; the rest of the
-    build completes. Sidecars are written next to the owning note
-    (`Note.ocr/`) or under `.mnote/sidecars/` (all of them with `--sidecars mnote`).
+    build completes. Sidecars are written under the hidden `.mnote/sidecars/`
+    (next to the owning note, in `Note.ocr/`, with `--sidecars beside`). OUT
+    may not be inside WORKSPACE, unless in a hidden folder (WORKSPACE/.site).
     """
     from mnote_evidence.build.knowledge.lightrag import LightRagConfig
     from mnote_evidence.build.pipeline import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import click
 
@@ -22,8 +22,7 @@ from mnote_evidence.build.core.errors import (
 )
 from mnote_evidence.build.core.terminal import json_text, printable
 
-if TYPE_CHECKING:
-    from mnote_evidence.build.pipeline import BuildReport
+T = TypeVar("T")
 
 
 def echo(text: str, err: bool = False) -> None:
@@ -72,7 +71,8 @@ class _BadOutput(click.ClickException):
     exit_code = 2
 
 
-def run_library(call: Callable[[], BuildReport]) -> BuildReport:
+def run_library(call: Callable[[], T]) -> T:
+    """`call()`, the library's typed errors turned into what to do (a refused OUT: exit 2)."""
     try:
         return call()
     except OutputInWorkspace as exc:

@@ -71,6 +71,16 @@ class _Commands(click.Group):
         module, attribute = COMMANDS[name].target.split(":")
         return getattr(importlib.import_module(module), attribute)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """click's, with the command a mistyped name is closest to (`bulid`: "Did you mean 'build'?")."""
+        name = args[0] if args else ""
+        if name in COMMANDS or name.startswith("-"):
+            return super().resolve_command(ctx, args)
+        import difflib
+
+        close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+        ctx.fail(f"No such command '{name}'." + (f" Did you mean '{close[0]}'?" if close else ""))
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of `--help`, as click writes it, from the summaries (no command imported)."""
         limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
@@ -108,7 +118,7 @@ def main() -> None:
     Typical use:
       mnote-evidence build ~/notes            # parse + index into ./_site/
       mnote-evidence build ~/notes --json     # machine-readable summary
-      mnote-evidence search 线程作用域          # hits with links that open the exact place
+      mnote-evidence search "invoice total"   # hits with links that open the exact place
     """
 
 

@@ -59,9 +59,10 @@ _OUTPUT_OPTIONS = [
         "--sidecars",
         type=click.Choice(LAYOUTS),
         default=None,
-        help="Where parse results go: 'beside' = a Note.ocr/ folder next to the owning note (the MNote "
-        "convention); 'mnote' = all under the hidden .mnote/ folder, nothing added beside your "
-        "notes. Default: what the last build into OUT used, else 'beside'.",
+        help="Where parse results go: 'mnote' = all under the hidden .mnote/ folder, nothing added "
+        "beside your notes; 'beside' = a Note.ocr/ folder next to the owning note (the MNote "
+        "convention). Default: what the last build of WORKSPACE used (kept in WORKSPACE/.mnote/), "
+        "else 'beside' if its notes already have Note.ocr/ folders, else 'mnote'.",
     ),
 ]
 

@@ -29,6 +29,15 @@ from mnote_evidence.functions.handlers.evidence import (
 from mnote_evidence.functions.search.results import MAX_DEPTH, SOME_WORDS, where
 from mnote_evidence.functions.search.snippet import marked
 
+# the kinds of files by every name they go by: the index's (KINDS) and the site's (its kind menu)
+KIND_NAMES = {
+    **{kind: kind for kind in KINDS},
+    "notes": "markdown",
+    "images": "image",
+    "word": "office",
+    "docx": "office",
+}
+
 
 @click.command("search")
 @click.argument("query")
@@ -44,11 +53,17 @@ from mnote_evidence.functions.search.snippet import marked
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(KINDS),
-    help="Only these kinds of files (repeat the option for several).",
+    type=click.Choice(list(KIND_NAMES), case_sensitive=False),
+    callback=lambda _ctx, _param, names: tuple(dict.fromkeys(KIND_NAMES[n.lower()] for n in names)),
+    help="Only these kinds of files, by the site's names too: notes (markdown), pdf, images (image), "
+    "word or docx (office). Repeat the option for several.",
 )
-@click.option("--path", "path_prefix", help="Only files whose workspace path starts with this (e.g. 研究/).")
-@click.option("--folder", help="Only files in this folder or below (研究 matches 研究/…, never 研究2/…).")
+@click.option(
+    "--path", "path_prefix", help="Only files whose workspace path starts with this (e.g. Projects/)."
+)
+@click.option(
+    "--folder", help="Only files in this folder or below (Projects matches Projects/…, never Projects2/…)."
+)
 @click.option("--file", "resource_path", help="Only this file (workspace path): all its matches.")
 @click.option(
     "--mode",
@@ -109,10 +124,10 @@ def search_command(
     HTTP route /-/evidence/search.
 
     \b
-      mnote-evidence search 线程作用域
-      mnote-evidence search "retention period" --kind pdf --top 3
-      mnote-evidence search 线程 --group --folder 研究
-      mnote-evidence search 线程 --offset 10
+      mnote-evidence search 会议纪要
+      mnote-evidence search "invoice total" --kind pdf --top 3
+      mnote-evidence search 报销 --group --folder Projects
+      mnote-evidence search 报销 --offset 10
     """
     from mnote_evidence.functions.core.db import EvidenceDB
     from mnote_evidence.functions.core.errors import call

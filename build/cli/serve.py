@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from mnote_evidence.build.cli.common import run_library
 from mnote_evidence.build.cli.options import build_args, output_options
 from mnote_evidence.build.core.defaults import DEFAULT_JOBS, DEFAULT_OUT
 
@@ -67,6 +68,10 @@ def serve_command(
 
     from mnote_evidence.functions.adapters.serve import ServeError, looks_like_notes, serve
 
+    if watch is not None:  # its rebuilds would be refused: said once, before serving
+        from mnote_evidence.build.pipeline import check_output
+
+        run_library(lambda: check_output(watch, site_dir))
     if not (site_dir / "evidence.sqlite").is_file():
         if site_dir.is_dir() and looks_like_notes(site_dir):
             notes = shlex.quote(str(site_dir))

@@ -40,8 +40,8 @@ def verify_command(
     /-/evidence/verify.
 
     \b
-      mnote-evidence verify "the default weight is 50" --url "manuals/spec.pdf.html#b-abc…"
-      mnote-evidence verify "线程作用域的规则"
+      mnote-evidence verify "payment is due within 30 days" --url "Contracts/lease.pdf.html#b-abc…"
+      mnote-evidence verify "会议纪要由秘书整理"
     """
     from mnote_evidence.functions.core.contracts import Context
     from mnote_evidence.functions.core.db import EvidenceDB
@@ -68,12 +68,16 @@ def verify_command(
 
 def verify_text(body: dict, site_dir: Path) -> str:
     target = body["target"]
-    where = " ".join(str(target[k]) for k in ("resourcePath", "blockId") if k in target) or "the index"
-    head = {
-        "found": f"found at {where}",
-        "found_elsewhere": f"not at {where}, but found elsewhere",
-        "not_found": f"not found at {where}",
-    }[body["verdict"]]
+    path, block = target.get("resourcePath"), target.get("blockId")
+    if path or block:
+        where = f"in {path} (block {block})" if path and block else f"in {path or f'block {block}'}"
+        head = {
+            "found": f"found {where}",
+            "found_elsewhere": f"not {where}, but found elsewhere",
+            "not_found": f"not found {where}",
+        }[body["verdict"]]
+    else:  # no citation given: the whole index was searched
+        head = "found in the index" if body["verdict"] != "not_found" else "not found anywhere in the index"
     lines = [head]
     match = body.get("match")
     if match:
