@@ -106,10 +106,15 @@ class Ignore:
         self.root = root
         self.ignored = 0
         self._specs: dict[str, GitIgnoreSpec | None] = {}  # folder ("" or "a/b/") -> its file's patterns
+        self._applies: dict[str, bool] = {}  # folder -> whether it or a folder above it has patterns
 
-    def seen(self, folder: str, has_file: bool) -> None:
-        """The scan listed `folder`: its ignore file is read now if the listing holds one."""
-        self._specs[folder] = self._read(folder) if has_file else None
+    def seen(self, folder: str, has_file: bool) -> bool:
+        """The scan listed `folder`: its ignore file is read now if the listing holds one. True if any
+        pattern applies below it (else its entries need no look-up: most folders of most vaults)."""
+        spec = self._specs[folder] = self._read(folder) if has_file else None
+        parent = folder[: folder.rstrip("/").rfind("/") + 1]
+        applies = self._applies[folder] = spec is not None or bool(folder and self._applies.get(parent))
+        return applies
 
     def _read(self, folder: str) -> GitIgnoreSpec | None:
         data = read_inside(self.root, self.root / folder / IGNORE_FILE, MAX_IGNORE_BYTES)
@@ -180,7 +185,7 @@ def scan(
             if sites is not None:
                 sites.append(prefix[:-1])
             continue
-        ignore.seen(prefix, any(entry.name == IGNORE_FILE for entry in entries))
+        patterns = ignore.seen(prefix, any(entry.name == IGNORE_FILE for entry in entries))
         for entry in entries:
             name = entry.name
             try:
@@ -191,7 +196,7 @@ def scan(
                 # `root` is resolved, so the path is a real path unless it is a symlink (handled below)
                 if skip_dir(name) or entry.path in excluded:
                     continue
-                if ignore.decides(prefix + name, is_dir=True):
+                if patterns and ignore.decides(prefix + name, is_dir=True):
                     ignore.ignored += 1
                     continue
                 if entry.is_symlink():
@@ -200,7 +205,7 @@ def scan(
                     folders.append((entry.path, prefix + name + "/"))
             elif not name.startswith("."):
                 rel = prefix + name
-                if ignore.decides(rel, is_dir=False):
+                if patterns and ignore.decides(rel, is_dir=False):
                     ignore.ignored += 1
                     continue
                 try:
