@@ -622,6 +622,15 @@ def hit_ids(answer: dict) -> list[str]:
     return ids
 
 
+def top_passage(answer: dict) -> str | None:
+    """The first hit's file and quote, so a reader can judge whether it answers."""
+    rows = (answer.get("json") or {}).get("results") or []
+    if not rows or not isinstance(rows[0], dict):
+        return None
+    where = (rows[0].get("source") or {}).get("resourcePath") or ""
+    return f"{where}: {' '.join(str(rows[0].get('quote', '')).split())[:140]}"
+
+
 def match_mode(answer: dict) -> str | None:
     data = answer.get("json") or {}
     if not isinstance(data, dict):
@@ -662,6 +671,7 @@ def queries(tree: Tree, out: Path) -> dict:
                 "q": q,
                 "searchHits": len(hit_ids(s)),
                 "searchMatchMode": match_mode(s),
+                "searchTop": top_passage(s),
                 "askExit": a["exit"],
                 "askPassages": ask_passages(a),
                 "askMatchMode": match_mode(a),
