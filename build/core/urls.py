@@ -30,7 +30,7 @@ from mnote_evidence.build.core.model import NOTE_SUFFIXES, suffix_of
 
 DB_NAME = "evidence.sqlite"
 # bumped when a source's page or copy moves: a site rendered by another scheme is rendered again whole
-URL_SCHEME = "3"
+URL_SCHEME = "4"
 RESERVED_NAMES = frozenset(
     {
         DB_NAME,
@@ -49,8 +49,8 @@ RESERVED_NAMES = frozenset(
 # state store, the state file of earlier versions): never scanned as notes
 SITE_MARKERS = frozenset({".build.lock", ".mnote-state.sqlite", ".mnote-site.json"})
 STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
-TAGS_DIR = "_tags"
-RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR)
+TAGS_DIR, FOLDERS_DIR = "_tags", "_folders"
+RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR, FOLDERS_DIR)
 
 
 def holds_site(names: Iterable[str]) -> bool:
@@ -74,6 +74,18 @@ def page_path(source_path: str) -> str:
     suffix = suffix_of(source_path)
     page = source_path[: -len(suffix)] + ".html" if suffix.lower() in NOTE_SUFFIXES else source_path + ".html"
     return f"{MOVED_PAGES_DIR}/{source_path}.html" if is_reserved(page) else page
+
+
+def folder_page(folder: str) -> str:
+    """Site file of a workspace folder's page: `a/b` -> `_folders/a/b/index.html` (reserved, so no
+    source's page is ever there). A folder named `index.html` would be a folder where its parent's page
+    is a file: in its place (and its subfolders') stands `index.html~<hash>`."""
+    parts = folder.split("/")
+    for i, part in enumerate(parts):
+        if same_file_key(part) == "index.html":
+            prefix = "/".join(folder.split("/")[: i + 1])
+            parts[i] += "~" + hashlib.sha256(prefix.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{FOLDERS_DIR}/{'/'.join(parts)}/index.html"
 
 
 def same_file_key(site_path: str) -> str:

@@ -1,8 +1,8 @@
 """The front page `index.html` (SPEC §8): the workspace's own home note, its file tree, recent changes.
 
-- The home note is a top-level `index.md`, else `README.md` (case-insensitive, `.markdown` too), if
-  indexed `ok`; it is rendered beside the tree, its links relative to `index.html`. Without one, the
-  tree is the page's main column.
+- The home note is a top-level `index.md`, else `README.md`, else `Home.md` (Obsidian Publish's
+  landing note; case-insensitive, `.markdown` too), if indexed `ok`; it is rendered beside the tree,
+  its links relative to `index.html`. Without one, the tree is the page's main column.
 - "Recent changes" are the resources with the newest `updated_at_ms` (ties: notes first, then by
   path): the build's own record, so the page never stats the workspace.
 - The page has a key (`FrontPage.key`) and is rewritten only when the home note's page, the tree,
@@ -30,16 +30,18 @@ from mnote_evidence.build.core.model import (
     STATUS_OK,
     STATUS_STALE,
 )
-from mnote_evidence.build.core.urls import page_path, relative_url
+from mnote_evidence.build.core.urls import folder_page, page_path, relative_url
 from mnote_evidence.build.render import data
+from mnote_evidence.build.render.explorer import title_of
 
 INDEX = "index.html"
-HOME_NOTE_STEMS = ("index", "readme")
+HOME_NOTE_STEMS = ("index", "readme", "home")  # in this order: the first one present is the home note
 RECENT = 8
 
 
 def home_note(resources: list[data.Resource]) -> data.Resource | None:
-    """The workspace's own front page note: top-level `index.md`, else `README.md` (ok only)."""
+    """The workspace's own front page note: top-level `index.md`, else `README.md`, else `Home.md`
+    (ok only)."""
     candidates = {}
     for res in resources:
         if "/" in res.path or res.kind != KIND_MARKDOWN or res.status != STATUS_OK:
@@ -62,7 +64,7 @@ def recent(resources: list[data.Resource], n: int = RECENT) -> list[data.Resourc
     return heapq.nsmallest(n, live, key=lambda r: (-r.updated_at_ms, r.kind != KIND_MARKDOWN, r.path))
 
 
-TREE_FIELDS = ("path", "kind", "status", "error_code")
+TREE_FIELDS = ("path", "kind", "status", "error_code", "title")
 
 
 def same_tree(
@@ -79,15 +81,25 @@ def same_tree(
 
 
 def tree(resources: list[data.Resource], page_of: Callable[[str], str] = page_path) -> dict[str, Any]:
-    """Nested folders: {"dirs": {name: subtree}, "files": [{"res", "name", "url"}]}; `page_of`: each
-    source's page in this site (`urls.Pages`)."""
-    root: dict[str, Any] = {"dirs": {}, "files": []}
+    """Nested folders: {"dirs": {name: subtree}, "files": [{"res", "name", "file", "url"}], "url"}, each
+    file by title (`explorer.title_of`), each folder linking its folder page; `page_of`: each source's
+    page in this site (`urls.Pages`)."""
+    root: dict[str, Any] = {"dirs": {}, "files": [], "url": None}
     for res in resources:
         node = root
-        for part in res.path.split("/")[:-1]:
-            node = node["dirs"].setdefault(part, {"dirs": {}, "files": []})
+        parts = res.path.split("/")
+        for i, part in enumerate(parts[:-1]):
+            node = node["dirs"].get(part) or node["dirs"].setdefault(
+                part,
+                {"dirs": {}, "files": [], "url": relative_url(INDEX, folder_page("/".join(parts[: i + 1])))},
+            )
         node["files"].append(
-            {"res": res, "name": res.path.rsplit("/", 1)[-1], "url": relative_url(INDEX, page_of(res.path))}
+            {
+                "res": res,
+                "name": title_of(res),
+                "file": parts[-1],
+                "url": relative_url(INDEX, page_of(res.path)),
+            }
         )
     return root
 
@@ -135,16 +147,18 @@ class FrontPage:
         return hashlib.sha256(json.dumps(payload, default=str).encode()).hexdigest()[:20]
 
     def tree_key(self) -> str:
-        """Changes exactly when the file tree's HTML would (its paths, kinds, statuses, error codes)."""
+        """Changes exactly when the file tree's HTML would (paths, kinds, statuses, error codes, titles)."""
         return self._tree_key
 
     @cached_property
     def _tree_key(self) -> str:
         if self.known_tree_key is not None:  # an edit that changed no row's TREE_FIELDS: as recorded
             return self.known_tree_key
-        # asked by `key` and the tree cache; NUL-joined (no field holds one, every row has four): cheaper than
+        # asked by `key` and the tree cache; NUL-joined (no field holds one, every row has five): cheaper than
         # JSON
-        rows = "\0".join([f"{r.path}\0{r.kind}\0{r.status}\0{r.error_code or ''}" for r in self.resources])
+        rows = "\0".join(
+            [f"{r.path}\0{r.kind}\0{r.status}\0{r.error_code or ''}\0{r.title or ''}" for r in self.resources]
+        )
         return hashlib.sha256(rows.encode()).hexdigest()[:20]
 
     def context(self, page_of: Callable[[str], str] = page_path) -> dict[str, Any]:

@@ -396,6 +396,7 @@ def _write_front_page(site: _Site, front: FrontPage) -> None:
     """index.html drawn before any other page and committed at once (what it reports of the home note is
     reported again by the render itself)."""
     known = len(site.report.problems)
+    site.out.mkdir(parents=True, exist_ok=True)  # the state store caches the tree there
     site_files.write_text(site.out, INDEX, site.render_index(front))
     del site.report.problems[known:]
     commit_pending()
@@ -631,7 +632,7 @@ def render_site(
     try:
         site.templates_salt = f"{scheme}|ask={options.ask}"
         had_front = (out / INDEX).exists()
-        if False and not had_front:  # first of all, so a render stopped half way leaves a front page
+        if not had_front:  # first of all, so a render stopped half way leaves a front page
             _write_front_page(site, FrontPage.of(site.resources, lambda note: None, options.ask))
         site.report.warnings = capped_warnings(site.resources, options.max_page_images)
         salt = page_salt(templates_hash, options.ask, site.page_of.moves)
