@@ -251,7 +251,7 @@ def test_a_build_from_empty_creates_the_new_indexes_after_the_load(built, tmp_pa
         assert (
             conn.execute("SELECT value FROM build_meta WHERE key = 'schema_version'").fetchone()[0]
             == SCHEMA_VERSION
-            == "7"
+            == "8"
         )
         names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert set(SCHEMA_7) <= names
@@ -278,7 +278,7 @@ def test_an_index_of_schema_6_is_rebuilt_from_empty_with_the_new_indexes(workspa
     conn.commit()
     conn.close()
     report = run_build(workspace, out)
-    assert report.redone["schema"]["from"] == "6" and report.redone["schema"]["to"] == "7"
+    assert report.redone["schema"]["from"] == "6" and report.redone["schema"]["to"] == SCHEMA_VERSION
     conn = connect_ro(out / "evidence.sqlite")
     try:
         names = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}

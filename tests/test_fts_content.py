@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from mnote_evidence.build.core import text
+from mnote_evidence.build.index.schema import FTS_TOKENIZE
 from tests.conftest import connect, run_build
 
 NOTE = "Daily/2026-11-03.md"
@@ -20,9 +21,7 @@ def instances(out: Path) -> tuple[list[tuple], list[tuple]]:
     conn = sqlite3.connect(":memory:")
     conn.execute("ATTACH ? AS ev", [f"file:{out / 'evidence.sqlite'}?mode=ro"])
     conn.execute("CREATE VIRTUAL TABLE temp.got USING fts5vocab(ev, evidence_fts, instance)")
-    conn.execute(
-        "CREATE VIRTUAL TABLE temp.fresh USING fts5(text, tokenize = 'unicode61 remove_diacritics 2')"
-    )
+    conn.execute(f"CREATE VIRTUAL TABLE temp.fresh USING fts5(text, tokenize = '{FTS_TOKENIZE}')")
     rows = conn.execute("SELECT id, text FROM ev.evidence_block_row").fetchall()
     conn.executemany(
         "INSERT INTO temp.fresh (rowid, text) VALUES (?, ?)",

@@ -220,7 +220,7 @@ def test_a_schema_5_index_is_rebuilt_without_stored_link_edges(tmp_path):
     conn.execute("UPDATE build_meta SET value = '5' WHERE key = 'schema_version'")
     conn.close()
     report = run_build(root, out)
-    assert report.redone["schema"]["from"] == "5" and report.redone["schema"]["to"] == SCHEMA_VERSION == "7"
+    assert report.redone["schema"]["from"] == "5" and report.redone["schema"]["to"] == SCHEMA_VERSION == "8"
     conn = connect(out)
     try:
         assert (
@@ -229,7 +229,7 @@ def test_a_schema_5_index_is_rebuilt_without_stored_link_edges(tmp_path):
             ).fetchone()[0]
             == 0
         )
-        assert conn.execute("SELECT value FROM build_meta WHERE key = 'schema_version'").fetchone()[0] == "7"
+        assert conn.execute("SELECT value FROM build_meta WHERE key = 'schema_version'").fetchone()[0] == "8"
     finally:
         conn.close()
     assert _view(out) == want and len(old) > 0

@@ -61,11 +61,25 @@ def ask_command(
     elif failed:
         code = body.get("error", {}).get("code") or body.get("degradedReason")
         message = body.get("error", {}).get("message") or body.get("message") or ""
+        if status == 200:  # LightRAG could not answer: the passages of the notes that match the question
+            echo(local_passages(ctx, question, top_k, site_dir))
         raise click.ClickException(f"no answer [{code}]: {message}")
     else:
         echo(ask_text(body, site_dir))
     if failed:
         sys.exit(1)
+
+
+def local_passages(ctx, question: str, top_k: int, site_dir: Path) -> str:
+    """`search QUESTION`'s text (evidence.search, any-term matching when no block holds every word)."""
+    from mnote_evidence.build.cli.search import search_text
+    from mnote_evidence.functions.core.errors import call
+    from mnote_evidence.functions.handlers.evidence import search
+
+    status, body = call(lambda r: search(r, ctx), {"query": question, "topK": min(top_k, 10)})
+    if status != 200 or not body["results"]:
+        return "No passage of the notes matches the question either."
+    return "Passages of the notes that match the question:\n" + search_text(body, site_dir)
 
 
 def ask_text(body: dict, site_dir: Path) -> str:

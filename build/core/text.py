@@ -86,17 +86,25 @@ class QueryError(ValueError):
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def fts_query(query: str) -> str:
+PREFIX_MIN = 3  # a last word this long or longer is a prefix with `prefix_last` (as the user types)
+
+
+def fts_query(query: str, prefix_last: bool = False) -> str:
     """Turn free text into a safe FTS5 MATCH expression (all terms must match).
 
     User input is never passed through as FTS syntax: words become quoted
     tokens, CJK runs become phrases of their bigrams, a single CJK character
     becomes a prefix token. Operators and quotes in the input are just text.
+    With `prefix_last`, a query ending in a word of `PREFIX_MIN` or more
+    characters (not CJK) matches that word as a prefix: `homol` finds `homologs`.
     """
     query = unicodedata.normalize("NFKC", query or "").replace("\x00", " ")
     terms: list[str] = []
     for piece in CJK_RUN.split(query)[::2]:
         terms.extend(f'"{w}"' for w in _WORD.findall(piece) if not CJK_RUN.search(w))
+    last = _WORD.search(query[-1:]) and CJK_RUN.split(query)[-1]
+    if prefix_last and last and len(_WORD.findall(last)[-1]) >= PREFIX_MIN:
+        terms[-1] += " *"  # the query's last word is the last of the words
     for run in CJK_RUN.findall(query):
         if len(run) == 1:
             terms.append(f'"{run}" *')
@@ -106,6 +114,81 @@ def fts_query(query: str) -> str:
     if not terms:
         raise QueryError("query has no searchable words")
     return " AND ".join(terms)
+
+
+# Words that carry no meaning of their own in a question, dropped by any-term matching (`fts_any_query`).
+# English: compared lower-cased. Chinese: `ZH_STOPWORDS` are cut out of a CJK run anywhere, longest
+# first; `ZH_FINAL` only at a run's end (吗 also starts 吗啉). Pieces of one character left by a cut are
+# dropped. site_templates/_static/search_query.js holds the same lists (a test compares them).
+EN_STOPWORDS = frozenset(
+    "a about above after again against all am an and any are as at be because been before being below "
+    "between both but by can could did do does doing down during each few for from further had has have "
+    "having he her here hers herself him himself his how i if in into is it its itself just me more most "
+    "my myself no nor not of off on once only or other our ours ourselves out over own same she should so "
+    "some such than that the their theirs them themselves then there these they this those through to too "
+    "under until up very was we were what when where which while who whom why will with would you your "
+    "yours yourself yourselves".split()
+)
+ZH_STOPWORDS = (
+    "为什么",
+    "是什么",
+    "有没有",
+    "怎么样",
+    "什么",
+    "多少",
+    "哪些",
+    "哪个",
+    "哪里",
+    "怎么",
+    "怎样",
+    "如何",
+    "是否",
+    "请问",
+    "能否",
+    "的",
+    "是",
+    "和",
+    "与",
+    "及",
+    "或",
+)
+ZH_FINAL = ("吗", "呢", "吧", "啊", "呀")
+_ZH_CUT = re.compile("|".join(ZH_STOPWORDS))
+_ZH_END = re.compile(f"[{''.join(ZH_FINAL)}]+$")
+
+
+def meaning_terms(query: str) -> list[str]:
+    """The query's meaning-bearing terms in query order (words and CJK pieces, first occurrence of
+    each): stopwords removed; all of `query_terms` when nothing else is left."""
+    query = unicodedata.normalize("NFKC", query or "").replace("\x00", " ")
+    out: list[str] = []
+    for n, piece in enumerate(CJK_RUN.split(query)):
+        if n % 2 == 0:
+            out += [w for w in _WORD.findall(piece) if w.lower() not in EN_STOPWORDS]
+        elif len(piece) == 1:
+            out.append(piece)  # a character typed on its own
+        else:
+            out += [p for p in _ZH_CUT.split(_ZH_END.sub("", piece)) if len(p) > 1]
+    seen: set[str] = set()
+    out = [t for t in out if not (t.lower() in seen or seen.add(t.lower()))]
+    return out or query_terms(query)
+
+
+def _match_term(term: str) -> str:
+    if not CJK_RUN.match(term):
+        return f'"{term}"'
+    if len(term) == 1:
+        return f'"{term}" *'
+    return '"' + " ".join(term[i : i + 2] for i in range(len(term) - 1)) + '"'
+
+
+def fts_any_query(query: str) -> str:
+    """An FTS5 MATCH expression matching any of the query's `meaning_terms` (bm25 ranks blocks holding
+    more of them, and rarer ones, first). Raises `QueryError` as `fts_query` does."""
+    terms = meaning_terms(query)
+    if not terms:
+        raise QueryError("query has no searchable words")
+    return " OR ".join(_match_term(t) for t in terms)
 
 
 def query_terms(query: str) -> list[str]:

@@ -14,7 +14,10 @@ import sqlite3
 
 from mnote_evidence.build.core.locator import CHAR_RANGE_SQL, LINE_RANGE_SQL, LOCATOR_SQL, SECTION_PATH_SQL
 
-SCHEMA_VERSION = "7"  # what each schema version added: docs/architecture.md
+SCHEMA_VERSION = "8"  # what each schema version added: docs/architecture.md
+# English word forms match (Porter stems: homolog, homologs; depend, depends, depending); Porter leaves the
+# CJK bigrams and unigrams as they are. Built into FTS5: any SQLite, Datasette and sql.js read it.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
 STORED_EDGE_TYPES = ("resource_contains_page",)
@@ -106,7 +109,7 @@ LEFT JOIN evidence_section s ON s.section_id = b.section_id;
 -- text from evidence_fts gives the stored (unsegmented) text; snippet()/highlight() are not used.
 CREATE VIRTUAL TABLE IF NOT EXISTS evidence_fts USING fts5(
     text, block_id UNINDEXED, content = 'evidence_block_row', content_rowid = 'id',
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = '{fts_tokenize}'
 );
 CREATE TABLE IF NOT EXISTS evidence_section (
     section_id TEXT PRIMARY KEY,
@@ -225,6 +228,7 @@ CREATE TABLE IF NOT EXISTS build_meta (
     line_range=LINE_RANGE_SQL,
     locator=LOCATOR_SQL,
     created_by=CREATED_BY,
+    fts_tokenize=FTS_TOKENIZE,
     alias_links=ALIAS_LINKS.format(l=""),
     tag_links=TAG_LINKS.format(l=""),
     report_links=REPORT_LINKS.format(l=""),

@@ -15,6 +15,8 @@ import posixpath
 from collections.abc import Callable
 from typing import Any
 
+from mnote_evidence.functions.search.results import SOME_WORDS
+
 MAX_QUOTE = 280
 BLOCK_URI = "evidence://block/{}"
 
@@ -58,6 +60,8 @@ def search_text(body: dict) -> str:
     lines = [head]
     if body.get("nextOffset") is not None:
         lines.append(f"(more: the same call with offset {body['nextOffset']})")
+    if body.get("matchMode") == "any" and results:
+        lines.append(f"({SOME_WORDS})")
     if body.get("degraded"):
         lines.append(f"(LightRAG OCR hits unavailable: {body.get('degradedReason')})")
     for n, r in enumerate(results, 1):

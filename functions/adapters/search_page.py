@@ -49,12 +49,13 @@ TEMPLATE = (
 {% block content %}
 <h1>Search evidence</h1>
 <form class="ev-form" action="{{ path }}" method="get" role="search">
-  <input type="search" name="q" value="{{ q }}" placeholder="线程作用域, retention period…" autofocus>
+  <input type="search" name="q" value="{{ q }}" placeholder="Search the evidence" autofocus>
   <label>kind <select name="kind"><option value="">any</option>
   {% for k in kinds %}<option value="{{ k }}"{% if k == kind %} selected{% endif %}>"""
     """{{ k }}</option>{% endfor %}
   </select></label>
-  <label>folder <input type="text" name="folder" value="{{ folder }}" size="12" placeholder="研究"></label>
+  <label>folder <input type="text" name="folder" value="{{ folder }}" size="12"
+    placeholder="all folders"></label>
   <label><input type="checkbox" name="group" value="1"{% if group %} checked{% endif %}> group by file</label>
   <button type="submit">Search</button>
 </form>

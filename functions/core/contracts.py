@@ -89,6 +89,7 @@ class SearchResponse(TypedDict):
     ok: Literal[True]
     query: str
     mode: Literal["fts", "graph", "hybrid"]
+    matchMode: Literal["all", "any"]  # any: no block holds every term; results hold some meaning-bearing ones
     results: list[SearchResult]
     offset: int  # of the first result (of the first file, grouped)
     total: int  # matching blocks, after filters

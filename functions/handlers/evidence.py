@@ -18,7 +18,7 @@ from typing import Any
 from mnote_evidence.build.core.formats import indexed_kinds
 from mnote_evidence.build.core.locator import OPEN_ACTION
 from mnote_evidence.build.core.model import ROLE_BODY
-from mnote_evidence.build.core.text import QueryError, query_terms
+from mnote_evidence.build.core.text import QueryError
 from mnote_evidence.functions.core.cleaning import quote_window
 from mnote_evidence.functions.core.contracts import (
     BOUNDARY_LOCAL,
@@ -178,6 +178,7 @@ SEARCH_REQUEST = RequestSpec(
     Field("resourcePath", TEXT, "Only this file (its workspace path), e.g. a group's expand.", max_len=1000),
     Field("includeFurniture", FLAG, "Also rank PDF page furniture (running headers, footers, page numbers)."),
     Field("includeOcr", FLAG, "Add LightRAG hits on OCR'd sources when local results are fewer than topK."),
+    Field("prefixLast", FLAG, "Match the query's last word (3+ characters) as a prefix, as the user types."),
 )
 
 
@@ -196,19 +197,18 @@ def search(request: dict, ctx: Context) -> SearchResponse:
         raise BadRequest(f"'offset' and 'groupBy' page and group full-text results: use mode fts, not {mode}")
     if group_by == "none" and offset + top_k > MAX_DEPTH:
         raise BadRequest(f"'offset' + 'topK' must be at most {MAX_DEPTH}: refine the query or add filters")
-    terms = query_terms(query)
     conn = ctx.db.connect()
     try:
-        hits, page = fts_page(
+        hits, terms, page = fts_page(
             conn,
             query,
-            terms,
             ctx,
             filters,
             top_k,
             offset,
             group_by if group_by != "none" else None,
             per_document,
+            args["prefixLast"],
         )
     except QueryError as exc:
         raise BadRequest(f"query has nothing to search for: {exc}") from exc

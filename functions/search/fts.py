@@ -20,13 +20,21 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mnote_evidence.build.core.model import ROLE_BODY, EvidenceLocator
-from mnote_evidence.build.core.text import fts_query, is_cjk, query_terms
+from mnote_evidence.build.core.text import fts_any_query, fts_query, is_cjk, meaning_terms, query_terms
 
 CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50  # re-ranked together (a chunk): max(this, topK x CANDIDATES_PER_RESULT)
 RANK_WINDOW = 250  # bm25's best matches joined and filtered at first: also how deep `total` counts exactly
 MAX_WINDOW = 50_000  # beyond this, rank all matches at once (a very selective filter)
 _FLANK_WEIGHT = (1.0, 0.6, 0.25)  # by number of CJK neighbours (0, 1, 2)
+MATCH_ALL, MATCH_ANY = "all", "any"  # every term in one block; any of the meaning-bearing terms
+
+
+def match_of(query: str, mode: str, prefix_last: bool = False) -> tuple[str, list[str]]:
+    """(the FTS expression, the terms that highlight and re-rank) of `query` matched in `mode`."""
+    if mode == MATCH_ANY:
+        return fts_any_query(query), meaning_terms(query)
+    return fts_query(query, prefix_last), query_terms(query)
 
 
 @dataclass
@@ -99,6 +107,7 @@ class Ranked:
     exhausted: bool  # every FTS match was ranked: `total` is exact
     match: str  # the FTS expression (for follow-up counts)
     per_path: Counter  # passing matches per file among those ranked
+    terms: list[str]  # what highlights the hits (`match_of`)
 
 
 def chunk_size(top_k: int) -> int:
@@ -114,6 +123,8 @@ def rank(
     filters: Filters,
     documents: int | None = None,
     per_document: int = 1,
+    mode: str = MATCH_ALL,
+    prefix_last: bool = False,
 ) -> Ranked:
     """The first `depth` matches passing `filters` (or all there are), in the final order.
 
@@ -124,10 +135,9 @@ def rank(
     chunks, so pages of the same query never repeat or skip a result. When filters leave too few,
     the window widens (x8, then every match). With `documents`, `depth` is ignored: the window widens
     until it holds that many distinct files (or every match), and `hits` are the fewest whole chunks
-    holding each of those files' first `per_document` matches in the window.
-    Raises `build.text.QueryError` for an unusable query."""
-    match = fts_query(query)
-    terms = query_terms(query)
+    holding each of those files' first `per_document` matches in the window. `mode` and `prefix_last`:
+    `match_of`. Raises `build.text.QueryError` for an unusable query."""
+    match, terms = match_of(query, mode, prefix_last)
     want = -(-depth // chunk) * chunk  # whole chunks
     window = max(RANK_WINDOW, want)
     while True:
@@ -165,7 +175,7 @@ def rank(
         # whose "-2" and "-10" suffixes sort as text.
         part.sort(key=lambda h: (-h.score, h.resource_path, h.page or 0, h.ordinal, h.block_id))
         hits += part
-    return Ranked(hits, len(passing), exhausted, match, Counter(r[2] for r in passing))
+    return Ranked(hits, len(passing), exhausted, match, Counter(r[2] for r in passing), terms)
 
 
 def _rows_for_documents(

@@ -23,9 +23,20 @@ import sqlite3
 from mnote_evidence.build.core.model import ROLE_BODY, EvidenceLocator
 from mnote_evidence.functions.core.cleaning import quote_window
 from mnote_evidence.functions.core.contracts import Context, Group, SearchResult, Via
-from mnote_evidence.functions.search.fts import Filters, Hit, chunk_size, count_in_resource, rank
+from mnote_evidence.functions.search.fts import (
+    MATCH_ALL,
+    MATCH_ANY,
+    Filters,
+    Hit,
+    Ranked,
+    chunk_size,
+    count_in_resource,
+    match_of,
+    rank,
+)
 from mnote_evidence.functions.search.snippet import snippet
 
+SOME_WORDS = "no passage holds every word: these hold some of them (more, and rarer, first)"  # matchMode any
 MAX_DEPTH = 1000  # offset + topK: how deep pages go (as deep as `total` counts exactly)
 COUNT_CAP = 1000  # a file's matches counted for a group's `more`
 
@@ -72,19 +83,33 @@ def where(loc: EvidenceLocator) -> str:
 def fts_page(
     conn: sqlite3.Connection,
     query: str,
-    terms: list[str],
     ctx: Context,
     filters: Filters,
     top_k: int,
     offset: int,
     group_by: str | None,
     per_document: int,
-) -> tuple[list[Hit], dict]:
-    """(the page's hits, the response fields it sets: results, total, nextOffset, groups)."""
-    if group_by == "document":
-        return _grouped(conn, query, terms, ctx, filters, top_k, offset, per_document)
-    ranked = rank(conn, query, offset + top_k, chunk_size(top_k), filters)
+    prefix_last: bool = False,
+) -> tuple[list[Hit], list[str], dict]:
+    """(the page's hits, the terms they match, the response fields it sets: results, total, nextOffset,
+    groups, matchMode). A query no block matches with every term (under the filters) is ranked again
+    matching any of its meaning-bearing terms (`matchMode: "any"`); every page of it does the same."""
+    for mode in (MATCH_ALL, MATCH_ANY):
+        if group_by == "document":
+            hits, ranked, fields = _grouped(
+                conn, query, ctx, filters, top_k, offset, per_document, mode, prefix_last
+            )
+        else:
+            hits, ranked, fields = _flat(conn, query, ctx, filters, top_k, offset, mode, prefix_last)
+        if ranked.total or match_of(query, MATCH_ANY)[0] == ranked.match:
+            break  # found, or the same expression (one word)
+    return hits, ranked.terms, {**fields, "matchMode": mode}
+
+
+def _flat(conn, query, ctx, filters, top_k, offset, mode, prefix_last) -> tuple[list[Hit], Ranked, dict]:
+    ranked = rank(conn, query, offset + top_k, chunk_size(top_k), filters, mode=mode, prefix_last=prefix_last)
     hits = ranked.hits[offset : offset + top_k]
+    terms = ranked.terms
     fields = {
         "results": [result(h, terms, ctx, "fts", h.score) for h in hits],
         **_totals(ranked.total, ranked.exhausted),
@@ -92,17 +117,28 @@ def fts_page(
     end = offset + len(hits)
     if len(hits) == top_k and end < ranked.total and end < MAX_DEPTH:
         fields["nextOffset"] = end
-    return ranked.hits[: offset + top_k], fields
+    return ranked.hits[: offset + top_k], ranked, fields
 
 
 def _totals(total: int, exact: bool) -> dict:
     return {"total": total, "totalIsLowerBound": not exact}
 
 
-def _grouped(conn, query, terms, ctx, filters, top_k, offset, per_document) -> tuple[list[Hit], dict]:
+def _grouped(
+    conn, query, ctx, filters, top_k, offset, per_document, mode, prefix_last
+) -> tuple[list[Hit], Ranked, dict]:
     ranked = rank(
-        conn, query, 0, chunk_size(top_k), filters, documents=offset + top_k + 1, per_document=per_document
+        conn,
+        query,
+        0,
+        chunk_size(top_k),
+        filters,
+        documents=offset + top_k + 1,
+        per_document=per_document,
+        mode=mode,
+        prefix_last=prefix_last,
     )
+    terms = ranked.terms
     by_path: dict[str, list[Hit]] = {}
     for hit in ranked.hits:
         by_path.setdefault(hit.resource_path, []).append(hit)
@@ -130,4 +166,4 @@ def _grouped(conn, query, terms, ctx, filters, top_k, offset, per_document) -> t
     fields = {"results": results, "groups": groups, **_totals(ranked.total, ranked.exhausted)}
     if len(by_path) > offset + top_k and offset + top_k < MAX_DEPTH:
         fields["nextOffset"] = offset + top_k
-    return [h for p in paths for h in by_path[p][:per_document]], fields
+    return [h for p in paths for h in by_path[p][:per_document]], ranked, fields

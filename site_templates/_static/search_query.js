@@ -23,11 +23,17 @@
 
   function pieces(query) { return query.split(new RegExp("[" + CJK_CLASS + "]+")); }
 
-  function ftsQuery(raw) {
-    var query = normalised(raw), terms = [];
-    pieces(query).forEach(function (piece) {
+  var PREFIX_MIN = 3;  // build/core/text.py PREFIX_MIN
+
+  function ftsQuery(raw, prefixLast) {
+    var query = normalised(raw), terms = [], parts = pieces(query);
+    parts.forEach(function (piece) {
       (piece.match(WORD) || []).forEach(function (w) { terms.push('"' + w + '"'); });
     });
+    var lastWords = /[\p{L}\p{N}_]$/u.test(query) ? parts[parts.length - 1].match(WORD) : null;
+    if (prefixLast && lastWords && Array.from(lastWords[lastWords.length - 1]).length >= PREFIX_MIN) {
+      terms[terms.length - 1] += " *";  // the query's last word is the last of the words
+    }
     (query.match(CJK_RUN) || []).forEach(function (run) {
       var chars = Array.from(run);
       if (chars.length === 1) { terms.push('"' + run + '" *'); return; }
@@ -37,6 +43,56 @@
     });
     if (!terms.length) throw new Error("query has no searchable words");
     return terms.join(" AND ");
+  }
+
+  // build/core/text.py EN_STOPWORDS, ZH_STOPWORDS, ZH_FINAL, meaning_terms, fts_any_query: any-term matching
+  // of a question's meaning-bearing terms (the fallback when no block holds every term).
+  var EN_STOPWORDS = ("a about above after again against all am an and any are as at be because been before being below " +
+    "between both but by can could did do does doing down during each few for from further had has have " +
+    "having he her here hers herself him himself his how i if in into is it its itself just me more most " +
+    "my myself no nor not of off on once only or other our ours ourselves out over own same she should so " +
+    "some such than that the their theirs them themselves then there these they this those through to too " +
+    "under until up very was we were what when where which while who whom why will with would you your " +
+    "yours yourself yourselves").split(" ");
+  var ZH_STOPWORDS = ["为什么", "是什么", "有没有", "怎么样", "什么", "多少", "哪些", "哪个", "哪里", "怎么", "怎样", "如何",
+    "是否", "请问", "能否", "的", "是", "和", "与", "及", "或"];
+  var ZH_FINAL = ["吗", "呢", "吧", "啊", "呀"];
+  var ZH_CUT = new RegExp(ZH_STOPWORDS.join("|")), ZH_END = new RegExp("[" + ZH_FINAL.join("") + "]+$");
+  var STOP = {};
+  EN_STOPWORDS.forEach(function (w) { STOP[w] = true; });
+
+  function meaningTerms(raw) {
+    var query = normalised(raw), out = [], runs = query.match(CJK_RUN) || [];
+    pieces(query).forEach(function (piece, n) {
+      (piece.match(WORD) || []).forEach(function (w) { if (!STOP[w.toLowerCase()]) out.push(w); });
+      var run = runs[n];
+      if (run === undefined) return;
+      if (Array.from(run).length === 1) { out.push(run); return; }  // a character typed on its own
+      run.replace(ZH_END, "").split(ZH_CUT).forEach(function (p) { if (Array.from(p).length > 1) out.push(p); });
+    });
+    var seen = {};
+    out = out.filter(function (t) { var k = t.toLowerCase(); if (seen[k]) return false; seen[k] = true; return true; });
+    return out.length ? out : queryTerms(raw);
+  }
+
+  function matchTerm(term) {
+    if (!isCjk(term[0])) return '"' + term + '"';
+    var chars = Array.from(term);
+    if (chars.length === 1) return '"' + term + '" *';
+    var grams = [];
+    for (var i = 0; i < chars.length - 1; i++) grams.push(chars[i] + chars[i + 1]);
+    return '"' + grams.join(" ") + '"';
+  }
+
+  function ftsAnyQuery(raw) {
+    var terms = meaningTerms(raw);
+    if (!terms.length) throw new Error("query has no searchable words");
+    return terms.map(matchTerm).join(" OR ");
+  }
+
+  // fts.match_of: [the FTS expression, the terms that highlight and re-rank] of the query in `mode`.
+  function matchOf(query, mode, prefixLast) {
+    return mode === "any" ? [ftsAnyQuery(query), meaningTerms(query)] : [ftsQuery(query, prefixLast), queryTerms(query)];
   }
 
   function queryTerms(raw) {
@@ -127,8 +183,8 @@
   // fts.rank: {hits, total, exhausted, match, perPath}
   // `minWindow`: RANK_WINDOW as on the server; 0 (lean) ranks only as deep as the page needs: the same
   // hits (they depend on the chunks, not on the window), a total counted among fewer matches.
-  async function rank(db, query, depth, chunk, filters, documents, perDocument, minWindow) {
-    var match = ftsQuery(query), terms = queryTerms(query);
+  async function rank(db, query, depth, chunk, filters, documents, perDocument, minWindow, mode, prefixLast) {
+    var m = matchOf(query, mode, prefixLast), match = m[0], terms = m[1];
     var want = Math.ceil(depth / chunk) * chunk, passing, exhausted;
     var win = Math.max(minWindow === undefined ? RANK_WINDOW : minWindow, want);
     for (;;) {
@@ -235,8 +291,8 @@
   }
 
   // The API's `evidence.search` (mode fts) on the static host: the same request fields (query, topK, offset,
-  // groupBy, perDocument, resourceKinds, pathPrefix, folder, resourcePath, includeFurniture) and the same
-  // answer: results, offset, total, totalIsLowerBound, nextOffset, groups. `options.lean` (the search box,
+  // groupBy, perDocument, resourceKinds, pathPrefix, folder, resourcePath, includeFurniture, prefixLast) and the
+  // same answer: matchMode, results, offset, total, totalIsLowerBound, nextOffset, groups. `options.lean` (the search box,
   // ungrouped pages): the same results and nextOffset, but the total is counted only among the matches the
   // page needed ranked (a lower bound sooner than the server's 250): each row ranked costs a range request.
   async function staticSearch(db, request, siteRoot, options) {
@@ -248,17 +304,32 @@
     var filters = { kinds: request.resourceKinds || null, pathPrefix: request.pathPrefix || null,
                     folder: request.folder || null, resourcePath: request.resourcePath || null,
                     includeFurniture: !!request.includeFurniture };
-    var query = request.query, out = { ok: true, query: query, mode: "fts", offset: offset }, r;
+    var lean = !!(options && options.lean), prefixLast = !!request.prefixLast, out;
+    for (var m = 0; m < MATCH_MODES.length; m++) {  // results.fts_page: any-term matching when nothing holds all
+      out = await searchPage(db, request, siteRoot, topK, offset, perDocument, grouped, filters, lean,
+                             MATCH_MODES[m], prefixLast);
+      if (out.total || ftsAnyQuery(request.query) === out.match) break;
+    }
+    delete out.match;
+    return out;
+  }
+
+  var MATCH_MODES = ["all", "any"];
+
+  async function searchPage(db, request, siteRoot, topK, offset, perDocument, grouped, filters, lean, mode, prefixLast) {
+    var query = request.query, r;
+    var out = { ok: true, query: query, mode: "fts", matchMode: mode, offset: offset };
     if (!grouped) {
-      var lean = !!(options && options.lean);
-      r = await rank(db, query, offset + topK, chunkSize(topK), filters, null, 1, lean ? 0 : RANK_WINDOW);
+      r = await rank(db, query, offset + topK, chunkSize(topK), filters, null, 1, lean ? 0 : RANK_WINDOW, mode, prefixLast);
+      out.match = r.match;
       var hits = await withLocators(db, r.hits.slice(offset, offset + topK)), end = offset + hits.length;
       out.results = hits.map(function (h) { return resultOf(h, r.terms, siteRoot); });
       out.total = r.total; out.totalIsLowerBound = !r.exhausted;
       if (hits.length === topK && (end < r.total || (lean && !r.exhausted)) && end < MAX_DEPTH) out.nextOffset = end;
       return out;
     }
-    r = await rank(db, query, 0, chunkSize(topK), filters, offset + topK + 1, perDocument);
+    r = await rank(db, query, 0, chunkSize(topK), filters, offset + topK + 1, perDocument, RANK_WINDOW, mode, prefixLast);
+    out.match = r.match;
     var byPath = {}, order = [];
     r.hits.forEach(function (h) {
       if (!byPath[h.path]) { byPath[h.path] = []; order.push(h.path); }
@@ -382,9 +453,27 @@
     return { text: out.join(""), highlights: highlights };
   }
 
+  // The search box's count (search.js): the passages and files matching `request` (query, resourceKinds,
+  // includeFurniture, prefixLast) in `mode` ("all" or "any", the answer's matchMode), up to COUNT_CAP passages
+  // taken in rowid order (more: a lower bound). One statement with named parameters ({sql, params}): sql.js
+  // runs it on a static host, Datasette's JSON API when served, so both count alike. CROSS JOINs keep the
+  // FTS index outermost: a passage costs its block row and its resource, never a scan.
+  function countQuery(request, mode) {
+    var params = { match: matchOf(request.query, mode, !!request.prefixLast)[0] };
+    var where = ["evidence_fts MATCH :match", "r.status = 'ok'"];
+    if (!request.includeFurniture) where.push("b.role = '" + BODY + "'");
+    var kinds = (request.resourceKinds || []).map(function (k, i) { params["k" + i] = k; return ":k" + i; });
+    if (kinds.length) where.push("r.kind IN (" + kinds.join(", ") + ")");
+    return { params: params, sql: "SELECT count(*) AS passages, count(DISTINCT resource_id) AS files FROM (" +
+      "SELECT b.resource_id FROM evidence_fts f CROSS JOIN evidence_block_row b ON b.id = f.rowid " +
+      "CROSS JOIN evidence_resource r ON r.resource_id = b.resource_id WHERE " + where.join(" AND ") +
+      " LIMIT " + (COUNT_CAP + 1) + ")", cap: COUNT_CAP };
+  }
+
   window.mnoteSearchQuery = {
-    ftsQuery: ftsQuery, queryTerms: queryTerms, termPrecision: termPrecision, snippet: snippet,
+    ftsQuery: ftsQuery, queryTerms: queryTerms, ftsAnyQuery: ftsAnyQuery, meaningTerms: meaningTerms,
+    termPrecision: termPrecision, snippet: snippet, isCjk: isCjk,
     findTerms: function (text, terms) { return findTerms(Array.from(text), terms); },
-    staticSearch: staticSearch
+    staticSearch: staticSearch, countQuery: countQuery
   };
 })();

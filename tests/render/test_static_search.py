@@ -16,7 +16,16 @@ from urllib.parse import unquote, urljoin
 import pytest
 
 from mnote_evidence.build.core.assets import asset_dir
-from mnote_evidence.build.core.text import QueryError, fts_query, query_terms
+from mnote_evidence.build.core.text import (
+    EN_STOPWORDS,
+    ZH_FINAL,
+    ZH_STOPWORDS,
+    QueryError,
+    fts_any_query,
+    fts_query,
+    meaning_terms,
+    query_terms,
+)
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.handlers.evidence import search
@@ -210,6 +219,12 @@ def more_until_done(page) -> int:
 
 
 PARITY_QUERIES = ["线程作用域", "evidence", "the", "吗啉", "线程"]  # Chinese, English, two-character Chinese
+# questions no block holds whole: any-term matching (matchMode "any") on both paths
+FALLBACK_QUERIES = [
+    "吡咯烷 的沸点是多少？",
+    "What is the retention period of thread scope evidence?",
+    "thread sco",  # and with prefixLast: thread AND sco*
+]
 
 
 def comparable(answer: dict, url=lambda u: unquote(u)) -> dict:
@@ -220,7 +235,7 @@ def comparable(answer: dict, url=lambda u: unquote(u)) -> dict:
         "urls": [url(r["source"]["openAction"]["url"]) for r in answer["results"]],
         "snippets": [r["snippet"] for r in answer["results"]],
         "quotes": [r["quote"] for r in answer["results"]],
-        **{k: answer.get(k) for k in ("total", "totalIsLowerBound", "nextOffset", "groups")},
+        **{k: answer.get(k) for k in ("matchMode", "total", "totalIsLowerBound", "nextOffset", "groups")},
     }
 
 
@@ -263,9 +278,10 @@ def test_static_pages_and_groups_are_the_apis(site, page):
         seconds = assert_same_pages(
             page,
             out,
-            PARITY_QUERIES,
+            PARITY_QUERIES + FALLBACK_QUERIES,
             [
                 {"topK": 2},
+                {"topK": 2, "prefixLast": True},
                 {"topK": 3, "resourceKinds": ["markdown"]},
                 {"topK": 2, "groupBy": "document", "perDocument": 2},
                 {"topK": 1, "groupBy": "document"},
@@ -383,24 +399,49 @@ INPUTS = [
     "𠀀𠀁 test",
     "e\u0301t\u00e9",
     "Ünïcödé ß",
+    "What does the E-value depend on?",
+    "吡咯烷 的沸点是多少？",
+    "请问吗啉是什么呢",
+    "the of",
+    "retention peri",
+    "homol ",
+    "吗啉 ret",
+    *(f"{w} zebra" for w in sorted(EN_STOPWORDS)),  # every stopword of both lists, in both
+    *(f"吗啉{w}沸点" for w in ZH_STOPWORDS),
+    *(f"沸点{w}" for w in ZH_FINAL),
 ]
 
 
 def test_js_builds_the_same_fts_query_as_python(site, page):
+    """Every way a query becomes FTS syntax and terms: all terms, the last one as a prefix, any-term
+    matching of the meaning-bearing terms (each stopword of both lists tried)."""
     _, out = site
     page.goto((out / "index.html").as_uri())
-    for text in INPUTS:
-        js = page.evaluate(
-            """q => { try { return [window.mnoteSearchQuery.ftsQuery(q), null]; }
-                                      catch (e) { return [null, e.message]; } }""",
-            text,
-        )
+    js = page.evaluate(
+        """qs => qs.map(q => {
+             const Q = window.mnoteSearchQuery, tried = f => { try { return [f(), null]; }
+                                                            catch (e) { return [null, e.message]; } };
+             return [tried(() => Q.ftsQuery(q)), tried(() => Q.ftsQuery(q, true)),
+                     tried(() => Q.ftsAnyQuery(q)), Q.queryTerms(q), Q.meaningTerms(q)];
+           })""",
+        INPUTS,
+    )
+
+    def tried(f, *args):
         try:
-            py = [fts_query(text), None]
+            return [f(*args), None]
         except QueryError as exc:
-            py = [None, str(exc)]
-        assert js == py, text
-        assert page.evaluate("q => window.mnoteSearchQuery.queryTerms(q)", text) == query_terms(text), text
+            return [None, str(exc)]
+
+    for q, got in zip(INPUTS, js):
+        want = [
+            tried(fts_query, q),
+            tried(fts_query, q, True),
+            tried(fts_any_query, q),
+            query_terms(q),
+            meaning_terms(q),
+        ]
+        assert got == want, q
 
 
 SNIPPET_CASES = [
