@@ -4,12 +4,14 @@
   show something different since the build before it (`index/linkgraph.py`); a site rendered from
   that build, with the same templates and settings, re-keys only those; any other re-keys every page.
 - `shown_of_targets`: the part of a note's page key that comes from its links' targets: each link's
-  resolution, where a `#fragment` lands, an embedded note's blocks, an embedded PDF page's image.
+  resolution, where a `#fragment` lands, an embedded note's blocks and a hash of their markup (they are
+  drawn from it), an embedded PDF page's image.
 Invariant: a page key changes whenever the page's HTML would (tests/render/test_incremental_render.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,22 @@ def dirty_since(meta: dict[str, str], state: dict[str, Any], stamp: list[Any]) -
     return dirty
 
 
+def _markup_hash(site, path: str, block_ids: list[str]) -> str | None:
+    """A hash of the markup an embed draws (the note's text from its first shown block to its last): an
+    edit elsewhere in the note leaves the embedding page alone."""
+    if not block_ids:
+        return None
+    marks = ",".join("?" * len(block_ids))
+    start, end = site.conn.execute(
+        f"SELECT min(char_start), max(char_end) FROM evidence_block_row WHERE block_id IN ({marks})",
+        block_ids,
+    ).fetchone()
+    text = site.note_links.read_note(path)
+    if text is None or start is None:
+        return None
+    return hashlib.sha256(text[start:end].encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def shown_of_targets(site, res: Resource) -> list[Any]:
     """What a note's page shows of the files it links to (`render/note_links.py`): each link's
     resolution, where a `#fragment` lands, an embedded note's blocks, an embedded PDF page's image.
@@ -62,7 +80,9 @@ def shown_of_targets(site, res: Resource) -> list[Any]:
             anchor = targets.anchor(path, fragment) if fragment else None
             item.append(anchor)
             if kind == "embed" and kind_for(path) == KIND_MARKDOWN:
-                item.append([(b.block_id, b.kind, b.text) for b in targets.embed(path, fragment) or []])
+                blocks = targets.embed(path, fragment) or []
+                item.append([(b.block_id, b.kind, b.text) for b in blocks])
+                item.append(_markup_hash(site, path, [b.block_id for b in blocks]))
             elif kind == "embed" and kind_for(path) == KIND_PDF:
                 item.append(
                     site._page_image(path, int(anchor[5:]) if anchor and anchor.startswith("page-") else 1)

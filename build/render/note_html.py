@@ -1,13 +1,14 @@
 """Markdown note -> HTML with an `id=<blockId>` on every evidence block.
 
 The token stream is the provider's (`markdown_syntax`), so the n-th evidence block of `block_tokens()`
-is the n-th block of the artifact: ids come from the index. Rendering rules are replaced, not
-post-processed: raw HTML is escaped and shown as text (no markup from a note reaches the page); links
-pass markdown-it's `validateLink` and point at generated pages, an unresolved internal one is a
-`broken-link` text; alias and `^id` anchors precede their block; Obsidian's constructs (callouts,
-tasks, footnotes, `<mark>`, math as MathML, front matter) render here, wikilinks, embeds and tags in
-`note_links.py`. Two steps: `compile_note` needs only the text and blocks, so it can run where the
-note was parsed (`note_programs.py`); `run_program` does what depends on the rest of the site.
+is the n-th block of the artifact: ids come from the index. Rendering rules are replaced, not post-
+processed: raw HTML is escaped and shown as text (no markup from a note reaches the page); links pass
+markdown-it's `validateLink` and point at generated pages, an unresolved internal one is a `broken-link`
+text; alias and `^id` anchors precede their block; Obsidian's constructs (callouts, tasks, footnotes,
+`<mark>`, math as MathML, front matter) render here, wikilinks, embeds and tags in `note_links.py`; an
+embedded note's blocks render here too (`embedded_html`). Two steps: `compile_note` needs only the text
+and blocks, so it can run where the note was parsed (`note_programs.py`); `run_program` does what
+depends on the rest of the site.
 Invariant: `run_program(compile_note(...))[0]` is the HTML one pass over the tokens gives, byte for byte.
 """
 
@@ -15,13 +16,19 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 
-from mnote_evidence.build.core.model import Block
+from mnote_evidence.build.core.formats import kind_for
+from mnote_evidence.build.core.ids import resource_id
+from mnote_evidence.build.core.model import Block, Kind
 from mnote_evidence.build.core.urls import relative_url
+from mnote_evidence.build.index.link_targets import TargetBlock, split_target
+from mnote_evidence.build.markdown.comments import blank_comments
+from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.markdown.properties import Properties, property_links
 from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
 from mnote_evidence.build.parse.providers.markdown import block_tokens
@@ -65,6 +72,8 @@ def _alias_html(token: Token, env: dict) -> str:
     """Old ids of this block, then the author's `^id`: empty spans just before it (CSS `:target + .block`).
     A block's old ids are known only to the render: a mark here, the spans when the program runs."""
     meta = token.meta or {}
+    if env.get("embedded"):  # the source's anchors stay on its page: a link to each block instead
+        return _op(env, "source", meta["block"]) if "block" in meta else ""
     if "block" in meta:
         return _op(env, "alias", meta["block"], meta["anchor"])
     return _spans([], meta.get("anchor"))
@@ -101,15 +110,114 @@ def run_program(
 ) -> tuple[str, int]:
     """A compiled note's HTML for `page`: each operation done in order (links open and close in order);
     and how many of its embeds the page's embed budget left as links (`note_links.py`)."""
-    parts, ops = program
     env = {"note": note_path, "resolver": links.resolver, "links": links, "page": page, "link_stack": []}
+    env["embedded_html"] = embedded_html
+    return _run(program, env, aliases), env.get("embeds_capped", 0)
+
+
+def _run(program: Program, env: dict, aliases: dict[str, list[str]]) -> str:
+    parts, ops = program
     out = [parts[0]]
     for op, part in zip(ops, parts[1:]):
         # most operations are a block's old ids and `^id` (one per block), and most blocks have neither
         if op[0] != "alias" or op[2] or op[1] in aliases:
             out.append(_RUN[op[0]](env, aliases, *op[1:]))
         out.append(part)
-    return "".join(out), env.get("embeds_capped", 0)
+    return "".join(out)
+
+
+def note_text(root: Path, path: str) -> str | None:
+    """A note's text as the provider reads it (its comments blanked); None: unreadable."""
+    try:
+        return blank_comments(decode_note((root / path).read_bytes())[0])
+    except OSError:
+        return None
+
+
+def embedded_html(env: dict, path: str, shown: list[TargetBlock]) -> str | None:
+    """The blocks `shown` of the note at `path` (`LinkTargets.embed`: contiguous, the last maybe cut)
+    drawn as on its own page, for the page of `env`: the same rules, without the source's ids (each
+    block links its anchor on the source's page instead), its links resolved from the source note, a
+    note it embeds a link. None: the note is unreadable or no longer matches its indexed blocks."""
+    links: NoteLinks = env["links"]
+    text = links.read_note(path)
+    if text is None or links.targets is None or not shown:
+        return None
+    rows = links.targets.conn.execute(
+        "SELECT block_id, kind, text, anchor FROM evidence_block WHERE resource_id = ? ORDER BY ordinal",
+        [resource_id(path)],
+    ).fetchall()
+    blocks = [Block(id=r[0], type=r[1], text=r[2], anchor=r[3]) for r in rows]
+    tokens = markdown_parser().parse(text)
+    try:
+        _attach_ids(tokens, blocks, None)
+    except BlockMismatch:
+        return None
+    order = {b.id: i for i, b in enumerate(blocks)}
+    starts = [i for i, t in enumerate(tokens) if "block" in (t.meta or {}) and t.meta["block"] in order]
+    starts.sort(key=lambda i: order[tokens[i].meta["block"]])
+    first, last = order.get(shown[0].block_id), order.get(shown[-1].block_id)
+    if first is None or last is None:
+        return None
+    cut = shown[-1].text != blocks[last].text  # past MAX_EMBED_CHARS: its cut text, as indexed
+    end = starts[last + 1] if last + 1 < len(starts) else len(tokens)
+    if cut:
+        end = starts[last]
+    md = markdown_parser()
+    sub = {"ops": [], "embedded": True}
+    body = (
+        _Renderer(md).render(_balanced(tokens, starts[first], end), md.options, sub)
+        if end > starts[first]
+        else ""
+    )
+    if cut:
+        source = _op(sub, "source", shown[-1].block_id)
+        body += f'<p class="embed-block">{html.escape(shown[-1].text)}{source}</p>\n'
+    run_env = {
+        "note": path,
+        "resolver": links.resolver,
+        "links": links,
+        "page": env["page"],
+        "link_stack": [],
+        "source_page": links.page_of(path),  # also: a note embedded here is a link (no embed in an embed)
+    }
+    return _run((body.split(_MARK), sub["ops"]), run_env, {})
+
+
+def _balanced(tokens: list[Token], start: int, end: int) -> list[Token]:
+    """`tokens[start:end]` as a whole: from the list item a block opens (inside its list), without the
+    containers the next block opens or closes of containers opened before, the rest closed."""
+    if tokens[start].type == "paragraph_open" and start and tokens[start - 1].type == "list_item_open":
+        start -= 1
+    while end > start and tokens[end - 1].nesting == 1:  # what the next block opens
+        end -= 1
+    stack: list[Token] = []
+    item = tokens[start]
+    if item.type == "list_item_open":  # an item alone: inside its own kind of list
+        parent = next(
+            (t for t in reversed(tokens[:start]) if t.nesting == 1 and t.level == item.level - 1), None
+        )
+        if parent is not None:
+            opened = Token(parent.type, parent.tag, 1)
+            if parent.type == "ordered_list_open" and item.info.isdigit():
+                opened.attrSet("start", item.info)
+            opened.level = parent.level
+            stack.append(opened)
+    out = list(stack)
+    for tok in tokens[start:end]:
+        if tok.nesting == -1:
+            if stack:
+                stack.pop()
+                out.append(tok)
+            continue  # it closes what opened before the embedded blocks
+        if tok.nesting == 1:
+            stack.append(tok)
+        out.append(tok)
+    for tok in reversed(stack):
+        closed = Token(tok.type[: -len("_open")] + "_close", tok.tag, -1)
+        closed.hidden, closed.level = tok.hidden, tok.level
+        out.append(closed)
+    return out
 
 
 def _run_link_open(env: dict, aliases: dict, target: str, attrs: dict) -> str:
@@ -133,6 +241,10 @@ def _run_image(env: dict, aliases: dict, target: str, alt: str, size: list[int |
 
 _RUN: dict[str, Callable[..., str]] = {
     "alias": lambda env, aliases, block_id, anchor: _spans(aliases.get(block_id, []), anchor),
+    "source": lambda env, aliases, block_id: (
+        '<a class="embed-source" title="open this block" '
+        f'href="{html.escape(relative_url(env["page"], env["source_page"], block_id))}">↗</a>'
+    ),
     "link_open": _run_link_open,
     "link_close": lambda env, aliases: "</a>" if env["link_stack"].pop() else "</span>",
     "image": _run_image,
@@ -185,6 +297,13 @@ def _property_html(line: str, env: dict) -> str:
     return "".join(out) + html.escape(line[at:])
 
 
+def _embeds_note(tok: Token) -> bool:
+    """An embed that may be a note (a Markdown file, or a name without a known suffix)."""
+    if tok.type != "wikilink" or not tok.meta.get("embed"):
+        return False
+    return kind_for(split_target(tok.meta["target"])[0]) in (Kind.MARKDOWN, Kind.OTHER)
+
+
 class _Renderer:
     """Wraps markdown-it's renderer with our rules (a fresh one per call: no shared state)."""
 
@@ -213,10 +332,47 @@ class _Renderer:
         rules["link_close"] = self._link_close
         rules["image"] = self._image
         rules["wikilink"] = self._wikilink
+        for name in ("paragraph_open", "paragraph_close"):
+            rules[name] = self._host(rules.get(name) or self.base.renderToken)
+        for name in ("footnote_ref", "footnote_open", "footnote_anchor"):
+            rules[name] = self._footnote(name, rules[name])
 
     def render(self, tokens, options, env) -> str:
         env["quote_stack"] = []
+        if env.get("embedded"):  # the blocks of another note: its ids stay on its page
+            for tok in tokens:
+                if tok.attrs.pop("id", None) is not None:
+                    tok.attrSet("class", str(tok.attrGet("class")).replace("block", "embed-block"))
         return self.base.render(tokens, options, env)
+
+    @staticmethod
+    def _host(rule: Callable) -> Callable:
+        """A paragraph holding a note embed is a `<div>`: the embedded blocks are blocks (no `<p>`
+        holds them)."""
+
+        def render(tokens, idx, options, env) -> str:
+            tok = tokens[idx]
+            inline = tokens[idx + 1] if tok.nesting == 1 else tokens[idx - 1]
+            if not tok.hidden and inline.type == "inline" and any(map(_embeds_note, inline.children or [])):
+                tok.tag = "div"
+            return rule(tokens, idx, options, env)
+
+        return render
+
+    @staticmethod
+    def _footnote(name: str, rule: Callable) -> Callable:
+        """In an embedded note, its footnotes as text: their ids and back-links are its own page's."""
+
+        def render(tokens, idx, options, env) -> str:
+            if not env.get("embedded"):
+                return rule(tokens, idx, options, env)
+            if name == "footnote_anchor":
+                return ""
+            if name == "footnote_open":
+                return '<li class="footnote-item">'
+            return f'<sup class="footnote-ref">[{tokens[idx].meta["id"] + 1}]</sup>'
+
+        return render
 
     def _wrap_alias(self, name: str) -> None:
         inner = self.base.rules.get(name) or (

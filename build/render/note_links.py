@@ -3,10 +3,12 @@
 - `[[Note]]`, `[[Note#Heading]]`, `[[Note#^id]]` link the note's page, its heading's or its marked
   block's anchor; the label is the block text's (`Note › Heading`).
 - `![[Note]]` (with `#Heading` or `#^id`) embeds the target's indexed blocks (at most
-  `MAX_EMBED_BLOCKS`) under a title linking the source block, while the page's embedded text stays
-  within `MAX_EMBEDDED_CHARS_PER_NOTE` (`env["embed_left"]`; a later embed is a wikilink, counted in
-  `env["embeds_capped"]`); `![[image.png]]` shows the image,
-  `![[doc.pdf#page=3]]` that page's image (a link only past the page-image cap).
+  `MAX_EMBED_BLOCKS`), drawn as on the target's page (`note_html.embedded_html`; its indexed text
+  when the note cannot be read again) under a title linking the source block, while the page's
+  embedded text stays within `MAX_EMBEDDED_CHARS_PER_NOTE` (`env["embed_left"]`; a later embed is
+  a wikilink, counted in `env["embeds_capped"]`); a note embedded in an embedded note is a link;
+  `![[image.png]]` shows the image, `![[doc.pdf#page=3]]` that page's image (a link past the
+  page-image cap).
 - A target or fragment that finds nothing: a `broken-link` span with a visible `missing` marker.
 - `#tag` links the tag's page (`tag_page`).
 Every URL is relative (`core.urls.relative_url`); nothing here needs JavaScript.
@@ -59,6 +61,7 @@ class NoteLinks:
     page_image: Callable[[str, int], str | None] = lambda path, page: None
     page_of: Callable[[str], str] = page_path  # a source's page in this site (`urls.Pages`)
     copy_of: Callable[[str], str] = copy_path  # and its copy (`urls.Pages.copy`)
+    read_note: Callable[[str], str | None] = lambda path: None  # a note's text (None: embeds show its index)
 
 
 def _missing(label: str, why: str) -> str:
@@ -119,20 +122,29 @@ def wikilink_html(
 
 
 def _embed_note(env: dict, path: str, fragment: str, href: str, label: str) -> str:
+    """The embedded blocks drawn as on their page (`env["embedded_html"]`), else as their indexed text;
+    a link when the page's embed budget is spent, or inside an embed (`source_page`)."""
+    link = f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+    if "source_page" in env:
+        return link
     blocks = env["links"].targets.embed(path, fragment) or []
     size = sum(len(b.text) for b in blocks)
     left = env.get("embed_left", MAX_EMBEDDED_CHARS_PER_NOTE)
     if size > left:  # the page's embed budget is spent: this one links what it names
         env["embeds_capped"] = env.get("embeds_capped", 0) + 1
-        return f'<a class="wikilink" href="{html.escape(href)}">{label}</a>'
+        return link
     env["embed_left"] = left - size
-    page = env["links"].page_of(path)
-    parts = [f'<span class="embed embed-note"><a class="embed-title" href="{html.escape(href)}">{label}</a>']
-    for b in blocks:
-        url = relative_url(env["page"], page, b.block_id)
-        parts.append(
-            f'<span class="embed-block embed-{html.escape(b.kind)}">{html.escape(b.text)} '
-            f'<a class="embed-source" href="{html.escape(url)}" title="open this block">↗</a></span>'
-        )
-    parts.append("</span>")
+    parts = [f'<div class="embed embed-note"><a class="embed-title" href="{html.escape(href)}">{label}</a>']
+    drawn = env["embedded_html"](env, path, blocks) if "embedded_html" in env else None
+    if drawn is not None:
+        parts.append(drawn)
+    else:
+        page = env["links"].page_of(path)
+        for b in blocks:
+            url = relative_url(env["page"], page, b.block_id)
+            parts.append(
+                f'<p class="embed-block embed-{html.escape(b.kind)}">{html.escape(b.text)} '
+                f'<a class="embed-source" href="{html.escape(url)}" title="open this block">↗</a></p>'
+            )
+    parts.append("</div><!-- embed -->")
     return "".join(parts)

@@ -205,17 +205,21 @@ def test_links_into_headings_and_author_block_ids(obsidian):
 def test_embeds_show_content_with_links_to_the_source(obsidian):
     _, out, conn, _, review = obsidian
     item = block(conn, PLAN, "list_item", "^Which pages need OCR")
+    # the embedded blocks as on their own page (a list of items, a tag link), each linking its source block
     assert (
-        f'<span class="embed-block embed-list_item">Which pages need OCR? #research '
-        f'<a class="embed-source" href="Project%20Plan.html#{item["block_id"]}"'
+        f'<li class="embed-block"><a class="embed-source" title="open this block" '
+        f'href="Project%20Plan.html#{item["block_id"]}">↗</a>Which pages need OCR? '
+        '<a class="tag" href="../_tags/research.html">#research</a></li>'
     ) in review
     spec = block(conn, PLAN, "task", "Write the spec")
     assert re.search(
         r'<a class="embed-title" href="Project%20Plan.html#\^spec-task">Project Plan › \^spec-task</a>'
-        r'<span class="embed-block embed-task">\[x\] Write the spec <a class="embed-source" href="'
-        r"Project%20Plan.html#" + spec["block_id"],
+        r'<ul><li class="task-list-item embed-block"><a class="embed-source" title="open this block" '
+        r'href="Project%20Plan.html#' + spec["block_id"] + r'">↗</a><input class="task-list-item-checkbox" '
+        r'disabled="" type="checkbox" checked=""> Write the spec</li>',
         review,
     )
+    assert f'id="{item["block_id"]}"' not in review and 'id="^spec-task"' not in review  # ids stay unique
     assert (
         '<a class="embed embed-image" href="../%E7%A0%94%E7%A9%B6/Rust%20%E5%B9%B6%E5%8F%91.assets/'
         'thread-scope.png.html"><img src="../%E7%A0%94%E7%A9%B6/Rust%20%E5%B9%B6%E5%8F%91.assets/'
@@ -229,8 +233,12 @@ def test_embeds_show_content_with_links_to_the_source(obsidian):
     assert pdf and pdf.group(1).endswith("evidence-kernel-spec.pdf.html#page-2")
     image = (out / "Obsidian" / pdf.group(2)).resolve()
     assert image.name.startswith("p2.") and image.is_file()
-    embed = review.split('<a class="embed-title" href="Project%20Plan.html#', 1)[1].split("</span></p>", 1)[0]
-    assert "Is #not-a-tag in code left alone?" in embed and "kickoff meeting" not in embed  # the section only
+    embed = review.split('<a class="embed-title" href="Project%20Plan.html#', 1)[1].split(
+        "<!-- embed -->", 1
+    )[0]
+    assert (
+        "Is <code>#not-a-tag</code> in code left alone?" in embed and "kickoff meeting" not in embed
+    )  # its section
     # the embedding paragraph holds the label; the content stays indexed once, in its source
     assert block(conn, REVIEW, "paragraph", "^Project Plan › Open questions$")
     assert not [b for b in blocks(conn, REVIEW) if "Which pages need OCR" in b["text"]]
