@@ -9,6 +9,10 @@ build flags `serve` was given (`--no-ocr`, `--page-zoom`, ...); the child dies w
 even killed by SIGKILL (`build/parse/workers.py: die_with`). A failed build is
 retried with a growing delay (`RETRY_FIRST_SECONDS` doubling to `RETRY_MAX_SECONDS`)
 even if nothing else changes.
+Live reload: `/-/evidence/live` says which build the site is at (`live_reload`); a page serve sends
+asks it every second and reloads itself after a rebuild that changed the site
+(`site_templates/_static/live.js`); without `--watch` it answers that nothing is watched, and the
+page stops asking. Static hosts never have the route: their pages ask nothing.
 Invariants: the previous index is served until a build has renamed a complete new
 `evidence.sqlite` into place, and every view reads it from the next query on
 (`functions/adapters/live_database.py`); the server is never restarted. An index of
@@ -21,12 +25,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,6 +49,7 @@ SETTLE_SECONDS = 0.3
 RETRY_FIRST_SECONDS = 1.0
 RETRY_MAX_SECONDS = 30.0
 DB_NAME = "evidence.sqlite"
+LIVE_PATH = "/-/evidence/live"
 
 
 def links_ask(site_dir: Path) -> bool:
@@ -103,6 +110,7 @@ class Watcher(threading.Thread):
         self.stop = threading.Event()
         self.builds = 0
         self.failures = 0
+        self.site_changes = 0  # rebuilds that changed the index or wrote pages: open pages reload
 
     def run(self) -> None:
         last: dict | None = None  # None: nothing built yet by this watcher -> catch up first
@@ -167,9 +175,11 @@ class Watcher(threading.Thread):
             report = json.loads(result.stdout)
         except ValueError:
             report = {}
+        site = report.get("site") or {}
         if self.on_rebuilt:
             self.on_rebuilt()
-        site = report.get("site") or {}
+        if report.get("changed", True) or site.get("pages_written", 0):
+            self.site_changes += 1
         what = "rebuilt" if report.get("changed", True) else "index up to date"
         self.log(
             f"{what} in {report.get('seconds', 0):.2f}s ({report.get('parsed', 0)} parsed, "
@@ -177,6 +187,29 @@ class Watcher(threading.Thread):
             f"after {'the change was seen' if why == 'change' else 'it started'}"
         )
         return True
+
+
+def live_reload(watcher: Watcher | None) -> types.ModuleType:
+    """A Datasette plugin of one `serve` process: `LIVE_PATH` answers `{"watching", "build"}`, where
+    `build` changes after every rebuild that changed the site (and when the server restarts), so an
+    open page knows when to reload. Its route sits behind the guard like every other route."""
+    from datasette import hookimpl
+    from datasette.utils.asgi import Response
+
+    started = time.time_ns()
+
+    async def view(request):
+        changes = watcher.site_changes if watcher is not None else 0
+        payload = {"watching": watcher is not None, "build": f"{started}-{changes}"}
+        return Response.json(payload, headers={"Cache-Control": "no-store"})
+
+    @hookimpl
+    def register_routes(datasette):
+        return [("^" + re.escape(LIVE_PATH) + "$", view)]
+
+    plugin = types.ModuleType("mnote_evidence_live")  # Datasette lists plugins by their module's name
+    plugin.register_routes = register_routes
+    return plugin
 
 
 def _index_problem(db: Path) -> str | None:
@@ -250,6 +283,7 @@ def serve(
     `build_args` (the `build` flags, from the CLI) go to every `--watch` build: first, catch-up, later."""
     import uvicorn
     from datasette.app import Datasette
+    from datasette.plugins import pm
 
     from mnote_evidence.functions.adapters.datasette_plugin import SITE_BASE, refresh
 
@@ -274,6 +308,7 @@ def serve(
         settings={"suggest_facets": False, "facet_time_limit_ms": 50, **DATASETTE_SETTINGS},
         metadata={"plugins": {"mnote-evidence": _plugin_config(host, lightrag_url, lightrag_timeout)}},
     )
+    pm.register(live_reload(watcher), name="mnote-evidence-live")  # before ds.app(), which reads the routes
     url = f"http://{host}:{sock.getsockname()[1]}"
     print(
         f"Evidence site:  {url}{SITE_BASE}index.html\nData (SQL):     {url}/{db.stem}\n"

@@ -58,6 +58,8 @@
     if (el && el.classList.contains("block")) return el;
     return alias.parentElement ? alias.parentElement.closest(".block") : null;
   }
+  window.mnote = window.mnote || {};
+  window.mnote.successorOf = successorOf; // the link previews (preview.js) land on the same block
 
   function checkFragment() {
     document.querySelectorAll(".block.successor").forEach(function (el) { el.classList.remove("successor"); });
