@@ -6,7 +6,7 @@ replaced whole (a temp file renamed into place) and only when the regular file t
 or is older than the source; every copy is written through real folders below the site
 (`render/site_files.py`); a copy an older build left at the source's own path is removed when the
 copy lives elsewhere and nothing of this site is placed there; a note's copy has its `%%comments%%`
-blanked (`markdown/comments.py`).
+blanked (`markdown/comments.py`), written only when its bytes differ.
 """
 
 from __future__ import annotations
@@ -69,20 +69,20 @@ def copy_source(
     if folder not in folders.made:  # real folders first: a copy seen through a link is none
         site_files.folder(out, folder)
         folders.made.add(folder)
+    if kind_for(rel) == KIND_MARKDOWN:  # a note as published, without its `%%comments%%`: compared whole
+        try:  # (a copy of the same size may hold the comments: an older copy, or a UTF-8 note's blanks)
+            data = resolved.read_bytes()
+        except OSError:
+            return
+        site_files.write_bytes(out, dest_rel, blank_comment_bytes(data))
+        return
     try:
         copied = os.lstat(dest)  # a link there is no copy: it is replaced
         if stat.S_ISREG(copied.st_mode) and copied.st_size == st.st_size and copied.st_mtime >= st.st_mtime:
             return
     except OSError:
         pass
-    if kind_for(rel) != KIND_MARKDOWN:
-        site_files.copy(resolved, out, dest_rel)
-        return
-    try:  # a note as published: without its `%%comments%%`
-        data = resolved.read_bytes()
-    except OSError:
-        return
-    site_files.write_bytes(out, dest_rel, blank_comment_bytes(data))
+    site_files.copy(resolved, out, dest_rel)
 
 
 def copy_static(templates: Path, out: Path) -> None:
