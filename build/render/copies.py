@@ -1,6 +1,8 @@
 """The site's copies of files (SPEC §8): each source's bytes where the site's placement puts them
 (`urls.Pages.copy`: beside its page, or under `_file/`), and the templates' static files.
 
+A Word document's pictures are extracted once into `_pages/<sha256 prefix>/media/` (`copy_pictures`:
+keyed by the document's content, as PDF page images are), for its page to show at their place.
 Invariants: nothing outside the workspace is copied (a symlink leaving it is skipped); a copy is
 replaced whole (a temp file renamed into place) and only when the regular file there differs in size
 or is older than the source; every copy is written through real folders below the site
@@ -12,13 +14,16 @@ blanked (`markdown/comments.py`), written only when its bytes differ.
 from __future__ import annotations
 
 import os
+import posixpath
 import stat
+import zipfile
 from pathlib import Path
 
 from mnote_evidence.build.core.formats import kind_for
 from mnote_evidence.build.core.model import KIND_MARKDOWN
-from mnote_evidence.build.core.urls import STATIC_DIR, Pages, copy_path, is_reserved
+from mnote_evidence.build.core.urls import PAGES_DIR, STATIC_DIR, Pages, copy_path, is_reserved
 from mnote_evidence.build.markdown.comments import blank_comment_bytes
+from mnote_evidence.build.parse.providers.docx_parts import MAX_PICTURE_BYTES, Picture, pictures
 from mnote_evidence.build.render import site_files
 from mnote_evidence.build.workspace.scan import is_inside
 
@@ -91,3 +96,49 @@ def copy_static(templates: Path, out: Path) -> None:
     for path in src.rglob("*"):
         if path.is_file():  # the vendored search engine is WebAssembly: bytes
             site_files.write_bytes(out, f"{STATIC_DIR}/{path.relative_to(src).as_posix()}", path.read_bytes())
+
+
+# beside the settings' folders of `_pages/<sha256 prefix>/` (page_images.remove_stale keeps it)
+MEDIA = "media"
+
+
+def picture_paths(source_hash: str, found: list[Picture]) -> dict[str, str]:
+    """Site path of each picture part of a Word document with content `source_hash` (one file per part,
+    however often it is shown)."""
+    folder = f"{PAGES_DIR}/{source_hash.removeprefix('sha256:')[:24]}/{MEDIA}"
+    out: dict[str, str] = {}
+    for pic in found:
+        if pic.part not in out:
+            out[pic.part] = f"{folder}/picture-{len(out) + 1}{posixpath.splitext(pic.part)[1].lower()}"
+    return out
+
+
+def document_pictures(root: Path, rel: str) -> list[Picture]:
+    """The pictures of the Word document at `rel` (none for another file, or one outside the workspace)."""
+    if not rel.lower().endswith(".docx"):
+        return []
+    src = root / rel
+    try:
+        if not is_inside(src.resolve(), root):
+            return []
+    except OSError:
+        return []
+    return pictures(src)
+
+
+def copy_pictures(root: Path, out: Path, rel: str, source_hash: str) -> None:
+    """Extract the pictures of the Word document at `rel` that the site lacks (best effort: a picture
+    that cannot be read or written is left out of its page's files, its page shows its alt text)."""
+    found = document_pictures(root, rel)
+    missing = {part: p for part, p in picture_paths(source_hash, found).items() if not (out / p).is_file()}
+    if not missing:
+        return
+    try:
+        with zipfile.ZipFile(root / rel) as zf:
+            for part, dest in missing.items():
+                with zf.open(part) as f:
+                    data = f.read(MAX_PICTURE_BYTES + 1)
+                if len(data) <= MAX_PICTURE_BYTES:
+                    site_files.write_bytes(out, dest, data)
+    except (OSError, KeyError, zipfile.BadZipFile, ValueError):
+        return

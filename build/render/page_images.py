@@ -135,7 +135,7 @@ def remove_stale(out: Path, settings: PageImageSettings) -> int:
         return 0
     for pdf in _real_folders(out / PAGES_DIR):
         for folder in _real_folders(pdf):
-            if folder.name != settings.tag:
+            if folder.name not in (settings.tag, "media"):  # media: a Word document's pictures (copies.py)
                 removed += sum(1 for f in folder.rglob("*") if f.is_file())
                 shutil.rmtree(folder, ignore_errors=True)
     return removed

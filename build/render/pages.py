@@ -19,7 +19,7 @@ from mnote_evidence.build.core.urls import relative_url
 from mnote_evidence.build.markdown.comments import blank_comments
 from mnote_evidence.build.markdown.encoding import decode_note
 from mnote_evidence.build.markdown.limits import MAX_EMBEDDED_CHARS_PER_NOTE
-from mnote_evidence.build.render import page_images
+from mnote_evidence.build.render import copies, page_images
 from mnote_evidence.build.render.note_html import BlockMismatch, compile_note, run_program
 from mnote_evidence.build.render.note_links import NoteLinks
 from mnote_evidence.build.render.note_map import NoteMap
@@ -134,8 +134,35 @@ def document(
         else:
             level = min(levels.get(block.section_id, 1) + 1, 6) if block.type == "heading" else None
             items.append({"type": block.type, "block": block, "level": level})
-    ctx["items"] = items
+    ctx["items"] = _with_pictures(site, res, items, page)
     return site.env.get_template("docx.html").render(ctx)
+
+
+def _with_pictures(
+    site: _Site, res: Resource, items: list[dict[str, Any]], page: str
+) -> list[dict[str, Any]]:
+    """`items` with the document's pictures at their place: after the text of their paragraph, else
+    (a paragraph holding only pictures) before the first item of a later paragraph."""
+    found = copies.document_pictures(site.root, res.path)
+    if not found:
+        return items
+    paths = copies.picture_paths(res.source_hash or "", found)
+    out: list[dict[str, Any]] = []
+    pending = list(found)
+
+    def place(before: int | None) -> None:  # the pictures of paragraphs before `before` (None: all)
+        while pending and (before is None or pending[0].paragraph < before):
+            pic = pending.pop(0)
+            out.append({"type": "picture", "src": relative_url(page, paths[pic.part]), "alt": pic.alt})
+
+    for item in items:
+        block = item.get("block") or item["rows"][0]["block"]
+        place(block.paragraph_index if item["type"] != "table" else block.paragraph_index + 1)
+        out.append(item)
+        if item["type"] in ("paragraph", "heading"):
+            place(block.paragraph_index + 1)
+    place(None)
+    return out
 
 
 RULES: dict[str, PageRule] = {"note": note, "pdf": pdf, "image": image, "document": document}

@@ -669,6 +669,7 @@ def render_site(
                 key = keys[res.path] = _page_key(site, res, salt) if compared else None
                 if site._copyable(res):
                     _copy(site, folders, res.path)
+                    copies.copy_pictures(site.root, site.out, res.path, res.source_hash or "")
                 if res.kind == KIND_PDF and res.status == STATUS_OK and res.page_count:
                     folder = page_images.image_folder(res.source_hash, options.images)
                     missing = page_images.missing_pages(

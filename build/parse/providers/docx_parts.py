@@ -134,3 +134,58 @@ def raw_document(path: Path):
         styles = _xml(zf, "word/styles.xml")
     body = root.find(f"{W}body") if root is not None else None
     return body, styles
+
+
+A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+WP = "{http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing}"
+R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp")  # what a browser shows (no EMF, SVG)
+MAX_PICTURE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A picture of the body: its paragraph (1-based, counted as `paragraphIndex`), its part in the
+    package (`word/media/image1.png`) and its description (Word's alt text)."""
+
+    paragraph: int
+    part: str
+    alt: str
+
+
+def pictures(path: Path) -> list[Picture]:
+    """The inline and floating pictures of the body's paragraphs, in order (not those in tables or
+    text boxes); only parts a browser shows, stored inside the package, of at most
+    `MAX_PICTURE_BYTES`. Nothing when the package cannot be read."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            root = _xml(zf, "word/document.xml")
+            rels = _xml(zf, "word/_rels/document.xml.rels")
+            sizes = {i.filename: i.file_size for i in zf.infolist()}
+    except (zipfile.BadZipFile, OSError):
+        return []
+    body = root.find(f"{W}body") if root is not None else None
+    if body is None or rels is None:
+        return []
+    targets = {
+        rel.get("Id"): posixpath.normpath(posixpath.join("word", rel.get("Target", "")))
+        for rel in rels.iter(_REL)
+        if rel.get("TargetMode") != "External"
+    }
+    out = []
+    for n, p in enumerate(body.iterchildren(f"{W}p"), 1):
+        for drawing in p.iter(f"{W}drawing"):
+            if _inside(drawing, p, (f"{W}txbxContent",)):
+                continue
+            blip = next(drawing.iter(f"{A}blip"), None)
+            part = targets.get(blip.get(f"{R}embed")) if blip is not None else None
+            if (
+                not part
+                or not part.lower().endswith(PICTURE_SUFFIXES)
+                or not 0 < sizes.get(part, 0) <= MAX_PICTURE_BYTES
+            ):
+                continue
+            pr = next(drawing.iter(f"{WP}docPr"), None)
+            alt = ((pr.get("descr") or pr.get("title") or "") if pr is not None else "").strip()
+            out.append(Picture(n, part, alt))
+    return out
