@@ -775,18 +775,17 @@ def page_of(out: Path, note: str) -> Path | None:
 
 
 def links_to(out: Path, page: Path | None, note: str) -> int:
-    """How many links on `page` open `note`'s page."""
+    """How many links on `page` outside its `nav`s (an explorer lists a folder's notes) open `note`'s page."""
     target = page_of(out, note)
     if page is None or target is None:
         return 0
     rel = target.relative_to(out).as_posix()
-    return sum(1 for path, _ in Page(out, page).links if path == rel)
+    return sum(1 for path, nav in Page(out, page).links if path == rel and not nav)
 
 
 def property_link(out: Path, note: str, target: str, control: str) -> bool:
     """`note`'s front-matter link to `target` is an <a href>: its page links to `target` more often than
-    `control`'s page (which does not link it: an explorer or graph links every page alike) and does not
-    show the raw [[target]]."""
+    `control`'s page (which does not link it) and does not show the raw [[target]]."""
     page = page_of(out, note)
     if page is None:
         return False
@@ -820,16 +819,20 @@ def obsidian(out: Path) -> dict:
 
 
 def navigation(out: Path) -> dict:
-    """Explorer: a `nav` on the page that links to at least half of the note pages."""
+    """Explorer: a `nav` on a note's page that links to every note page of the note's folder (the page
+    itself included); `explorerListsMean` is how many note pages it links to, on average."""
     published = [rel for rel in NOTES if not rel.startswith(("Drafts/", "Private/"))]
     pages = {rel: page_of(out, rel) for rel in published}
     note_pages = {p.relative_to(out).as_posix() for p in pages.values() if p}
-    with_nav, favicon = 0, 0
+    with_nav, favicon, listed = 0, 0, []
     for page in pages.values():
         if page:
             p = Page(out, page)
             in_nav = {path for path, nav in p.links if nav} & note_pages
-            with_nav += len(in_nav) * 2 >= len(note_pages)
+            here = page.relative_to(out).parent.as_posix()
+            siblings = {n for n in note_pages if posixpath.dirname(n) == ("" if here == "." else here)}
+            with_nav += bool(in_nav) and siblings <= in_nav
+            listed.append(len(in_nav))
             favicon += p.has_icon()
     folders = sorted({str(Path(rel).parent) for rel in published if "/" in rel})
     keys = set()
@@ -851,6 +854,7 @@ def navigation(out: Path) -> dict:
         "notePages": len(note_pages),
         "publishedNotes": len(published),
         "pagesWithExplorer": with_nav,
+        "explorerListsMean": round(sum(listed) / len(listed), 1) if listed else 0,
         "folders": len(folders),
         "folderPages": len(folder_pages),
         "pagesWithFavicon": favicon,
@@ -928,6 +932,8 @@ def measure(tree: Tree, ocr: bool) -> dict:
             "resources": resource_count(report),
             "errors": len(report.get("errors") or []),
             "pageImages": (report.get("site") or {}).get("page_images"),
+            "excluded": report.get("excluded"),
+            "warnings": len(report.get("warnings") or []),
             "reportKeys": sorted(report)[:30],
         },
         "addedToVault": added,
