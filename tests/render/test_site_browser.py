@@ -119,7 +119,16 @@ def test_hostile_content_executes_nothing(site, page):
         page.wait_for_timeout(300)
         assert page.evaluate("window.__pwned === undefined")
         scripts = page.eval_on_selector_all("script", "els => els.map(e => e.src.split('/').pop())")
-        assert scripts == ["site.js", "search_query.js", "search.js"]  # ours: the site's, the search box's
+        # ours: the theme (before the first paint), the site's, previews, graph, live reload, the search box's
+        assert scripts == [
+            "theme.js",
+            "site.js",
+            "preview.js",
+            "graph.js",
+            "live.js",
+            "search_query.js",
+            "search.js",
+        ]
     open_page(page, out, "Inbox/Hostile.html")
     page.click("text=click me")  # the javascript: link is rendered as plain text
     page.click("text=bold")  # its onclick attribute is shown, not attached
