@@ -454,20 +454,23 @@
   }
 
   // The search box's count (search.js): the passages and files matching `request` (query, resourceKinds,
-  // includeFurniture, prefixLast) in `mode` ("all" or "any", the answer's matchMode), up to COUNT_CAP passages
-  // taken in rowid order (more: a lower bound). One statement with named parameters ({sql, params}): sql.js
-  // runs it on a static host, Datasette's JSON API when served, so both count alike. CROSS JOINs keep the
-  // FTS index outermost: a passage costs its block row and its resource, never a scan.
+  // includeFurniture, prefixLast, topK) in `mode` ("all" or "any", the answer's matchMode) among the bm25-best
+  // chunkSize(topK) matches: the rows the box's ask has just ranked, so a static host has their pages already
+  // (counting every match reads a block row per match: megabytes for a frequent word). `matched` over `cap`:
+  // more matched, both counts are lower bounds. One statement with named parameters ({sql, params, cap}):
+  // sql.js runs it on a static host, Datasette's JSON API when served, so both paths count alike.
   function countQuery(request, mode) {
+    var cap = chunkSize(request.topK || DEFAULT_TOP_K);
     var params = { match: matchOf(request.query, mode, !!request.prefixLast)[0] };
-    var where = ["evidence_fts MATCH :match", "r.status = 'ok'"];
+    var where = ["r.status = 'ok'"];
     if (!request.includeFurniture) where.push("b.role = '" + BODY + "'");
     var kinds = (request.resourceKinds || []).map(function (k, i) { params["k" + i] = k; return ":k" + i; });
     if (kinds.length) where.push("r.kind IN (" + kinds.join(", ") + ")");
-    return { params: params, sql: "SELECT count(*) AS passages, count(DISTINCT resource_id) AS files FROM (" +
-      "SELECT b.resource_id FROM evidence_fts f CROSS JOIN evidence_block_row b ON b.id = f.rowid " +
-      "CROSS JOIN evidence_resource r ON r.resource_id = b.resource_id WHERE " + where.join(" AND ") +
-      " LIMIT " + (COUNT_CAP + 1) + ")", cap: COUNT_CAP };
+    return { cap: cap, params: params, sql: "SELECT count(*) AS passages, count(DISTINCT b.resource_id) AS files, " +
+      "(SELECT count(*) FROM (SELECT 1 FROM evidence_fts WHERE evidence_fts MATCH :match LIMIT " + (cap + 1) +
+      ")) AS matched FROM (SELECT rowid AS id FROM evidence_fts WHERE evidence_fts MATCH :match " +
+      "ORDER BY bm25(evidence_fts), rowid LIMIT " + cap + ") f CROSS JOIN evidence_block_row b ON b.id = f.id " +
+      "CROSS JOIN evidence_resource r ON r.resource_id = b.resource_id WHERE " + where.join(" AND ") };
   }
 
   window.mnoteSearchQuery = {
