@@ -54,8 +54,11 @@
       .sort(function (a, b) { return rank(a) - rank(b) || a.i - b.i; });
   }
 
+  // A long name keeps its start and its end (a file's extension): "shared-m…spec.pdf".
   function short(name) {
-    return name.length > LABEL_CHARS ? name.slice(0, LABEL_CHARS - 1) + "\u2026" : name;
+    if (name.length <= LABEL_CHARS) return name;
+    var tail = Math.floor((LABEL_CHARS - 1) / 2);
+    return name.slice(0, LABEL_CHARS - 1 - tail) + "\u2026" + name.slice(-tail);
   }
 
   // Centred on its node, below it (above for the nodes at the top), so no label leaves the picture.
