@@ -5,7 +5,8 @@ FTS column: the CJK bigram segmentation (`build/core/text.py`) cannot leak into 
 
 Invariants:
 - matching follows the index: NFKC, case-folded, diacritics removed (unicode61 `remove_diacritics 2`);
-  a CJK term matches as a substring, any other term as a whole word (not inside a longer Latin word);
+  a CJK term matches as a substring, any other term as a whole word (not inside a longer Latin word)
+  in its English inflections (`word_forms`: the index stems words, so `homolog` finds `homologs`);
 - the window (`SNIPPET_CHARS` characters of text, plus "…" at each cut) covers the most distinct
   terms it can, and is cut at spaces inside Latin text;
 - `highlights` are sorted, non-overlapping `[start, end)` pairs in **UTF-16 code units** of the
@@ -50,6 +51,27 @@ def _is_word_char(ch: str) -> bool:
     return ch.isalnum() and not is_cjk(ch)
 
 
+_ENDINGS = ("ing", "ies", "ied", "es", "ed", "s")  # one is cut off a word for its base, longest first
+
+
+def word_forms(term: str) -> list[str]:
+    """A folded ASCII word of 3+ letters and its English inflections (-s, -es, -ed, -ing, y/ies, a
+    final e dropped), found from its base: what the index's Porter stems match, short of derivations."""
+    if len(term) < 3 or not (term.isascii() and term.isalpha()):
+        return [term]
+    base = term
+    for end in _ENDINGS:
+        if term.endswith(end) and len(term) - len(end) >= 3 and not (end == "s" and term.endswith("ss")):
+            base = term[: -len(end)] + ("y" if end in ("ies", "ied") else "")
+            break
+    root = base[:-1] if base.endswith("e") else base
+    forms = {term, base, root + "e", root + "ing", root + "ed"}
+    forms |= {b + e for b in (base, root) for e in ("s", "es")}
+    if base.endswith("y"):
+        forms |= {base[:-1] + "ies", base[:-1] + "ied"}
+    return sorted(f for f in forms if len(f) >= 3)
+
+
 def find_terms(text: str, terms: list[str]) -> list[tuple[int, int, int]]:
     """Every occurrence of each term in `text`: sorted `(start, end, term index)`, code points, merged
     where they overlap (the earlier term's index kept)."""
@@ -60,18 +82,19 @@ def find_terms(text: str, terms: list[str]) -> list[tuple[int, int, int]]:
         if not needle:
             continue
         whole_word = not is_cjk(needle[0])
-        at = folded.find(needle)
-        while at >= 0:
-            end = at + len(needle)
-            if not whole_word or (
-                (at == 0 or not _is_word_char(folded[at - 1]))
-                and (end == len(folded) or not _is_word_char(folded[end]))
-            ):
-                if owner is None:
-                    spans.append((at, end, n))
-                else:
-                    spans.append((owner[at], owner[end - 1] + 1, n))
-            at = folded.find(needle, at + 1)
+        for form in word_forms(needle) if whole_word else [needle]:
+            at = folded.find(form)
+            while at >= 0:
+                end = at + len(form)
+                if not whole_word or (
+                    (at == 0 or not _is_word_char(folded[at - 1]))
+                    and (end == len(folded) or not _is_word_char(folded[end]))
+                ):
+                    if owner is None:
+                        spans.append((at, end, n))
+                    else:
+                        spans.append((owner[at], owner[end - 1] + 1, n))
+                at = folded.find(form, at + 1)
     spans.sort()
     merged: list[tuple[int, int, int]] = []
     for s, e, n in spans:

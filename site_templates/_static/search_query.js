@@ -369,6 +369,26 @@
 
   function isWordChar(ch) { return !!ch && /[\p{L}\p{N}]/u.test(ch) && !isCjk(ch); }
 
+  var ENDINGS = ["ing", "ies", "ied", "es", "ed", "s"];  // snippet.py _ENDINGS
+
+  // snippet.py word_forms: a folded ASCII word of 3+ letters and its English inflections.
+  function wordForms(term) {
+    if (term.length < 3 || !/^[a-z]+$/i.test(term)) return [term];
+    var base = term;
+    for (var i = 0; i < ENDINGS.length; i++) {
+      var end = ENDINGS[i];
+      if (term.slice(-end.length) === end && term.length - end.length >= 3 && !(end === "s" && term.slice(-2) === "ss")) {
+        base = term.slice(0, -end.length) + (end === "ies" || end === "ied" ? "y" : "");
+        break;
+      }
+    }
+    var root = base.slice(-1) === "e" ? base.slice(0, -1) : base, forms = {};
+    [term, base, root + "e", root + "ing", root + "ed", base + "s", base + "es", root + "s", root + "es"]
+      .forEach(function (f) { forms[f] = true; });
+    if (base.slice(-1) === "y") { forms[base.slice(0, -1) + "ies"] = true; forms[base.slice(0, -1) + "ied"] = true; }
+    return Object.keys(forms).filter(function (f) { return f.length >= 3; }).sort();
+  }
+
   // [[start, end, termIndex], ...] in code points of `chars`, sorted, overlaps merged.
   function findTerms(chars, terms) {
     var folded = "", owner = [];
@@ -381,14 +401,17 @@
     terms.forEach(function (term, n) {
       var needle = Array.from(term).map(fold).join("");
       if (!needle) return;
-      var wholeWord = !isCjk(needle[0]), at = folded.indexOf(needle);
-      while (at >= 0) {
-        var end = at + needle.length;
-        if (!wholeWord || ((at === 0 || !isWordChar(folded[at - 1])) && (end === folded.length || !isWordChar(folded[end])))) {
-          spans.push([owner[at], owner[end - 1] + 1, n]);
+      var wholeWord = !isCjk(needle[0]);
+      (wholeWord ? wordForms(needle) : [needle]).forEach(function (form) {
+        var at = folded.indexOf(form);
+        while (at >= 0) {
+          var end = at + form.length;
+          if (!wholeWord || ((at === 0 || !isWordChar(folded[at - 1])) && (end === folded.length || !isWordChar(folded[end])))) {
+            spans.push([owner[at], owner[end - 1] + 1, n]);
+          }
+          at = folded.indexOf(form, at + 1);
         }
-        at = folded.indexOf(needle, at + 1);
-      }
+      });
     });
     spans.sort(function (x, y) { return x[0] - y[0] || x[1] - y[1] || x[2] - y[2]; });
     var merged = [];
@@ -476,7 +499,7 @@
   window.mnoteSearchQuery = {
     ftsQuery: ftsQuery, queryTerms: queryTerms, ftsAnyQuery: ftsAnyQuery, meaningTerms: meaningTerms,
     termPrecision: termPrecision, snippet: snippet, isCjk: isCjk,
-    findTerms: function (text, terms) { return findTerms(Array.from(text), terms); },
+    findTerms: function (text, terms) { return findTerms(Array.from(text), terms); }, wordForms: wordForms,
     staticSearch: staticSearch, countQuery: countQuery
   };
 })();

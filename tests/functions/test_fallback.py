@@ -152,6 +152,12 @@ def test_english_word_forms_find_each_other(word_forms):
     assert texts(word_forms, {"query": "aligning"}) == texts(word_forms, {"query": "aligned"}) != []
 
 
+def test_snippets_mark_the_word_forms_the_index_matched(word_forms):
+    [hit] = search({"query": "homolog aligning"}, ctx_of(word_forms))["results"]
+    snip = hit["snippet"]
+    assert [snip["text"][a:b] for a, b in snip["highlights"]] == ["homologs", "aligned"]
+
+
 def test_prefix_last_matches_the_last_word_as_typed(word_forms):
     assert texts(word_forms, {"query": "homol"}) == []
     typed = texts(word_forms, {"query": "homol", "prefixLast": True})
