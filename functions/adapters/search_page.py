@@ -22,7 +22,7 @@ from mnote_evidence.functions.adapters.datasette_compat import jinja_environment
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.errors import call
 from mnote_evidence.functions.handlers.evidence import DEFAULT_TOP_K, KINDS, SEARCH_REQUEST, search
-from mnote_evidence.functions.search.results import where
+from mnote_evidence.functions.search.results import SOME_WORDS, where
 from mnote_evidence.functions.search.snippet import marked
 
 PATH = "/-/evidence/search-page"
@@ -142,6 +142,8 @@ def page_context(answer: dict, form: dict, row_url) -> dict:
         if shown
         else f"{total} matching blocks{scope} · no {unit} here"
     )
+    if shown and answer["matchMode"] == "any":
+        total_text += f" ({SOME_WORDS})"
     top_k = int(form["topK"]) if form["topK"].isdigit() else DEFAULT_TOP_K
     return {
         "answer": answer,

@@ -176,9 +176,12 @@ def test_the_search_pages_placeholders_are_generic_words(datasette_server):
     """No sample text of the fixtures (研究, 线程作用域, 吡咯烷) in the product's own inputs."""
     import httpx
 
-    html = httpx.get(datasette_server.rstrip("/") + "/-/evidence/search-page", timeout=30).text
+    page = datasette_server.rstrip("/") + "/-/evidence/search-page"
+    html = httpx.get(page, timeout=30).text
     assert 'placeholder="Search the evidence"' in html and 'placeholder="all folders"' in html
     assert not re.search(r'placeholder="[^"]*[\u4e00-\u9fff]', html)
+    question = httpx.get(page, params={"q": "吡咯烷 的沸点是多少？"}, timeout=30).text
+    assert SOME_WORDS in question and "吡咯烷" in question
 
 
 def test_an_index_of_schema_7_is_rebuilt_with_the_stemming_tokenizer(tmp_path):
