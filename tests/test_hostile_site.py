@@ -188,14 +188,16 @@ def test_a_tag_named_index_has_its_own_page_not_the_tag_index(tmp_path):
 
 
 def test_serve_sends_as_html_or_script_only_what_the_build_wrote(tmp_path):
-    """A `_site/` shipped inside the workspace with planted files: built over, then served."""
+    """A site folder that arrives with planted files (as a shipped `_site/` would): built over, then
+    served."""
     import httpx
 
     from mnote_evidence.functions.adapters.datasette_plugin import SITE_BASE
     from tests.servers import start_serve, stop
 
     root = tmp_path / "ws"
-    out = root / "_site"
+    root.mkdir()
+    out = tmp_path / "_site"  # outside the workspace: a site folder inside it is refused
     (out / "_static").mkdir(parents=True)
     (out / "evil").mkdir()
     script = "fetch('/evidence.json?sql=select+1')\n"

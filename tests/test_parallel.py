@@ -17,6 +17,7 @@ import pytest
 
 from mnote_evidence.build import pipeline
 from mnote_evidence.build.core import fsutil, text
+from mnote_evidence.build.index.schema import FTS_TOKENIZE
 from mnote_evidence.build.parse import run as parse
 from mnote_evidence.build.render import page_pool
 from mnote_evidence.build.render.site import STATE_FILE, RenderOptions, render_site
@@ -100,8 +101,7 @@ def _segmented_here(out: Path) -> list[tuple]:
         conn.close()
     mem = sqlite3.connect(":memory:")
     mem.execute(
-        "CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, "
-        "tokenize = 'unicode61 remove_diacritics 2')"
+        f"CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, tokenize = '{FTS_TOKENIZE}')"
     )
     mem.executemany(
         "INSERT INTO f (rowid, text) VALUES (?, ?)", [(i, text.segment_for_index(t)) for i, t in blocks]

@@ -239,7 +239,7 @@ def test_the_command_line_prints_the_verdict_and_exits_by_it(real_index, conn):
     run = CliRunner().invoke(
         main, ["verify", middle(b["text"]), "--block", b["block_id"], "--site", str(real_index)]
     )
-    assert run.exit_code == 0 and run.output.startswith("found at " + MIME_SPEC), run.output
+    assert run.exit_code == 0 and run.output.startswith("found in " + MIME_SPEC), run.output
     assert f"#{b['block_id']}" in run.output
     run = CliRunner().invoke(
         main,

@@ -190,10 +190,12 @@ def test_kind_filter_and_grouping(site, page):
             == groups + hidden
         )
         page.select_option("form.search select[name=kind]", "markdown")
-        page.wait_for_function(
-            "[...document.querySelectorAll('#search-results small')].every("
-            "s => s.textContent.includes('.md'))"
-        )
+        deadline = time.monotonic() + 30  # polled from here: the page's CSP forbids wait_for_function's eval
+        while not page.eval_on_selector_all(
+            "#search-results small", "els => els.length > 0 && els.every(s => s.textContent.includes('.md'))"
+        ):
+            assert time.monotonic() < deadline, "the kind filter left other kinds in the results"
+            page.wait_for_timeout(50)
         assert page.console_errors == []
     finally:
         stop(proc)
@@ -208,9 +210,7 @@ def more_until_done(page) -> int:
     while page.query_selector("#search-results .more-results"):
         before = len(all_result_ids(page))
         page.click("#search-results .more-results")
-        deadline = (
-            time.monotonic() + 30
-        )  # polled from here: the served page's CSP forbids wait_for_function's eval
+        deadline = time.monotonic() + 30  # polled from here: the page's CSP forbids wait_for_function's eval
         while len(all_result_ids(page)) <= before and page.query_selector("#search-results .more-results"):
             assert time.monotonic() < deadline, "More results added nothing"
             page.wait_for_timeout(50)
