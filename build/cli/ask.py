@@ -30,7 +30,12 @@ from mnote_evidence.build.core.defaults import DEFAULT_OUT
 )
 @click.option("--top-k", type=click.IntRange(1, 50), default=10, show_default=True)
 @click.option("--timeout", type=click.FloatRange(1, 600), default=30.0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the whole answer (citations included) as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the whole answer as JSON (citations, and the matching passages when there is no answer).",
+)
 def ask_command(
     question: str,
     site_dir: Path,
@@ -62,7 +67,7 @@ def ask_command(
         code = body.get("error", {}).get("code") or body.get("degradedReason")
         message = body.get("error", {}).get("message") or body.get("message") or ""
         if status == 200:  # LightRAG could not answer: the passages of the notes that match the question
-            echo(local_passages(ctx, question, top_k, site_dir))
+            echo(local_passages(body, question, site_dir))
         raise click.ClickException(f"no answer [{code}]: {message}")
     else:
         echo(ask_text(body, site_dir))
@@ -70,16 +75,15 @@ def ask_command(
         sys.exit(1)
 
 
-def local_passages(ctx, question: str, top_k: int, site_dir: Path) -> str:
-    """`search QUESTION`'s text (evidence.search, any-term matching when no block holds every word)."""
+def local_passages(body: dict, question: str, site_dir: Path) -> str:
+    """The answer's `passages` (evidence search over the question) as `search QUESTION` prints them."""
     from mnote_evidence.build.cli.search import search_text
-    from mnote_evidence.functions.core.errors import call
-    from mnote_evidence.functions.handlers.evidence import search
 
-    status, body = call(lambda r: search(r, ctx), {"query": question, "topK": min(top_k, 10)})
-    if status != 200 or not body["results"]:
+    found = body.get("passages") or {}
+    if not found.get("results"):
         return "No passage of the notes matches the question either."
-    return "Passages of the notes that match the question:\n" + search_text(body, site_dir)
+    page = {**found, "query": question, "mode": "fts", "offset": 0}
+    return "Passages of the notes that match the question:\n" + search_text(page, site_dir)
 
 
 def ask_text(body: dict, site_dir: Path) -> str:

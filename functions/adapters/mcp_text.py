@@ -105,10 +105,12 @@ def open_text(body: dict) -> str:
 
 def query_text(body: dict) -> str:
     if not body.get("ok"):
-        return (
-            f"LightRAG unavailable ({body.get('degradedReason')}): {body.get('message')}. "
-            "No citations; evidence_search still works."
-        )
+        head = f"LightRAG unavailable ({body.get('degradedReason')}): {body.get('message')}. No citations."
+        found = body.get("passages") or {}
+        if not found.get("results"):
+            return head + " No passage of the evidence matches the question either."
+        page = {**found, "query": body.get("query") or "", "mode": "fts"}
+        return head + " Passages of the evidence that match the question:\n" + search_text(page)
     cites = body["citations"]
     lines = [f"{len(cites)} citation{'s' if len(cites) != 1 else ''} for {body['query']!r} ({body['mode']})"]
     for c in cites:

@@ -244,7 +244,7 @@ def search(request: dict, ctx: Context) -> SearchResponse:
         out["boundary"] = {"kind": BOUNDARY_LOCAL_WITH_OCR}
         if len(out["results"]) < top_k and group_by == "none":  # SPEC §11: only when local hits are fewer
             # imported here: the LightRAG client and citation mapping load only for includeOcr
-            from mnote_evidence.functions.handlers.knowledge import ocr_results
+            from mnote_evidence.functions.handlers.retrieval import ocr_results
 
             extra, reason = ocr_results(ctx, query, top_k, {r["evidenceId"] for r in results})
             for r in extra[: top_k - len(out["results"])]:

@@ -15,9 +15,11 @@ from typing import Any
 
 from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagError
 from mnote_evidence.functions.citations.mapper import CitationMapper
-from mnote_evidence.functions.core.contracts import Context, SearchResult
+from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.errors import BadRequest
 from mnote_evidence.functions.core.validation import CHOICE, INTEGER, TEXT, Field, RequestSpec
+from mnote_evidence.functions.handlers.evidence import search
+from mnote_evidence.functions.handlers.retrieval import retrieve
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 MAX_TOP_K = 50
@@ -26,39 +28,6 @@ _MARKER = re.compile(r"\[(\d{1,3})\]")
 
 def _unavailable(reason: str, message: str, **extra) -> dict[str, Any]:
     return {"ok": False, "degraded": True, "degradedReason": reason, "message": message, **extra}
-
-
-def _retrieve(ctx: Context, query: str, mode: str, top_k: int) -> tuple[dict, dict]:
-    """(LightRAG data, mapped result) or raises LightRagError."""
-    with LightRag(ctx.lightrag) as client:
-        data = client.query_data(query, mode, top_k)
-    mapper = CitationMapper(ctx.db.connect(), query, ctx.site_base)
-    citations = [
-        c
-        for rank, chunk in enumerate(data.get("chunks") or [])
-        if isinstance(chunk, dict) and (c := mapper.citation(chunk, rank))
-    ]
-    references = [
-        {
-            "referenceId": str(r.get("reference_id")),
-            "filePath": r.get("file_path"),
-            "sourcePath": mapper.source_path(str(r.get("file_path"))),
-        }
-        for r in data.get("references") or []
-        if isinstance(r, dict)
-    ]
-    return data, {
-        "citations": citations,
-        "references": references,
-        "diagnostics": {
-            **mapper.diagnostics,
-            "chunkCount": len(data.get("chunks") or []),
-            "provider": {
-                "entities": len(data.get("entities") or []),
-                "relationships": len(data.get("relationships") or []),
-            },
-        },
-    }
 
 
 QUERY_REQUEST = RequestSpec(
@@ -83,7 +52,23 @@ def _query_args(request: dict) -> tuple[str, str, int]:
 
 
 def query(request: dict, ctx: Context) -> dict:
-    return _query(ctx, *_query_args(request))
+    args = _query_args(request)
+    result = _query(ctx, *args)
+    return result if result["ok"] else _with_passages(ctx, result, args[0], args[2])
+
+
+MAX_PASSAGES = 10
+
+
+def _with_passages(ctx: Context, body: dict, text: str, top_k: int) -> dict:
+    """A question LightRAG does not answer still gets evidence: `passages` holds what evidence search
+    finds for it (any-term matching, `matchMode: any`, when no block holds every word)."""
+    try:
+        found = search({"query": text, "topK": min(top_k, MAX_PASSAGES)}, ctx)
+    except BadRequest:  # nothing to search for (only stopwords or punctuation)
+        return {"query": text, **body, "passages": {"matchMode": "all", "total": 0, "results": []}}
+    keep = ("matchMode", "total", "totalIsLowerBound", "results")
+    return {"query": text, **body, "passages": {k: found[k] for k in keep}}
 
 
 def _query(ctx: Context, text: str, mode: str, top_k: int) -> dict:
@@ -95,7 +80,7 @@ def _query(ctx: Context, text: str, mode: str, top_k: int) -> dict:
             references=[],
         )
     try:
-        _, mapped = _retrieve(ctx, text, mode, top_k)
+        _, mapped = retrieve(ctx, text, mode, top_k)
     except LightRagError as exc:
         if exc.reason == "knowledge_rag_rejected":
             raise BadRequest(exc.message) from None
@@ -153,15 +138,15 @@ def ask(request: dict, ctx: Context) -> dict:
     calls overlap, so `ask` costs about one LightRAG call plus mapping, not two."""
     args = _query_args(request)
     if ctx.lightrag is None:
-        return {**_query(ctx, *args), "answer": None, "segments": []}
+        return _with_passages(ctx, {**_query(ctx, *args), "answer": None, "segments": []}, args[0], args[2])
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(_answer, ctx, *args)
         result = _query(ctx, *args)
         answered = pending.result()
     if not result["ok"]:
-        return {**result, "answer": None, "segments": []}
+        return _with_passages(ctx, {**result, "answer": None, "segments": []}, args[0], args[2])
     if isinstance(answered, LightRagError):
-        return {
+        failed = {
             **result,
             "degraded": True,
             "degradedReason": answered.reason,
@@ -169,6 +154,7 @@ def ask(request: dict, ctx: Context) -> dict:
             "answer": None,
             "segments": [],
         }
+        return _with_passages(ctx, failed, args[0], args[2])
     by_path: dict[str, str] = {}
     for c in result["citations"]:
         by_path.setdefault(c["sourcePath"], c["citationId"])
@@ -191,31 +177,3 @@ def ask(request: dict, ctx: Context) -> dict:
     segments.append({"text": answer[pos:]})
     result["diagnostics"]["droppedMarkers"] = dropped
     return {**result, "answer": answer, "segments": [s for s in segments if s.get("text") != ""]}
-
-
-def ocr_results(
-    ctx: Context, query_text: str, top_k: int, have: set[str]
-) -> tuple[list[SearchResult], str | None]:
-    """For evidence.search includeOcr: LightRAG hits on OCR'd sources (images, scanned pages)."""
-    if ctx.lightrag is None:
-        return [], "knowledge_rag_unconfigured"
-    try:
-        _, mapped = _retrieve(ctx, query_text, "naive", top_k)
-    except LightRagError as exc:
-        return [], exc.reason
-    out: list[SearchResult] = []
-    for c in mapped["citations"]:
-        if not c["diagnostics"]["ocrTextExposed"] and c["resourceKind"] != "image":
-            continue
-        if "blockId" not in c or c["blockId"] in have:
-            continue
-        out.append(
-            {
-                "evidenceId": c["blockId"],
-                "quote": c["locatorEvidenceText"],
-                "score": c["relevanceScore"],
-                "matchSource": "knowledge_ocr",
-                "source": c["source"],
-            }
-        )
-    return out, None

@@ -9,6 +9,7 @@ words (Porter): `homolog` finds what `homologs` finds; `prefixLast` matches the 
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 
@@ -125,6 +126,30 @@ def test_cli_ask_without_lightrag_prints_the_passages_and_why(real_index, monkey
     assert done.exit_code == 1 and "knowledge_rag_unconfigured" in done.output
     assert "Passages of the notes that match the question" in done.output and SOME_WORDS in done.output
     assert "1. manuals/" in done.output
+
+
+def test_answers_without_lightrag_carry_the_passages_in_json_and_mcp(real_index, monkeypatch):
+    """`ask --json`, `/-/knowledge/ask` and `knowledge_query` (MCP) without an answer: `passages`."""
+    from mnote_evidence.functions.handlers import knowledge
+
+    monkeypatch.delenv("LIGHTRAG_URL", raising=False)
+    question = "What does the E-value depend on?"
+    done = CliRunner().invoke(main, ["ask", question, "--site", str(real_index), "--json"])
+    assert done.exit_code == 1, done.output
+    body = json.loads(done.output)
+    assert body["answer"] is None and body["degradedReason"] == "knowledge_rag_unconfigured"
+    found = body["passages"]
+    assert found["matchMode"] == "any" and found["results"] and found["total"] >= len(found["results"])
+    assert found["results"][0]["source"]["resourcePath"].startswith("manuals/")
+    request = {"query": question, "mode": "mix", "topK": 3}
+    retrieved = knowledge.query(request, ctx_of(real_index))
+    assert not retrieved["ok"] and len(retrieved["passages"]["results"]) == 3
+    text = render("knowledge_query", retrieved)
+    assert "Passages of the evidence that match the question" in text and SOME_WORDS in text
+    assert "manuals/" in text
+    nothing = knowledge.query({**request, "query": "zebrafishretina"}, ctx_of(real_index))
+    assert nothing["passages"]["results"] == []
+    assert "No passage of the evidence matches" in render("knowledge_query", nothing)
 
 
 @pytest.fixture(scope="module")

@@ -287,7 +287,9 @@ def test_lightrag_down_gives_the_degraded_answer_not_an_error(talk):
     body = query.structured_content
     assert body["ok"] is False and body["degraded"] is True and body["citations"] == []
     assert body["degradedReason"] == "knowledge_rag_unavailable"
-    assert "LightRAG unavailable" in text_of(query) and "evidence_search still works" in text_of(query)
+    assert "LightRAG unavailable" in text_of(query)
+    # the question still gets evidence: the passages evidence search finds for it
+    assert body["passages"]["results"] and "Passages of the evidence that match" in text_of(query)
 
 
 def test_bad_arguments_are_tool_errors_with_the_http_message_and_the_session_survives(talk, in_process):
