@@ -152,7 +152,10 @@ def test_the_state_keeps_a_page_key_as_a_string_and_removes_the_files_other_vers
     finally:
         conn.close()
     assert {site_state.entry_source(e) for e in resource_pages.values()} == paths
-    assert all(e.get("tag") for e in state["pages"].values() if isinstance(e, dict))
+    objects = [e for e in state["pages"].values() if isinstance(e, dict)]
+    assert all(e.get("tag") or e.get("folder") for e in objects)  # a tag page or a folder page
+    folders = {"/".join(p.split("/")[:i]) for p in paths for i in range(1, p.count("/") + 1)}
+    assert {e["folder"] for e in objects if e.get("folder")} == folders  # one per folder below the top
     hidden = {p.name for p in out.iterdir() if p.name.startswith(".")}
     assert hidden == {site.STATE_FILE, ".build.lock"}  # one state file (and the build's lock)
     for name in site_state.OTHER_STATE:
