@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnote_evidence.build.core.fsutil import UnsafePath, atomic_write_bytes, in_durable_batch
+from mnote_evidence.build.core.fsutil import UnsafePath, atomic_write_bytes, commit_pending, in_durable_batch
 from mnote_evidence.build.core.urls import PAGES_DIR
 from mnote_evidence.build.parse.libraries import mupdf, pillow
 from mnote_evidence.build.parse.pixels import capped_scale
@@ -87,8 +87,10 @@ def encode_page(page: pymupdf.Page, settings: PageImageSettings) -> bytes:
 
 @in_durable_batch  # one sync for the job's images; each is renamed into place only once on disk
 def render_job(job: PageImageJob) -> int:
-    """The job's page images; with `job.site`, written only through real folders below it (a symlink
-    on the way replaced, `site_files`); none when a file stands where its folder goes."""
+    """The job's page images, in place when it returns (in a worker or within the render's own batch
+    alike: a killed render keeps the jobs it finished); with `job.site`, written only through real
+    folders below it (a symlink on the way replaced, `site_files`); none when a file stands where its
+    folder goes."""
     folder = Path(job.folder)
     site = Path(job.site) if job.site else None
     try:
@@ -106,6 +108,7 @@ def render_job(job: PageImageJob) -> int:
                 root=site,
                 replace_links=True,
             )
+    commit_pending()  # a batch inside the render's joins it: committed here, not at the render's end
     return len(job.pages)
 
 

@@ -217,6 +217,7 @@ def test_ctrl_c_during_rendering_leaves_a_front_page(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=30)
     assert proc.returncode != 0 and not (out / "ask.html").exists()  # stopped before the render's end
+    assert not list(out.glob("_pages/*/*/p400.*"))  # while the second PDF's images were drawn
     front = (out / "index.html").read_text("utf-8")
     assert front.rstrip().endswith("</html>") and "Note" in front
     assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
