@@ -144,7 +144,11 @@ class _Site:
         )
         self.page_of = Pages(r.path for r in self.resources)
         self.note_links = NoteLinks(
-            self.resolver, LinkTargets(self.conn), self._page_image, self.page_of, self.page_of.copy,
+            self.resolver,
+            LinkTargets(self.conn),
+            self._page_image,
+            self.page_of,
+            self.page_of.copy,
             lambda path: note_text(root, path),
         )
         # the collisions depend on the paths alone: those the state recorded for the same paths stand
@@ -193,6 +197,10 @@ class _Site:
     @cached_property
     def folders(self) -> Folders:
         return Folders(self.resources)
+
+    def top_explorer(self, page: str) -> dict[str, Any]:
+        """The explorer of the top folder, for pages that lie in no folder (tag pages, the Ask page)."""
+        return self.folders.explorer(page, "", None, self.page_of)
 
     def _base(self, page: str, title: str, source_path: str | None, explorer: bool = False) -> dict[str, Any]:
         """Header and head of every page: the workspace's name links home, then the folders (each to its
@@ -712,8 +720,10 @@ def render_site(
             site.report.pages_unchanged += len(site.resources) - len(todo)
         tags = site_state.tag_entries(pages)
         had_tags = set(tags)
+        # tag pages show the top folder's explorer: a change of its listing draws every one again
+        top_changed = state.get("root_listing") != site.folders.listing_key("")
         site.report.tag_pages = tag_pages.write(
-            site, out, tags, current, only=None if since is None else since.get("tags", [])
+            site, out, tags, current, only=None if since is None or top_changed else since.get("tags", [])
         )
         site_state.merge_tags(pages, had_tags, tags)
         site.report.folder_pages = _folder_pages(site, pages, current, same_paths)
@@ -749,12 +759,18 @@ def render_site(
         if state.get("front") != front_key or not had_front:
             site_files.write_text(out, INDEX, site.render_index(front))
             site.report.front_page_written = True
-        if since is None or not (out / "ask.html").exists() or not site_files.is_real_folder(out, STATIC_DIR):
+        if (
+            since is None
+            or top_changed
+            or not (out / "ask.html").exists()
+            or not site_files.is_real_folder(out, STATIC_DIR)
+        ):
             site_files.write_text(
                 out,
                 "ask.html",
                 site.env.get_template("ask.html").render(
-                    site._base("ask.html", "Ask", None) | {"file_name": "Ask"}
+                    site._base("ask.html", "Ask", None)
+                    | {"file_name": "Ask", "explorer": site.top_explorer("ask.html")}
                 ),
             )
             copies.copy_static(_templates_dir(), out)

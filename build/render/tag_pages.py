@@ -130,7 +130,7 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[
                     {**e, "url": relative_url(page, site.page_of(e["path"]), e["block_id"])}
                 )
             payload = list(notes.values())
-        key = _key([tag, payload], salt)
+        key = _key([tag, payload, site.folders.listing_key("")], salt)  # and the explorer's listing
         if pages.get(page, {}).get("key") == key and (out / page).exists():
             continue
         ctx = site._base(page, f"#{tag}" if tag else "Tags", None) | {
@@ -139,6 +139,7 @@ def write(site, out: Path, pages: dict[str, Any], current: set[str], only: list[
             "tag": tag,
             "entries": payload,
             "index_url": relative_url(page, INDEX),
+            "explorer": site.top_explorer(page),
         }
         site_files.write_text(out, page, template.render(ctx))
         pages[page] = {"key": key, "source": None, "tag": True}

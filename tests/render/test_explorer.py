@@ -134,6 +134,26 @@ def _html(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*.html")}
 
 
+def test_tag_pages_and_the_ask_page_show_the_top_folder_and_follow_its_changes(tmp_path):
+    notes = {**NOTES, "Tagged.md": "# Tagged note\n\nWords with #idea in them.\n"}
+    root, out = _workspace(tmp_path / "ws", notes), tmp_path / "out"
+    _build(root, out)
+    for page in ("_tags/idea.html", "_tags/index.html", "ask.html"):
+        nav = _explorer(_doc(out, page))
+        text = nav.text_content()
+        assert "The Alpha Note" in text and "Projects" in text and "Many 000" not in text, page
+        assert all(not _target(out, page, h).is_relative_to(out / "_tags") for h in nav.xpath(".//a/@href"))
+    tag_page = (out / "_tags/idea.html").read_bytes()
+    note = root / "Tagged.md"
+    note.write_text(note.read_text("utf-8") + "\nMore words.\n", "utf-8")
+    _build(root, out)
+    assert (out / "_tags/idea.html").read_bytes() == tag_page  # a body edit: the explorer is the same
+    (root / "Beta.md").write_text("# The Beta Note\n", "utf-8")  # the top folder's listing changes
+    _build(root, out)
+    for page in ("_tags/idea.html", "ask.html"):
+        assert "The Beta Note" in _explorer(_doc(out, page)).text_content(), page
+
+
 def test_a_title_change_rewrites_only_the_pages_that_show_it(tmp_path):
     root, out = _workspace(tmp_path / "ws"), tmp_path / "out"
     _build(root, out)
