@@ -249,6 +249,37 @@ def static_search(d: dict) -> list[str]:
     return out
 
 
+def search_count(d: dict) -> list[str]:
+    """bench/search_count.py: bytes and requests of the box's count after its search, static range host."""
+    out = [
+        f"- {d.get('notes')} notes ({d.get('blocks')} blocks, db {d.get('db_bytes')} bytes), "
+        f"{g(d, 'summary.queries')} queries: the count read {g(d, 'summary.count_bytes_total')} bytes in "
+        f"{g(d, 'summary.count_requests_total')} requests after searches that read "
+        f"{g(d, 'summary.search_bytes_total')} bytes in {g(d, 'summary.search_requests_total')}; the same "
+        f"counts as Python's sqlite3 for {g(d, 'summary.count_matches_python')}"
+    ]
+    for r in d.get("queries", []):
+        out.append(
+            f"  - `{r.get('query')}`: search {r.get('search_bytes')} bytes / {r.get('search_requests')} "
+            f"requests; count +{r.get('count_bytes')} bytes / +{r.get('count_requests')} requests, "
+            f"{r.get('count_ms')} ms"
+        )
+    return out
+
+
+def word_forms(d: dict) -> list[str]:
+    """bench/word_forms.py: the stemmed index against the same blocks unstemmed (in-run baseline)."""
+    m, s, u = d.get("manuals", {}), g(d, "manuals.summary.stemmed", {}), g(d, "manuals.summary.unstemmed", {})
+    return [
+        f"- {m.get('files_ok')} manuals, {m.get('blocks')} blocks, {g(m, 'summary.queries')} queries: recall "
+        f"{g(s, 'found_of_other')}/{g(m, 'summary.other_blocks')} = {g(s, 'recall')} (unstemmed "
+        f"{g(u, 'recall')}); precision {g(s, 'related_hits')}/{g(s, 'hits')} = {g(s, 'precision')}",
+        f"- FTS bytes {g(m, 'sizes.stemmed.fts_bytes')} stemmed vs {g(m, 'sizes.unstemmed.fts_bytes')} "
+        f"unstemmed; Chinese: {g(d, 'chinese.same_ids_order_scores_totals')}/{g(d, 'chinese.queries')} "
+        "queries the same ids, order, scores and totals",
+    ]
+
+
 def startup(d: dict) -> list[str]:
     """bench/startup.py: per command, wall and CPU ms (min of the rounds), this tree and the
     baseline ref's."""
@@ -298,6 +329,8 @@ SUMMARIES = {
         verify_quote,
         page_image_formats,
         static_search,
+        search_count,
+        word_forms,
         startup,
     )
 }
