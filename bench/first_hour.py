@@ -635,17 +635,17 @@ def match_mode(answer: dict) -> str | None:
     data = answer.get("json") or {}
     if not isinstance(data, dict):
         return None
-    return data.get("matchMode") or (data.get("search") or {}).get("matchMode")
+    return data.get("matchMode") or (data.get("passages") or {}).get("matchMode")
 
 
 def ask_passages(answer: dict) -> int:
     data = answer.get("json") or {}
     if not isinstance(data, dict):
         return 0
-    for key in ("passages", "citations", "results", "hits"):
-        if isinstance(data.get(key), list):
-            return len(data[key])
-    return 0
+    passages = data.get("passages")  # an answer without LightRAG: the evidence search's passages
+    if isinstance(passages, dict) and isinstance(passages.get("results"), list):
+        return len(passages["results"])
+    return len(data.get("citations") or [])
 
 
 def queries(tree: Tree, out: Path) -> dict:
