@@ -179,7 +179,8 @@ class FrontPage:
             "recent": [
                 {
                     "res": r,
-                    "name": posixpath.basename(r.path),
+                    "name": title_of(r),
+                    "file": posixpath.basename(r.path),
                     "folder": posixpath.dirname(r.path),
                     "when": _day(r.updated_at_ms),
                     "url": relative_url(INDEX, page_of(r.path)),

@@ -98,8 +98,9 @@ def test_recent_changes_list_the_edited_note_first(workspace, tmp_path):
     note.write_bytes(note.read_bytes() + b"\n\nOne more line.\n")
     run_build(workspace, out, site=True)
     recent = side_of(read(out, "index.html")).split("Recent changes", 1)[1]
-    links = re.findall(r'<li><a href="([^"]+)"', recent)
-    assert links[0] == "Inbox/Legacy%20Note.html" and len(links) == 8
+    links = re.findall(r'<li><a href="([^"]+)" title="([^"]+)">([^<]+)</a>', recent)
+    assert links[0][:2] == ("Inbox/Legacy%20Note.html", "Legacy Note.md") and len(links) == 8
+    assert not any(name.endswith(".md") for _, _, name in links)  # titles, as the explorer shows them
 
 
 def test_ask_is_linked_only_when_a_knowledge_server_is_configured(site, tmp_path):
