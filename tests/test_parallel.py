@@ -100,9 +100,7 @@ def _segmented_here(out: Path) -> list[tuple]:
     finally:
         conn.close()
     mem = sqlite3.connect(":memory:")
-    mem.execute(
-        f"CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, tokenize = '{FTS_TOKENIZE}')"
-    )
+    mem.execute(f"CREATE VIRTUAL TABLE f USING fts5(text, block_id UNINDEXED, tokenize = '{FTS_TOKENIZE}')")
     mem.executemany(
         "INSERT INTO f (rowid, text) VALUES (?, ?)", [(i, text.segment_for_index(t)) for i, t in blocks]
     )
