@@ -12,6 +12,7 @@ import pytest
 
 from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagConfig, LightRagError
 from mnote_evidence.functions.core.contracts import Context
+from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.handlers.knowledge import ask, query, status
 
 DRIP_INTERVAL = 0.5
@@ -100,13 +101,14 @@ def test_a_server_dripping_bytes_cannot_hold_a_call_past_its_deadline(scripted, 
     assert timeout <= elapsed < timeout + MARGIN, elapsed
 
 
-def test_the_handlers_answer_a_dripping_server_within_the_timeout(scripted):
+def test_the_handlers_answer_a_dripping_server_within_the_timeout(scripted, built):
     server = scripted({"/query/data": (200, LONG), "/query": (200, LONG)}, drip=True)
-    ctx = Context(None, "", LightRagConfig(server.url, timeout=2.0))
+    ctx = Context(EvidenceDB(built[1] / "evidence.sqlite"), "", LightRagConfig(server.url, timeout=2.0))
     started = time.monotonic()
     body = ask({"query": "吡咯烷"}, ctx)  # two calls, side by side
     assert time.monotonic() - started < 2.0 + MARGIN
     assert body["ok"] is False and body["degradedReason"] == "knowledge_rag_timeout"
+    assert body["passages"]["results"]  # the evidence that matches, without LightRAG's answer
 
 
 WRONG_TYPES = [
@@ -143,7 +145,7 @@ def test_a_wrong_json_type_is_a_bad_response_that_says_which_field(scripted, pat
     assert message in caught.value.message and path in caught.value.message
 
 
-def test_the_handlers_turn_wrong_types_into_reasons_not_tracebacks(scripted):
+def test_the_handlers_turn_wrong_types_into_reasons_not_tracebacks(scripted, built):
     server = scripted(
         {
             "/health": (200, {"status": "healthy", "configuration": ["x"]}),
@@ -151,7 +153,7 @@ def test_the_handlers_turn_wrong_types_into_reasons_not_tracebacks(scripted):
             "/query": (200, {"response": "ok", "references": ["r"]}),
         }
     )
-    ctx = Context(None, "", LightRagConfig(server.url, timeout=2.0))
+    ctx = Context(EvidenceDB(built[1] / "evidence.sqlite"), "", LightRagConfig(server.url, timeout=2.0))
     health = status({}, ctx)
     assert health["healthy"] is False and health["reason"] == "knowledge_rag_bad_response"
     retrieved = query({"query": "吡咯烷"}, ctx)
