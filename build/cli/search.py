@@ -26,7 +26,7 @@ from mnote_evidence.functions.handlers.evidence import (
     MAX_TOP_K,
     MODES,
 )
-from mnote_evidence.functions.search.results import MAX_DEPTH, SOME_WORDS, where
+from mnote_evidence.functions.search.results import MAX_DEPTH, SOME_WORDS, across, where
 from mnote_evidence.functions.search.snippet import marked
 
 # the kinds of files by every name they go by: the index's (KINDS) and the site's (its kind menu)
@@ -206,8 +206,10 @@ def _entry(r: dict, site_dir: Path, color: bool, n: int) -> list[str]:
     loc = r["source"]
     via = f", via {r['via']['edgeType']}" if "via" in r else ""
     marks = ("\x1b[1m", "\x1b[22m") if color else ("«", "»")
+    spread = across(r)
     return [
         f"{n}. {where(loc)} ({loc['precision']}{via})",
+        *([f"   ({spread})"] if spread else []),
         _Shown(f"   {marked(r['snippet'], *marks, escape=printable)}"),
         f"   {site_link(site_dir, loc['openAction']['url'])}",
     ]

@@ -15,7 +15,7 @@ import posixpath
 from collections.abc import Callable
 from typing import Any
 
-from mnote_evidence.functions.search.results import SOME_WORDS
+from mnote_evidence.functions.search.results import SOME_WORDS, across
 
 MAX_QUOTE = 280
 BLOCK_URI = "evidence://block/{}"
@@ -67,6 +67,7 @@ def search_text(body: dict) -> str:
     for n, r in enumerate(results, 1):
         lines += [
             f"{n}. {locator_link(r['source'], r['source']['resourcePath'])} ({r['source']['precision']})",
+            *([f"   ({across(r)})"] if across(r) else []),
             f"   “{_quote(r['quote'])}”",
             f"   {BLOCK_URI.format(r['evidenceId'])}",
         ]

@@ -61,6 +61,8 @@ class SearchResult(TypedDict):
     diagnostics: NotRequired[ResultDiagnostics]  # only when quoteVerified is false
     via: NotRequired[Via]  # graph results only
     role: NotRequired[str]  # "furniture" (includeFurniture only); absent for body text
+    matchLevel: NotRequired[Literal["page", "section"]]  # the words across a page's (section's) blocks
+    alsoMatched: NotRequired[list[str]]  # with matchLevel: that page's other blocks holding some words
 
 
 class Boundary(TypedDict):

@@ -6,8 +6,10 @@ candidates FTS picks are re-weighted per CJK term occurrence: one flanked by CJK
 both sides is most likely part of a longer word and counts least (`flank_weight`, the one
 definition of that rule; citation mapping uses it too).
 
-`rank` is the one ranking (SPEC §9): bm25 inside the FTS index, the window's rows looked up by id
-and filtered (`Filters`), then re-ranked in fixed chunks so that pages of one query never repeat or
+`rank` is the one ranking (SPEC §9), in tiers: blocks holding the query's words as an exact phrase, then
+blocks holding every word, then pages (sections for files without pages) holding every word across
+their blocks (`unit_hits`). Each block tier: bm25 inside the FTS index, the window's rows looked up by
+id and filtered (`Filters`), then re-ranked in fixed chunks so that pages of one query never repeat or
 skip a result, ties in document order (path, page, position). `count_in_resource` counts one file's
 matches inside its rowid range (a file's blocks are written together).
 """
@@ -28,6 +30,8 @@ RANK_WINDOW = 250  # bm25's best matches joined and filtered at first: also how 
 MAX_WINDOW = 50_000  # beyond this, rank all matches at once (a very selective filter)
 _FLANK_WEIGHT = (1.0, 0.6, 0.25)  # by number of CJK neighbours (0, 1, 2)
 MATCH_ALL, MATCH_ANY = "all", "any"  # every term in one block; any of the meaning-bearing terms
+UNIT_TERM_CAP = 5000  # page matching reads each word's blocks; a word in more blocks leaves it out
+LEVEL_BLOCK, LEVEL_PAGE, LEVEL_SECTION = "block", "page", "section"
 
 
 def match_of(query: str, mode: str, prefix_last: bool = False) -> tuple[str, list[str]]:
@@ -35,6 +39,16 @@ def match_of(query: str, mode: str, prefix_last: bool = False) -> tuple[str, lis
     if mode == MATCH_ANY:
         return fts_any_query(query), meaning_terms(query)
     return fts_query(query, prefix_last), query_terms(query)
+
+
+def phrase_of(query: str, prefix_last: bool = False) -> str | None:
+    """The FTS phrase of a query of two or more words and no CJK (a CJK run is matched as a phrase of
+    its bigrams already), or None: its words adjacent and in order, as `fts_query` tokenizes them."""
+    terms = fts_query(query, prefix_last).split(" AND ")
+    if len(terms) < 2 or any(is_cjk(t[1]) for t in terms):
+        return None
+    words = [t.split('"')[1] for t in terms]
+    return '"' + " ".join(words) + '"' + (" *" if terms[-1].endswith(" *") else "")
 
 
 @dataclass
@@ -48,6 +62,8 @@ class Hit:
     role: str = ROLE_BODY
     ordinal: int = 0  # position in its file
     page: int | None = None
+    level: str = LEVEL_BLOCK  # a page or section hit: the query's words are across its blocks
+    also: list[str] | None = None  # a page or section hit: its other blocks holding some of the words
 
     @property
     def locator(self) -> EvidenceLocator:
@@ -126,7 +142,45 @@ def rank(
     mode: str = MATCH_ALL,
     prefix_last: bool = False,
 ) -> Ranked:
-    """The first `depth` matches passing `filters` (or all there are), in the final order.
+    """The first `depth` matches passing `filters` (or all there are), in the final order: the tiers one
+    after another, each ranked by `_rank_tier`; a tier is reached once the ones above it are exhausted
+    (every match of theirs ranked), so a deeper request only adds results. In `MATCH_ALL`: blocks holding
+    the exact phrase (`phrase_of`), blocks holding every term otherwise, then page and section hits
+    (`unit_hits`) once every block tier is exhausted. `total` adds the tiers' totals; `exhausted` holds
+    when every tier's is. `mode` and `prefix_last`: `match_of`. Raises `build.text.QueryError` for an
+    unusable query."""
+    match, terms = match_of(query, mode, prefix_last)
+    phrase = phrase_of(query, prefix_last) if mode == MATCH_ALL else None
+    tiers = [phrase, f"({match}) NOT {phrase}"] if phrase else [match]
+    hits: list[Hit] = []
+    total, exhausted, per_path = 0, True, Counter()
+    for expr in tiers:
+        left = max(0, depth - len(hits)) if exhausted else 0
+        part = _rank_tier(conn, expr, terms, left, chunk, filters, documents, per_document)
+        if exhausted:
+            hits += part.hits
+        total += part.total
+        exhausted = exhausted and part.exhausted
+        per_path += part.per_path
+    if exhausted and mode == MATCH_ALL:
+        units = unit_hits(conn, fts_query(query, prefix_last).split(" AND "), terms, filters)
+        hits += units
+        total += len(units)
+        per_path += Counter(h.resource_path for h in units)
+    return Ranked(hits, total, exhausted, match, per_path, terms)
+
+
+def _rank_tier(
+    conn: sqlite3.Connection,
+    match: str,
+    terms: list[str],
+    depth: int,
+    chunk: int,
+    filters: Filters,
+    documents: int | None,
+    per_document: int,
+) -> Ranked:
+    """One tier of `rank`: the first `depth` blocks matching `match` and passing `filters`.
 
     bm25 orders the matches inside the FTS index (with a LIMIT); only light columns are looked up for
     the ranked window and filtered here, text and locators are read for the rows returned.
@@ -135,9 +189,7 @@ def rank(
     chunks, so pages of the same query never repeat or skip a result. When filters leave too few,
     the window widens (x8, then every match). With `documents`, `depth` is ignored: the window widens
     until it holds that many distinct files (or every match), and `hits` are the fewest whole chunks
-    holding each of those files' first `per_document` matches in the window. `mode` and `prefix_last`:
-    `match_of`. Raises `build.text.QueryError` for an unusable query."""
-    match, terms = match_of(query, mode, prefix_last)
+    holding each of those files' first `per_document` matches in the window."""
     want = -(-depth // chunk) * chunk  # whole chunks
     window = max(RANK_WINDOW, want)
     while True:
@@ -218,17 +270,120 @@ def _ranked_rows(conn, match: str, window: int) -> list[tuple]:
         "ORDER BY rank, rowid LIMIT ?",
         [match, window],
     ).fetchall()
+    info = _block_info(conn, [rowid for rowid, _ in ranked])
+    return [(rowid, rank, *info[rowid][:6]) for rowid, rank in ranked if rowid in info]
+
+
+def _block_info(conn, rowids: list[int]) -> dict[int, tuple]:
+    """rowid -> (path, kind, status, role, ordinal, page, resource_id, section_id): light columns only."""
     info: dict[int, tuple] = {}
-    for at in range(0, len(ranked), 500):
-        part = [rowid for rowid, _ in ranked[at : at + 500]]
+    for at in range(0, len(rowids), 500):
+        part = rowids[at : at + 500]
         for rowid, *rest in conn.execute(
-            "SELECT b.id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page "
-            "FROM evidence_block_row b JOIN evidence_resource r ON r.resource_id = b.resource_id "
+            "SELECT b.id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page, "
+            "b.resource_id, b.section_id FROM evidence_block_row b "
+            "JOIN evidence_resource r ON r.resource_id = b.resource_id "
             f"WHERE b.id IN ({','.join('?' * len(part))})",
             part,
         ):
             info[rowid] = tuple(rest)
-    return [(rowid, rank, *info[rowid]) for rowid, rank in ranked if rowid in info]
+    return info
+
+
+def unit_hits(conn, term_matches: list[str], terms: list[str], filters: Filters) -> list[Hit]:
+    """Pages (for files without pages: sections) holding every one of `term_matches` (the FTS
+    expressions of the query's terms) across their blocks passing `filters`, none of which holds them
+    all (that block is a hit of its own), in order: fewer blocks holding the words first, then document
+    order. Each is a hit at its best block: the one holding the most of the terms, then the rarest (the
+    fewest blocks in the index hold them), then the first; `also` lists the unit's other blocks holding
+    some, in document order. Every term's blocks are read once (rowids from the FTS index, then the light
+    columns of those in the files the rarest term is in); a term in more than `UNIT_TERM_CAP` blocks
+    leaves no unit hits."""
+    if len(term_matches) < 2:
+        return []
+    sets: list[list[int]] = []
+    for expr in term_matches:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY rowid LIMIT ?",
+                [expr, UNIT_TERM_CAP + 1],
+            )
+        ]
+        if len(ids) > UNIT_TERM_CAP or not ids:
+            return []
+        sets.append(ids)
+    rarest = min(range(len(sets)), key=lambda n: (len(sets[n]), n))
+    info = _block_info(conn, sets[rarest])
+    spans = _resource_spans(conn, sorted({row[6] for row in info.values()}))
+    wanted = sorted({i for ids in sets for i in ids if any(lo <= i <= hi for lo, hi in spans)} - set(info))
+    info.update(_block_info(conn, wanted))
+    held: dict[int, list[int]] = {}  # rowid -> the terms it holds (indexes into term_matches)
+    for n, ids in enumerate(sets):
+        for i in ids:
+            row = info.get(i)
+            if row is not None and filters.passes(*row[:4]):
+                held.setdefault(i, []).append(n)
+    units: dict[tuple, list[int]] = {}
+    for i in sorted(held):
+        row = info[i]
+        key = (row[6], LEVEL_PAGE, row[5]) if row[5] is not None else (row[6], LEVEL_SECTION, row[7] or "")
+        units.setdefault(key, []).append(i)
+    sizes = [len(ids) for ids in sets]
+    found: list[tuple] = []
+    for key, ids in units.items():
+        covered = {n for i in ids for n in held[i]}
+        if len(covered) < len(sets) or any(len(held[i]) == len(sets) for i in ids):
+            continue
+        best = min(ids, key=lambda i: (-len(held[i]), sum(sizes[n] for n in held[i]), info[i][4]))
+        found.append((len(ids), info[best][0], info[best][5] or 0, info[best][4], best, key, ids))
+    found.sort(key=lambda f: f[:4])
+    texts = _texts(conn, [f[4] for f in found])
+    also_ids = _block_ids(conn, [i for f in found for i in f[6] if i != f[4]])
+    hits: list[Hit] = []
+    for count, path, _, ordinal, best, key, ids in found:
+        block_id, text, loc = texts[best]
+        row = info[best]
+        hits.append(
+            Hit(
+                block_id,
+                path,
+                row[1],
+                text,
+                round(len(held[best]) / len(sets) / count, 6),
+                loc,
+                row[3],
+                ordinal,
+                row[5],
+                key[1],
+                [also_ids[i] for i in ids if i != best],
+            )
+        )
+    return hits
+
+
+def _resource_spans(conn, resource_ids: list[str]) -> list[tuple[int, int]]:
+    """The rowid range of each resource's blocks (a file's blocks are written together)."""
+    out = []
+    for rid in resource_ids:
+        lo, hi = conn.execute(
+            "SELECT min(id), max(id) FROM evidence_block_row WHERE resource_id = ?", [rid]
+        ).fetchone()
+        if lo is not None:
+            out.append((lo, hi))
+    return out
+
+
+def _block_ids(conn, rowids: list[int]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for at in range(0, len(rowids), 500):
+        part = rowids[at : at + 500]
+        out.update(
+            conn.execute(
+                f"SELECT id, block_id FROM evidence_block_row WHERE id IN ({','.join('?' * len(part))})", part
+            ).fetchall()
+        )
+    return out
 
 
 def _texts(conn, rowids: list[int]) -> dict[int, tuple[str, str, str]]:

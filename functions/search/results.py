@@ -24,6 +24,7 @@ from mnote_evidence.build.core.model import ROLE_BODY, EvidenceLocator
 from mnote_evidence.functions.core.cleaning import quote_window
 from mnote_evidence.functions.core.contracts import Context, Group, SearchResult, Via
 from mnote_evidence.functions.search.fts import (
+    LEVEL_BLOCK,
     MATCH_ALL,
     MATCH_ANY,
     Filters,
@@ -60,6 +61,9 @@ def result(
     }
     if via:
         out["via"] = via
+    if hit.level != LEVEL_BLOCK:  # the query's words are across this page's (section's) blocks
+        out["matchLevel"] = hit.level
+        out["alsoMatched"] = hit.also or []
     if hit.role != ROLE_BODY:
         out["role"] = hit.role  # only with includeFurniture: a running header, footer or page number
     return out
@@ -78,6 +82,14 @@ def where(loc: EvidenceLocator) -> str:
         else ""
     )
     return " · ".join(x for x in (loc["resourcePath"], place, " > ".join(loc.get("sectionPath", []))) if x)
+
+
+def across(r: SearchResult) -> str:
+    """What a page or section hit says of itself (CLI, MCP text); "" for a block hit."""
+    level = r.get("matchLevel")
+    if not level:
+        return ""
+    return f"the words across {len(r['alsoMatched']) + 1} passages of this {level}"
 
 
 def fts_page(
