@@ -280,6 +280,22 @@ def word_forms(d: dict) -> list[str]:
     ]
 
 
+def page_queries(d: dict) -> list[str]:
+    """bench/page_queries.py: page-spanning, known-item and phrase queries, this tree and the baseline's."""
+    out = []
+    for name in ("baseline", "ours"):
+        r = d.get(name, {})
+        out.append(
+            f"- {name}: page-spanning found@10 {r.get('page_found_at_10')}/{r.get('page_queries')} (rare), "
+            f"{r.get('mid_page_found_at_10')}/{r.get('mid_page_queries')} (4-30 blocks), held out "
+            f"{r.get('held_out_mid_found_at_10')}/{r.get('held_out_mid_queries')}; known-item R@1 "
+            f"{r.get('known_item_r1')}/{r.get('known_items')}, R@10 {r.get('known_item_r10')}; phrase 1st "
+            f"{r.get('phrase_rank1')}/{r.get('phrases')}; {r.get('latency_ms_median')} ms median, "
+            f"{r.get('latency_ms_p95')} ms p95"
+        )
+    return out
+
+
 def startup(d: dict) -> list[str]:
     """bench/startup.py: per command, wall and CPU ms (min of the rounds), this tree and the
     baseline ref's."""
@@ -297,6 +313,35 @@ def startup(d: dict) -> list[str]:
             )
         out.append(line)
     return out
+
+
+def engines(d: Any) -> list[str]:
+    """bench/engines.py: per engine, cost per task and memory against the local pool, same run."""
+    out = []
+    for name, e in d.get("engines", {}).items():
+        if "parse_per_task_ms" not in e:
+            out.append(f"- {name}: not measured ({' '.join(e.get('missing_or_failed', []))[:120]})")
+            continue
+        mem = e.get("memory_mb", {})
+        line = (
+            f"- {name}: {e['parse_per_task_ms']} ms per parse task ({d.get('tasks')} in flight, 2 workers), "
+            f"{e['parse_round_trip_ms']} ms round trip, start-up {e['startup_s']} s, "
+            f"coordinator {mem.get('coordinator')} MB, workers {mem.get('per_worker')} MB"
+        )
+        if "install" in e:
+            line += f", install {e['install']['mb']} MB"
+        out.append(line)
+    return out
+
+
+def executor(d: Any) -> list[str]:
+    """bench/executor.py: the same workspace on the local pool and on Dask, 2 workers each."""
+    return [
+        f"- {d.get('resources_parsed')} resources: best wall {d.get('best_wall_s')} s; overhead "
+        f"{d.get('overhead_per_resource_ms')} ms per resource (target {d.get('target_ms')}); outputs "
+        f"identical: {d.get('outputs_identical')}; coordinator outside parse: "
+        f"{d.get('coordinator_outside_parse_share')}"
+    ]
 
 
 def generic(d: Any) -> list[str]:
@@ -327,10 +372,13 @@ SUMMARIES = {
         ocr_truth,
         ocr_engines,
         verify_quote,
+        engines,
+        executor,
         page_image_formats,
         static_search,
         search_count,
         word_forms,
+        page_queries,
         startup,
     )
 }
