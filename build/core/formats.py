@@ -31,7 +31,7 @@ class Format:
 FORMATS: tuple[Format, ...] = (
     Format("markdown", NOTE_SUFFIXES, Kind.MARKDOWN, "markdown:MarkdownProvider", page="note"),
     Format(
-        "pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf", library="pymupdf", revision="8", ocr=True
+        "pdf", (".pdf",), Kind.PDF, "pdf:PdfProvider", page="pdf", library="pymupdf", revision="9", ocr=True
     ),
     Format(
         "docx",

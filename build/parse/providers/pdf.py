@@ -27,12 +27,13 @@ from mnote_evidence.build.core.model import (
     ProviderError,
     Warning_,
 )
-from mnote_evidence.build.core.text import join_lines, normalise
+from mnote_evidence.build.core.text import join_lines
 from mnote_evidence.build.parse.libraries import mupdf
 from mnote_evidence.build.parse.ocr.run import engine_version, pdf_page_lines
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers import provider_version
 from mnote_evidence.build.parse.providers.base import ParseInput
+from mnote_evidence.build.parse.providers.outline import Start, outline_entries, outline_starts
 from mnote_evidence.build.parse.sections import SectionTree
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class _RawBlock:
     confidence: float | None = None
     role: str = ROLE_BODY
     box_holds_text: bool | None = None
+    monospace: bool = False  # most of its text is in a monospace font (code)
 
 
 # OCR a page with (almost) no text layer that images cover a good part of (text pages carry tens of characters
@@ -108,7 +110,9 @@ def _clamp(bbox, rect) -> list[float]:
     ]
 
 
-def _raw_blocks(page: pymupdf.Page, number: int, entries, sizes: list[float] | None) -> list[_RawBlock]:
+def _raw_blocks(
+    page: pymupdf.Page, number: int, entries, fonts: list[tuple[float, bool]] | None
+) -> list[_RawBlock]:
     rect = page.rect
     out = []
     for i, (x0, y0, x1, y1, text, _no, kind) in enumerate(entries):
@@ -117,8 +121,10 @@ def _raw_blocks(page: pymupdf.Page, number: int, entries, sizes: list[float] | N
         lines = text.split("\n")
         joined = join_lines(lines)
         if joined:
-            size = sizes[i] if sizes else 0.0
-            out.append(_RawBlock(number, _clamp((x0, y0, x1, y1), rect), joined, size, len(lines)))
+            size, mono = fonts[i] if fonts else (0.0, False)
+            out.append(
+                _RawBlock(number, _clamp((x0, y0, x1, y1), rect), joined, size, len(lines), monospace=mono)
+            )
     return out
 
 
@@ -127,63 +133,64 @@ def _page_blocks_fast(page: pymupdf.Page, textpage: pymupdf.TextPage, number: in
     return _raw_blocks(page, number, textpage.extractBLOCKS(), None)
 
 
-# MuPDF's HTML output (one positioned <p> per line, sized spans) is built in C: cheaper than get_text("dict")
-_HTML_LINE = re.compile(r'<p style="top:([-\d.]+)pt;left:([-\d.]+)pt[^"]*">(.*?)</p>', re.S)
-_HTML_SPAN = re.compile(r"font-size:([\d.]+)pt[^>]*>([^<]*)")
+# MuPDF's HTML output (one positioned <p> per line, sized spans whose family MuPDF tags `monospace` for
+# fixed-pitch fonts) is built in C: cheaper than get_text("dict")
+_HTML_LINE = re.compile(
+    r'<p style="top:([-\d.]+)pt;left:([-\d.]+)pt(?:;line-height:([\d.]+)pt)?[^"]*">(.*?)</p>', re.S
+)
+_HTML_SPAN = re.compile(r"font-family:([^;\"]*);font-size:([\d.]+)pt[^>]*>([^<]*)")
 
 
-def _block_sizes(entries, html: str) -> list[float]:
-    """Dominant font size of each block: its lines' spans weighted by text length."""
+def _block_fonts(entries, html: str) -> list[tuple[float, bool]]:
+    """Dominant font size of each block (its lines' spans weighted by text length), and whether most of its
+    text is monospace. A line belongs to the block holding its left end at mid-height: a listing's line
+    number sits a little lower than its code."""
     weights: list[dict[float, int]] = [{} for _ in entries]
-    for top, left, inner in _HTML_LINE.findall(html):
-        x, y = float(left) + 0.5, float(top) + 0.5
+    mono = [0] * len(entries)
+    for top, left, height, inner in _HTML_LINE.findall(html):
+        x, y = float(left) + 0.5, float(top) + (float(height) / 2 if height else 0.5)
         for i, (x0, y0, x1, y1, *_rest) in enumerate(entries):
             if x0 <= x <= x1 and y0 <= y <= y1:
-                for size, text in _HTML_SPAN.findall(inner):
+                for family, size, text in _HTML_SPAN.findall(inner):
                     weights[i][float(size)] = weights[i].get(float(size), 0) + len(text)
+                    mono[i] += len(text) if family.endswith("monospace") else 0
                 break
-    return [round(max(w, key=w.__getitem__), 1) if w else 0.0 for w in weights]
+    return [
+        (round(max(w, key=w.__getitem__), 1), mono[i] * 2 > sum(w.values())) if w else (0.0, False)
+        for i, w in enumerate(weights)
+    ]
 
 
 def _page_blocks_sized(page: pymupdf.Page, textpage: pymupdf.TextPage, number: int) -> list[_RawBlock]:
-    """Like `_page_blocks_fast`, plus each block's dominant font size (for heading detection)."""
+    """Like `_page_blocks_fast`, plus each block's dominant font size and monospace flag (for heading
+    detection)."""
     entries = textpage.extractBLOCKS()
-    return _raw_blocks(page, number, entries, _block_sizes(entries, textpage.extractHTML()))
+    return _raw_blocks(page, number, entries, _block_fonts(entries, textpage.extractHTML()))
 
 
-def _outline_starts(toc: list, raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
-    """(block position, level, title) for each outline entry we can place."""
-    first_on_page: dict[int, int] = {}
-    for pos, b in enumerate(raw):
-        if b.role == ROLE_BODY:  # a running header is never where a section starts
-            first_on_page.setdefault(b.page, pos)
-    starts = []
-    for level, title, page, *_ in toc:
-        if page < 1 or page not in first_on_page:
-            continue
-        want = normalise(title).lower()
-        pos = first_on_page[page]
-        for cand in range(pos, len(raw)):
-            if raw[cand].page != page:
-                break
-            if raw[cand].role == ROLE_BODY and normalise(raw[cand].text).lower().startswith(want[:60]):
-                pos = cand
-                break
-        starts.append((pos, level, normalise(title)))
-    return starts
+# code, not a heading: a TeX or C-like line ("\\def\\x#1{%", "int main() {"), or a numbered listing line
+# ("140 \\def\\ProcessAsymptote#1{%": a bare line number, then code punctuation)
+_CODE_LINE = re.compile(r"\\[A-Za-z@]{2,}|[{};]\s*$|^\d+\s+\S*[\\{}%#;=<>$]")
 
 
-def _font_heading_starts(raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
-    chars = Counter()
+def _font_heading_starts(raw: list[_RawBlock]) -> list[Start]:
+    """Headings by font size (a PDF without an outline): short body blocks set clearly larger than the
+    prose. The prose size leaves code out (listings can outweigh it), and code never heads a section:
+    monospace blocks and lines that read as code or as a numbered listing."""
+    chars, prose = Counter(), Counter()
     for b in raw:
         chars[b.size] += len(b.text)
+        if not b.monospace:
+            prose[b.size] += len(b.text)
     if not chars:
         return []
-    body = chars.most_common(1)[0][0]
+    body = (prose or chars).most_common(1)[0][0]
     candidates = [
         (pos, b)
         for pos, b in enumerate(raw)
         if b.role == ROLE_BODY
+        and not b.monospace
+        and not _CODE_LINE.search(b.text)
         and b.size >= body * 1.15
         and b.size - body >= 1.0
         and len(b.text) <= _MAX_HEADING_CHARS
@@ -191,7 +198,7 @@ def _font_heading_starts(raw: list[_RawBlock]) -> list[tuple[int, int, str]]:
     ]
     sizes = sorted({round(b.size * 2) / 2 for _, b in candidates}, reverse=True)[:6]
     level_of = {s: i + 1 for i, s in enumerate(sizes)}
-    return [(pos, level_of.get(round(b.size * 2) / 2, len(sizes)), b.text) for pos, b in candidates]
+    return [Start(pos, level_of.get(round(b.size * 2) / 2, len(sizes)), b.text, pos) for pos, b in candidates]
 
 
 class PdfProvider:
@@ -216,7 +223,7 @@ class PdfProvider:
         # imported with the first PDF parsed: every build imports this module for `version()`
         from mnote_evidence.build.parse.providers.pdf_boxes import check_page
 
-        toc = doc.get_toc(simple=True)
+        toc = outline_entries(doc)
         extract = _page_blocks_fast if toc else _page_blocks_sized
         pages, raw, to_ocr = [], [], []
         for number, page in enumerate(doc, start=1):
@@ -245,7 +252,7 @@ class PdfProvider:
                 )
             raise ProviderError("pdf_no_text", "PDF has no extractable text, and OCR found none either")
         mark_furniture(raw, pages)
-        starts = _outline_starts(toc, raw) if toc else _font_heading_starts(raw)
+        starts = outline_starts(toc, raw) if toc else _font_heading_starts(raw)
         text, blocks, tree = _blocks(item.path, raw, starts)
         warnings = (
             [Warning_("pdf_repaired", "PDF is damaged; MuPDF repaired it and some text may be missing")]
@@ -293,11 +300,12 @@ def mark_furniture(raw: list[_RawBlock], pages: list[Page]) -> None:
             b.role = ROLE_FURNITURE
 
 
-def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]]):
+def _blocks(path: str, raw: list[_RawBlock], starts: list[Start]):
     """Blocks in reading order, the `*.parse.md` text they index into, and the section tree."""
-    starts_at: dict[int, list[tuple[int, str]]] = {}
-    for pos, level, title in starts:
-        starts_at.setdefault(pos, []).append((level, title))
+    starts_at: dict[int, list[Start]] = {}
+    for start in starts:
+        starts_at.setdefault(start.position, []).append(start)
+    headings = {start.heading for start in starts}
     new_id = BlockIdAllocator(path)
     tree = SectionTree(path)
     parts: list[str] = []
@@ -316,10 +324,10 @@ def _blocks(path: str, raw: list[_RawBlock], starts: list[tuple[int, int, str]])
             page = b.page
             emit(("\n\n" if pos else "") + f"<!-- page {page} -->")
         kind = b.kind
-        for level, title in starts_at.get(pos, []):
-            tree.open(level, title, b.page)
-            if normalise(b.text).lower().startswith(normalise(title).lower()[:60]):
-                kind = "heading"
+        for start in starts_at.get(pos, []):
+            tree.open(start.level, start.title, b.page)
+        if pos in headings:
+            kind = "heading"
         prefix = "#" * min(tree.current.level, 6) + " " if kind == "heading" else ""
         start = emit("\n\n" + prefix)
         end = emit(b.text)
