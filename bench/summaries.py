@@ -280,6 +280,20 @@ def word_forms(d: dict) -> list[str]:
     ]
 
 
+def sections(d: dict) -> list[str]:
+    """bench/sections.py: body blocks in their outline entry's section, and code taken for headings."""
+    out = []
+    for part in ("tuned", "heldOutTotal"):
+        base, ours = g(d, f"{part}.baseline", {}), g(d, f"{part}.ours", {})
+        out.append(
+            f"- {part}: right section {base.get('rightSection')}/{base.get('bodyBlocks')} → "
+            f"**{ours.get('rightSection')}/{ours.get('bodyBlocks')}**; code sections (no outline) "
+            f"{base.get('codeSections')}/{base.get('sections')} → "
+            f"{ours.get('codeSections')}/{ours.get('sections')}"
+        )
+    return out + [f"- held out: {', '.join(p.rsplit('/', 1)[-1] for p in d.get('heldOut', []))}"]
+
+
 def startup(d: dict) -> list[str]:
     """bench/startup.py: per command, wall and CPU ms (min of the rounds), this tree and the
     baseline ref's."""
@@ -362,6 +376,7 @@ SUMMARIES = {
         static_search,
         search_count,
         word_forms,
+        sections,
         startup,
     )
 }
