@@ -11,9 +11,9 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import os
 import shutil
 import subprocess
-from functools import cached_property
 from pathlib import Path
 
 from mnote_evidence.build.parse.libraries import library_version
@@ -25,27 +25,62 @@ class OcrUnavailable(RuntimeError):
     """The configured engine is not installed (the message says how to install it)."""
 
 
+DEVICE_ENV = "MNOTE_OCR_DEVICE"  # auto (the default) | cpu | cuda
+_CUDA = "CUDAExecutionProvider"
+
+
+def ocr_device() -> str:
+    """Where RapidOCR runs: "cuda" when onnxruntime's GPU build is installed and an NVIDIA driver is
+    loaded (or `MNOTE_OCR_DEVICE=cuda` asks for it), else "cpu". Decided from package metadata and the
+    driver's files, not by importing onnxruntime (0.6 s that a no-op build would pay)."""
+    wanted = os.environ.get(DEVICE_ENV, "auto").strip().lower() or "auto"
+    if wanted not in ("auto", "cpu", "cuda"):
+        raise OcrUnavailable(f"{DEVICE_ENV}={wanted!r} is not a device: use auto, cpu or cuda")
+    if wanted == "cpu":
+        return "cpu"
+    gpu = _gpu_runtime()
+    if wanted == "cuda" and not gpu:
+        raise OcrUnavailable(
+            f"{DEVICE_ENV}=cuda, but no GPU runtime is here: install the NVIDIA driver and "
+            "`pip install onnxruntime-gpu` (matching its CUDA and cuDNN) in place of onnxruntime, "
+            f"or set {DEVICE_ENV}=cpu"
+        )
+    return "cuda" if gpu else "cpu"
+
+
+def _gpu_runtime() -> bool:
+    try:
+        library_version("onnxruntime-gpu")
+    except Exception:
+        return False
+    return Path("/proc/driver/nvidia/version").exists() or Path("/dev/nvidiactl").exists()
+
+
 class RapidOcrEngine:
     name = "rapidocr"
 
     def version(self) -> str:
-        """From package metadata: importing rapidocr pulls in OpenCV and onnxruntime."""
+        """From package metadata: importing rapidocr pulls in OpenCV and onnxruntime. The GPU path is
+        part of the version (its results may differ in the last digit), the CPU path's is unchanged."""
         try:
-            return f"rapidocr-{library_version('rapidocr')}-det+rec-nocls+n{NORMALIZE_REVISION}"
+            base = f"rapidocr-{library_version('rapidocr')}-det+rec-nocls+n{NORMALIZE_REVISION}"
         except Exception as exc:
             raise OcrUnavailable("RapidOCR is not installed: pip install rapidocr onnxruntime") from exc
+        return base + ("+cuda" if ocr_device() == "cuda" else "")
 
-    @cached_property
+    def __init__(self):
+        self._engines: dict[str, object] = {}
+
     def _engine(self):
-        try:
-            from rapidocr import RapidOCR
-        except ImportError as exc:
-            raise OcrUnavailable("RapidOCR is not installed: pip install rapidocr onnxruntime") from exc
-        logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-        return RapidOCR(params={"Global.use_cls": False, "Global.log_level": "warning"})
+        """The engine for the device chosen at this call (one per device: the choice follows
+        `MNOTE_OCR_DEVICE`, and a result is never computed on another device than its version says)."""
+        device = ocr_device()
+        if device not in self._engines:
+            self._engines[device] = _rapidocr(device == "cuda")
+        return self._engines[device]
 
     def recognise(self, image: Path) -> list[OcrLine]:
-        result = self._engine(str(image), return_word_box=True)
+        result = self._engine()(str(image), return_word_box=True)
         if result.txts is None:
             return []
         lines = []
@@ -70,6 +105,29 @@ def word_pieces(pieces) -> list[tuple[str, float, float]]:
         (text, float(min(p[0] for p in quad)), float(max(p[0] for p in quad)))
         for text, _score, quad in pieces
     ]
+
+
+def _rapidocr(cuda: bool):
+    try:
+        from rapidocr import RapidOCR
+    except ImportError as exc:
+        raise OcrUnavailable("RapidOCR is not installed: pip install rapidocr onnxruntime") from exc
+    logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+    if cuda:
+        import onnxruntime
+
+        if _CUDA not in onnxruntime.get_available_providers():
+            raise OcrUnavailable(
+                f"onnxruntime-gpu is installed but its {_CUDA} does not load (CUDA or cuDNN "
+                f"missing?); set {DEVICE_ENV}=cpu to OCR on the CPU"
+            )
+    return RapidOCR(
+        params={
+            "Global.use_cls": False,
+            "Global.log_level": "warning",
+            "EngineConfig.onnxruntime.use_cuda": cuda,
+        }
+    )
 
 
 class TesseractEngine:
