@@ -280,6 +280,22 @@ def word_forms(d: dict) -> list[str]:
     ]
 
 
+def page_queries(d: dict) -> list[str]:
+    """bench/page_queries.py: page-spanning, known-item and phrase queries, this tree and the baseline's."""
+    out = []
+    for name in ("baseline", "ours"):
+        r = d.get(name, {})
+        out.append(
+            f"- {name}: page-spanning found@10 {r.get('page_found_at_10')}/{r.get('page_queries')} (rare), "
+            f"{r.get('mid_page_found_at_10')}/{r.get('mid_page_queries')} (4-30 blocks), held out "
+            f"{r.get('held_out_mid_found_at_10')}/{r.get('held_out_mid_queries')}; known-item R@1 "
+            f"{r.get('known_item_r1')}/{r.get('known_items')}, R@10 {r.get('known_item_r10')}; phrase 1st "
+            f"{r.get('phrase_rank1')}/{r.get('phrases')}; {r.get('latency_ms_median')} ms median, "
+            f"{r.get('latency_ms_p95')} ms p95"
+        )
+    return out
+
+
 def sections(d: dict) -> list[str]:
     """bench/sections.py: body blocks in their outline entry's section, and code taken for headings."""
     out = []
@@ -377,6 +393,7 @@ SUMMARIES = {
         search_count,
         word_forms,
         sections,
+        page_queries,
         startup,
     )
 }

@@ -30,7 +30,7 @@ RANK_WINDOW = 250  # bm25's best matches joined and filtered at first: also how 
 MAX_WINDOW = 50_000  # beyond this, rank all matches at once (a very selective filter)
 _FLANK_WEIGHT = (1.0, 0.6, 0.25)  # by number of CJK neighbours (0, 1, 2)
 MATCH_ALL, MATCH_ANY = "all", "any"  # every term in one block; any of the meaning-bearing terms
-UNIT_TERM_CAP = 5000  # page matching reads each word's blocks; a word in more blocks leaves it out
+UNIT_TERM_CAP = 1000  # page matching reads each word's blocks; a word in more blocks leaves it out
 LEVEL_BLOCK, LEVEL_PAGE, LEVEL_SECTION = "block", "page", "section"
 
 

@@ -95,6 +95,14 @@
     return mode === "any" ? [ftsAnyQuery(query), meaningTerms(query)] : [ftsQuery(query, prefixLast), queryTerms(query)];
   }
 
+  // fts.phrase_of: the FTS phrase of a query of two or more words and no CJK, or null.
+  function phraseOf(query, prefixLast) {
+    var terms = ftsQuery(query, prefixLast).split(" AND ");
+    if (terms.length < 2 || terms.some(function (t) { return isCjk(t[1]); })) return null;
+    var words = terms.map(function (t) { return t.split('"')[1]; });
+    return '"' + words.join(" ") + '"' + (/ \*$/.test(terms[terms.length - 1]) ? " *" : "");
+  }
+
   function queryTerms(raw) {
     var query = (raw || "").normalize("NFKC");
     var terms = (query.match(CJK_RUN) || []).slice();
@@ -124,7 +132,7 @@
 
   // -- the static path: functions/search/fts.py `rank` + functions/search/results.py `fts_page`, on evidence.sqlite
   // read by range requests. Same constants, same chunked re-ranking, same tie order, totals and groups.
-  var RANK_WINDOW = 250, MAX_DEPTH = 1000, COUNT_CAP = 1000, MAX_TOP_K = 50;
+  var RANK_WINDOW = 250, MAX_DEPTH = 1000, COUNT_CAP = 1000, MAX_TOP_K = 50, UNIT_TERM_CAP = 1000;
   var DEFAULT_TOP_K = 10, DEFAULT_PER_DOCUMENT = 3, MAX_PER_DOCUMENT = 5;
   var BODY = "body";
 
@@ -154,15 +162,92 @@
   async function rankedRows(db, match, win) {
     var ranked = await db.query("SELECT rowid AS id, bm25(evidence_fts) AS rank FROM evidence_fts " +
       "WHERE evidence_fts MATCH ? ORDER BY rank, rowid" + (win < 0 ? "" : " LIMIT " + win), [match]);
-    var info = {};
-    for (var at = 0; at < ranked.length; at += 500) {
-      var part = ranked.slice(at, at + 500).map(function (r) { return r.id; });
-      (await db.query("SELECT b.id, r.source_root_relative_path AS path, r.kind, r.status, b.role, b.ordinal, " +
-        "b.page FROM evidence_block_row b JOIN evidence_resource r ON r.resource_id = b.resource_id " +
-        "WHERE b.id IN (" + marks(part.length) + ")", part)).forEach(function (r) { info[r.id] = r; });
-    }
+    var info = await blockInfo(db, ranked.map(function (r) { return r.id; }));
     return ranked.filter(function (r) { return info[r.id]; }).map(function (r) {
       return Object.assign({ rank: r.rank }, info[r.id]);
+    });
+  }
+
+  async function blockInfo(db, ids) {  // fts._block_info: light columns by rowid
+    var info = {};
+    for (var at = 0; at < ids.length; at += 500) {
+      var part = ids.slice(at, at + 500);
+      (await db.query("SELECT b.id, r.source_root_relative_path AS path, r.kind, r.status, b.role, b.ordinal, " +
+        "b.page, b.resource_id AS rid, b.section_id AS sid FROM evidence_block_row b JOIN evidence_resource r " +
+        "ON r.resource_id = b.resource_id WHERE b.id IN (" + marks(part.length) + ")", part))
+        .forEach(function (r) { info[r.id] = r; });
+    }
+    return info;
+  }
+
+  // fts.unit_hits: pages (sections) holding every term across blocks none of which holds them all.
+  async function unitHits(db, termMatches, filters) {
+    if (termMatches.length < 2) return [];
+    var sets = [];
+    for (var t = 0; t < termMatches.length; t++) {
+      var ids = (await db.query("SELECT rowid AS id FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY rowid " +
+        "LIMIT ?", [termMatches[t], UNIT_TERM_CAP + 1])).map(function (r) { return r.id; });
+      if (ids.length > UNIT_TERM_CAP || !ids.length) return [];
+      sets.push(ids);
+    }
+    var rarest = 0;
+    sets.forEach(function (ids, n) { if (ids.length < sets[rarest].length) rarest = n; });
+    var info = await blockInfo(db, sets[rarest]), rids = {};
+    Object.keys(info).forEach(function (k) { rids[info[k].rid] = true; });
+    var spans = [];
+    var ridList = Object.keys(rids).sort(cmpStr);
+    for (var i = 0; i < ridList.length; i++) {
+      var sp = (await db.query("SELECT min(id) AS lo, max(id) AS hi FROM evidence_block_row WHERE resource_id = ?",
+        [ridList[i]]))[0];
+      if (sp && sp.lo != null) spans.push([sp.lo, sp.hi]);
+    }
+    var wanted = {};
+    sets.forEach(function (ids) {
+      ids.forEach(function (id) {
+        if (!info[id] && spans.some(function (s) { return s[0] <= id && id <= s[1]; })) wanted[id] = true;
+      });
+    });
+    Object.assign(info, await blockInfo(db, Object.keys(wanted).map(Number).sort(function (a, b) { return a - b; })));
+    var held = {};
+    sets.forEach(function (ids, n) {
+      ids.forEach(function (id) {
+        if (info[id] && passes(filters, info[id])) (held[id] = held[id] || []).push(n);
+      });
+    });
+    var units = {}, order = [];
+    Object.keys(held).map(Number).sort(function (a, b) { return a - b; }).forEach(function (id) {
+      var r = info[id], key = r.page != null ? r.rid + "\u0000page\u0000" + r.page : r.rid + "\u0000section\u0000" + (r.sid || "");
+      if (!units[key]) { units[key] = { level: r.page != null ? "page" : "section", ids: [] }; order.push(key); }
+      units[key].ids.push(id);
+    });
+    var sizes = sets.map(function (ids) { return ids.length; }), found = [];
+    order.forEach(function (key) {
+      var u = units[key], covered = {};
+      u.ids.forEach(function (id) { held[id].forEach(function (n) { covered[n] = true; }); });
+      if (Object.keys(covered).length < sets.length || u.ids.some(function (id) { return held[id].length === sets.length; })) return;
+      var rare = function (id) { return held[id].reduce(function (a, n) { return a + sizes[n]; }, 0); };
+      var best = u.ids.reduce(function (b, id) {
+        return (held[id].length - held[b].length || rare(b) - rare(id) || info[b].ordinal - info[id].ordinal) > 0 ? id : b;
+      });
+      found.push({ count: u.ids.length, best: best, level: u.level, ids: u.ids });
+    });
+    found.sort(function (a, b) {
+      var x = info[a.best], y = info[b.best];
+      return (a.count - b.count) || cmpStr(x.path, y.path) || ((x.page || 0) - (y.page || 0)) || (x.ordinal - y.ordinal);
+    });
+    var texts = {}, bestIds = found.map(function (f) { return f.best; });
+    var alsoIds = [].concat.apply([], found.map(function (f) { return f.ids.filter(function (id) { return id !== f.best; }); }));
+    for (var at = 0; at < bestIds.length + alsoIds.length; at += 500) {
+      var part = bestIds.concat(alsoIds).slice(at, at + 500);
+      (await db.query("SELECT id, block_id, text FROM evidence_block_row WHERE id IN (" + marks(part.length) + ")", part))
+        .forEach(function (t) { texts[t.id] = t; });
+    }
+    return found.map(function (f) {
+      var r = info[f.best], t = texts[f.best];
+      return { id: f.best, blockId: t.block_id, path: r.path, kind: r.kind, text: t.text, role: r.role,
+               ordinal: r.ordinal, page: r.page, score: round6(held[f.best].length / sets.length / f.count),
+               level: f.level, also: f.ids.filter(function (id) { return id !== f.best; })
+                 .map(function (id) { return texts[id].block_id; }) };
     });
   }
 
@@ -180,13 +265,37 @@
     return { want: Math.ceil(end / chunk) * chunk, found: files >= documents };
   }
 
-  // fts.rank: {hits, total, exhausted, match, perPath}
+  // fts.rank: {hits, total, exhausted, match, perPath}: the tiers (exact phrase, every term, pages and
+  // sections) one after another, a tier reached once those above it are exhausted.
   // `minWindow`: RANK_WINDOW as on the server; 0 (lean) ranks only as deep as the page needs: the same
   // hits (they depend on the chunks, not on the window), a total counted among fewer matches.
   async function rank(db, query, depth, chunk, filters, documents, perDocument, minWindow, mode, prefixLast) {
     var m = matchOf(query, mode, prefixLast), match = m[0], terms = m[1];
+    var phrase = mode === "all" ? phraseOf(query, prefixLast) : null;
+    var tiers = phrase ? [phrase, "(" + match + ") NOT " + phrase] : [match];
+    var hits = [], total = 0, exhausted = true, perPath = {};
+    for (var t = 0; t < tiers.length; t++) {
+      var left = exhausted ? Math.max(0, depth - hits.length) : 0;
+      // lean: a tier the page needs nothing of is asked for one row (is there more?)
+      var win = minWindow === undefined ? RANK_WINDOW : (minWindow || (left || documents != null ? 0 : 1));
+      var part = await rankTier(db, tiers[t], terms, left, chunk, filters, documents, perDocument, win);
+      if (exhausted) hits = hits.concat(part.hits);
+      total += part.total;
+      exhausted = exhausted && part.exhausted;
+      Object.keys(part.perPath).forEach(function (p) { perPath[p] = (perPath[p] || 0) + part.perPath[p]; });
+    }
+    if (exhausted && mode === "all") {
+      var units = await unitHits(db, ftsQuery(query, prefixLast).split(" AND "), filters);
+      hits = hits.concat(units);
+      total += units.length;
+      units.forEach(function (h) { perPath[h.path] = (perPath[h.path] || 0) + 1; });
+    }
+    return { hits: hits, total: total, exhausted: exhausted, match: match, perPath: perPath, terms: terms };
+  }
+
+  async function rankTier(db, match, terms, depth, chunk, filters, documents, perDocument, minWindow) {  // fts._rank_tier
     var want = Math.ceil(depth / chunk) * chunk, passing, exhausted;
-    var win = Math.max(minWindow === undefined ? RANK_WINDOW : minWindow, want);
+    var win = Math.max(minWindow, want);
     for (;;) {
       var rows = await rankedRows(db, match, win), found;
       passing = rows.filter(function (r) { return passes(filters, r); });
@@ -221,7 +330,7 @@
     }
     var perPath = {};
     passing.forEach(function (r) { perPath[r.path] = (perPath[r.path] || 0) + 1; });
-    return { hits: hits, total: passing.length, exhausted: exhausted, match: match, perPath: perPath, terms: terms };
+    return { hits: hits, total: passing.length, exhausted: exhausted, perPath: perPath };
   }
 
   async function countInResource(db, match, path, filters, cap) {  // fts.count_in_resource
@@ -279,6 +388,7 @@
     loc.openAction.url = siteRoot + loc.openAction.url;
     var out = { evidenceId: h.blockId, quote: quoteWindow(h.text, terms), snippet: snippet(h.text, terms), score: Math.round(h.score * 1e4) / 1e4,
                 matchSource: "fts", source: loc };
+    if (h.level) { out.matchLevel = h.level; out.alsoMatched = h.also; }
     if (h.role !== BODY) out.role = h.role;
     return out;
   }
@@ -498,7 +608,7 @@
 
   window.mnoteSearchQuery = {
     ftsQuery: ftsQuery, queryTerms: queryTerms, ftsAnyQuery: ftsAnyQuery, meaningTerms: meaningTerms,
-    termPrecision: termPrecision, snippet: snippet, isCjk: isCjk,
+    termPrecision: termPrecision, snippet: snippet, isCjk: isCjk, phraseOf: phraseOf,
     findTerms: function (text, terms) { return findTerms(Array.from(text), terms); }, wordForms: wordForms,
     staticSearch: staticSearch, countQuery: countQuery
   };

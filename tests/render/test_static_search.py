@@ -30,6 +30,7 @@ from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.handlers.evidence import search
 from mnote_evidence.functions.search import snippet
+from mnote_evidence.functions.search.fts import phrase_of
 from tests.conftest import shoot
 from tests.servers import free_port, start, start_serve, stop
 
@@ -328,6 +329,54 @@ def crowded_site(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def pages_site(tmp_path_factory) -> Path:
+    """tests/functions/test_page_matching.py's manual and note, with the site: page and section hits."""
+    from tests.conftest import run_build
+    from tests.functions.test_page_matching import NOTE, write_pdf
+
+    root = tmp_path_factory.mktemp("pages") / "ws"
+    root.mkdir()
+    write_pdf(root / "manual.pdf")
+    (root / "transport.md").write_text(NOTE, "utf-8")
+    run_build(root, root.parent / "out", site=True)
+    return root.parent / "out"
+
+
+def test_static_phrase_page_and_section_matches_are_the_apis(pages_site, page):
+    """Exact-phrase blocks first, page and section hits below the block hits, with their other blocks:
+    the static path answers as the handler does, page by page and grouped."""
+    proc, base = static_host(pages_site, True)
+    try:
+        quiet(page)
+        page.goto(base + "index.html")
+        queries = [
+            "polargraph yzero",
+            "bounded by a path",
+            "congestion retransmits router segments",
+            "polargraph function",
+            "bounded path",
+        ]
+        for query in queries:
+            want = search(
+                {"query": query}, Context(db=EvidenceDB(pages_site / "evidence.sqlite"), site_base="")
+            )
+            got = page.evaluate("r => window.mnoteEvidence.searchExact(r)", {"query": query})
+            assert [(r.get("matchLevel"), r.get("alsoMatched")) for r in got["results"]] == [
+                (r.get("matchLevel"), r.get("alsoMatched")) for r in want["results"]
+            ], query
+        seconds = assert_same_pages(
+            page,
+            pages_site,
+            queries,
+            [{"topK": 1}, {"topK": 2, "prefixLast": True}, {"topK": 1, "groupBy": "document"}],
+        )
+        assert seconds >= 3
+        assert page.console_errors == []
+    finally:
+        stop(proc)
+
+
 def test_static_pages_and_groups_are_the_apis_past_the_ranked_window(crowded_site, page):
     """Deep pages (crossing re-rank chunks), lower-bound totals, grouped files whose `more` is counted
     in the file, kind and folder filters: the static path answers as the handler does."""
@@ -422,7 +471,8 @@ def test_js_builds_the_same_fts_query_as_python(site, page):
              const Q = window.mnoteSearchQuery, tried = f => { try { return [f(), null]; }
                                                             catch (e) { return [null, e.message]; } };
              return [tried(() => Q.ftsQuery(q)), tried(() => Q.ftsQuery(q, true)),
-                     tried(() => Q.ftsAnyQuery(q)), Q.queryTerms(q), Q.meaningTerms(q)];
+                     tried(() => Q.ftsAnyQuery(q)), Q.queryTerms(q), Q.meaningTerms(q),
+                     tried(() => Q.phraseOf(q)), tried(() => Q.phraseOf(q, true))];
            })""",
         INPUTS,
     )
@@ -440,6 +490,8 @@ def test_js_builds_the_same_fts_query_as_python(site, page):
             tried(fts_any_query, q),
             query_terms(q),
             meaning_terms(q),
+            tried(phrase_of, q),
+            tried(phrase_of, q, True),
         ]
         assert got == want, q
 
@@ -524,5 +576,6 @@ def test_js_constants_are_the_handlers():
         "DEFAULT_TOP_K": evidence.DEFAULT_TOP_K,
         "DEFAULT_PER_DOCUMENT": evidence.DEFAULT_PER_DOCUMENT,
         "MAX_PER_DOCUMENT": evidence.MAX_PER_DOCUMENT,
+        "UNIT_TERM_CAP": fts.UNIT_TERM_CAP,
     }
     assert {k: js.get(k) for k in want} == want
