@@ -124,6 +124,11 @@
   function resultLink(r, terms) {
     var a = option(document.createElement("a")), s = r.source;
     a.href = s.openAction.url;
+    if (r.alsoMatched && r.alsoMatched.length) {  // a page (section) hit: site.js's ?hl= marks all its blocks
+      var at = a.href.indexOf("#"), url = at < 0 ? a.href : a.href.slice(0, at), hash = at < 0 ? "" : a.href.slice(at);
+      a.href = url + (url.indexOf("?") < 0 ? "?" : "&") + "hl=" +
+        [r.evidenceId].concat(r.alsoMatched).map(encodeURIComponent).join(",") + hash;
+    }
     a.className = "result";
     var quote = document.createElement("span");
     quote.className = "snippet";

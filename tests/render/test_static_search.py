@@ -365,6 +365,14 @@ def test_static_phrase_page_and_section_matches_are_the_apis(pages_site, page):
             assert [(r.get("matchLevel"), r.get("alsoMatched")) for r in got["results"]] == [
                 (r.get("matchLevel"), r.get("alsoMatched")) for r in want["results"]
             ], query
+        want = search({"query": "polargraph yzero"}, Context(db=EvidenceDB(pages_site / "evidence.sqlite")))
+        top = want["results"][0]
+        type_query(page, "polargraph yzero")
+        page.click("#search-results .result")
+        page.wait_for_load_state("load")
+        marked = page.eval_on_selector_all(".hl", "els => els.map(e => e.id)")
+        assert sorted(marked) == sorted([top["evidenceId"], *top["alsoMatched"]])  # the page's blocks, marked
+        page.goto(base + "index.html")
         seconds = assert_same_pages(
             page,
             pages_site,
