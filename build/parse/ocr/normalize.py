@@ -5,8 +5,9 @@ space out Latin letters (RapidOCR: R u s t). Normalising changes the text only:
 each line keeps the box the engine reported, in the image's own coordinates.
 
 Latin spacing is the engine's own (`respaced`): RapidOCR's line text is already
-spaced as a reader sees it; a space is removed only where the engine's boxes show
-it split a word. Digits and Latin letters are never joined to, or turned into,
+spaced as a reader sees it, in Latin lines and in lines that mix Chinese and Latin
+text alike; in a Latin line a space is removed only where the engine's word boxes
+show it split a word. Digits and Latin letters are never joined to, or turned into,
 CJK characters; CJK runs only lose the spaces between their characters.
 """
 
@@ -43,35 +44,32 @@ def normalize_line(text: str) -> str:
     return _SPACED_LETTERS.sub(lambda m: m.group(0).replace(" ", ""), out)
 
 
-REVISION = "2"  # part of every engine version (so cached OCR lines are re-read when this changes)
+REVISION = "3"  # part of every engine version (so cached OCR lines are re-read when this changes)
 _LATIN = re.compile(r"[A-Za-z]")
 _WORD_LETTERS = frozenset("aAI")  # one-letter English words: a lone one is not a fragment
-CHAR_GAP = 0.4  # per-character boxes: a space needs a gap of 40 % of a character width
 TOUCH_GAP = 0.1  # word boxes: "touching" = at most 10 % of a character width apart
 
 
 def respaced(text: str, pieces: list[tuple[str, float, float]]) -> str:
     """The engine's line text, with a space removed only where its boxes show a split word.
 
-    `pieces` are RapidOCR's word boxes as (text, x0, x1), in line order. For a line with CJK they are
-    single characters: a space between two Latin letters goes when the gap across it is under
-    `CHAR_GAP` of a character width (`scre en s hot`). For Latin lines they are words, whose gaps cannot
-    tell a real space from a split, so only lone letters that are not words (`i cons`, `T h re ad`) are
-    joined to the touching word next to them; a touching run with two or more such letters is joined
-    whole. Any mismatch between pieces and text leaves the engine's text as it is."""
+    `pieces` are RapidOCR's word boxes as (text, x0, x1), in line order. A line with CJK keeps the
+    engine's spacing: its pieces are single characters placed from the recogniser's columns, and on
+    rendered Chinese manuals the gap across a real space is often 0 while gaps inside a word reach 0.9
+    of a character width, so no gap tells a space from a split there. For Latin lines the pieces are
+    words, whose gaps cannot tell a real space from a split either, so only lone letters that are not
+    words (`i cons`, `T h re ad`) are joined to the touching word next to them; a touching run with two
+    or more such letters is joined whole. Any mismatch between pieces and text leaves the engine's
+    text as it is."""
     tokens = text.split()
-    spans = _token_spans(tokens, pieces)
-    if spans is None or len(tokens) < 2:
+    spans = None if has_cjk(text) or len(tokens) < 2 else _token_spans(tokens, pieces)
+    if spans is None:
         return " ".join(tokens)
-    per_char = all(len(p[0].strip()) == 1 for p in pieces) and has_cjk(text)
     widths = sorted((x1 - x0) / len(t.strip()) for t, x0, x1 in pieces if t.strip() and x1 > x0)
     width = widths[len(widths) // 2] if widths else 0.0
     latin = [bool(_LATIN.fullmatch(a[-1]) and _LATIN.fullmatch(b[0])) for a, b in zip(tokens, tokens[1:])]
     gaps = [nxt[0] - cur[1] for cur, nxt in zip(spans, spans[1:])]
-    if per_char:
-        join = [lat and gap < CHAR_GAP * width for lat, gap in zip(latin, gaps)]
-    else:
-        join = _fragment_joins(tokens, [lat and gap <= TOUCH_GAP * width for lat, gap in zip(latin, gaps)])
+    join = _fragment_joins(tokens, [lat and gap <= TOUCH_GAP * width for lat, gap in zip(latin, gaps)])
     out = tokens[0]
     for joined, token in zip(join, tokens[1:]):
         out += ("" if joined else " ") + token

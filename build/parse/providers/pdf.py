@@ -29,6 +29,7 @@ from mnote_evidence.build.core.model import (
 )
 from mnote_evidence.build.core.text import join_lines
 from mnote_evidence.build.parse.libraries import mupdf
+from mnote_evidence.build.parse.ocr.overlap import new_lines
 from mnote_evidence.build.parse.ocr.run import engine_version, pdf_page_lines
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers import provider_version
@@ -276,14 +277,18 @@ class PdfProvider:
     def _with_ocr(
         self, doc, item: ParseInput, raw: list[_RawBlock], numbers: list[int], pages: list[Page]
     ) -> list[_RawBlock]:
-        """OCR lines of the scanned pages, merged into reading order after each page's native text."""
+        """OCR lines of the scanned pages, merged into reading order after each page's native text; on a
+        page with a text layer only the lines it does not already hold (`ocr/overlap.py`)."""
         lines = pdf_page_lines(item.root, self.ocr, doc, item.full_path, item.source_hash, numbers)
         source = f"ocr:{engine_version(self.ocr)}"
+        native: dict[int, list[tuple[list[float], str]]] = {}
+        for b in raw:
+            native.setdefault(b.page, []).append((b.bbox, b.text))
         for number in numbers:
             pages[number - 1].source = source
             raw.extend(
                 _RawBlock(number, line.bbox, line.text, 0.0, 1, "ocr_line", line.confidence)
-                for line in lines[number]
+                for line in new_lines(lines[number], native.get(number, []))
             )
         return sorted(raw, key=lambda b: b.page)  # stable: native blocks first on each page
 
