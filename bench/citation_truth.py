@@ -1,7 +1,12 @@
 """Citation truth on real documents through a real lightrag-server: what the reader sees is where the
 link opens.
 
-    python bench/citation_truth.py [--baseline]
+    python bench/citation_truth.py [--baseline [REF]]
+
+Two workspaces, each with its own questions and result: `real` (below) and `unseen`
+(tests/real_documents/unseen/: pages of the Debian reference in English and Chinese and of the Asymptote
+manual, a scanned page as a PNG and as an image-only PDF (OCR), pandoc's own Word test files; the
+`unseen` questions, written on documents no other set uses).
 
 Workspace: bench/real_workspace.py (Debian documentation PDFs: R manuals, gnuplot, libtasn1,
 shared-mime-info; python-docx's test .docx files; the content fixtures), built and ingested into
@@ -9,13 +14,14 @@ the tests' offline lightrag-server harness (stand-in embeddings and LLM). Questi
 tests/real_documents/questions.json (48, written from the sources, each with the phrase that
 answers it). Each question: `/query/data` (naive, top 10) -> `CitationMapper` in process -> the
 checks of tests/knowledge/truth.py against the sidecars on disk and the PDFs (PyMuPDF
-`get_textbox`). Also: fact hits (when a retrieved chunk holds the answer phrase, does its citation
-open a block holding it?) and mapping time per question (median, p95; the LightRAG call excluded).
+`get_textbox`; each stated precision read back from the original file by another reader). Also: fact
+hits (when a retrieved chunk holds the answer phrase, does its citation open a block holding it?)
+and mapping time per question (median, p95; the LightRAG call excluded).
 Mapping time is reported as wall time and as this process's CPU time (the machine is shared: CPU time
-leaves out the waits for a core). `--baseline` runs the same data through the mapper of
-`git show main:functions/citations/mapper.py` too.
-Targets: >= 95 % quotes fully in block, >= 98 % blocks and >= 95 % regions inside the
-chunk, 100 % boxes, mapping <= 20 ms per question.
+leaves out the waits for a core). `--baseline REF` runs the same data through the
+citation package at REF (`git show REF:functions/citations/*.py`, its other imports from this tree) too.
+Targets: >= 95 % quotes fully in block, >= 98 % blocks (100 % on `unseen`) and >= 95 % regions inside
+the chunk, 100 % boxes, 100 % precision held, mapping <= 20 ms per question.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import importlib.util
 import json
 import os
 import resource
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -38,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import results_path
-from bench.real_workspace import WORK, assemble
+from bench.real_workspace import REPO, WORK, assemble
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
 from mnote_evidence.build.pipeline import BuildOptions, build
@@ -49,27 +56,45 @@ from tests.knowledge.truth import Tally, check
 HERE = Path(__file__).resolve().parent
 QUESTIONS = HERE.parent / "tests/real_documents/questions.json"
 RESULT = results_path("citation_truth.json")
+UNSEEN = REPO / "tests/real_documents/unseen"
+UNSEEN_WORK = HERE / "_work" / "unseen"
 
 
 def norm(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
-def baseline_mapper():
-    """The baseline: the mapper as it is on main (`git show`), loaded as a module."""
-    src = subprocess.run(
-        ["git", "-C", str(HERE.parent), "show", "main:functions/citations/mapper.py"],
+def baseline_mapper(ref: str):
+    """The citation package at git `ref`, loaded as `baseline_citations` (its imports of its own modules
+    rewritten to that package; everything else it imports comes from this tree)."""
+    names = subprocess.run(
+        ["git", "-C", str(REPO), "ls-tree", "--name-only", f"{ref}:functions/citations"],
         capture_output=True,
         text=True,
         check=True,
-    ).stdout
-    path = WORK / "baseline_citations.py"
-    path.write_text(src, "utf-8")
-    spec = importlib.util.spec_from_file_location("baseline_citations", path)
+    ).stdout.split()
+    pkg = WORK / "baseline_citations"
+    shutil.rmtree(pkg, ignore_errors=True)
+    pkg.mkdir(parents=True)
+    for name in (n for n in names if n.endswith(".py")):
+        src = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{ref}:functions/citations/{name}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (pkg / name).write_text(
+            src.replace("mnote_evidence.functions.citations.", "baseline_citations."), "utf-8"
+        )
+    for mod in [m for m in sys.modules if m.startswith("baseline_citations")]:
+        del sys.modules[mod]
+    spec = importlib.util.spec_from_file_location(
+        "baseline_citations", pkg / "__init__.py", submodule_search_locations=[str(pkg)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["baseline_citations"] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
-    return module.CitationMapper
+    return importlib.import_module("baseline_citations.mapper").CitationMapper
 
 
 def run(mapper_cls, conn, root: Path, answers: list[tuple[dict, dict]]) -> dict:
@@ -175,14 +200,24 @@ class Answered:
 
 
 @contextmanager
-def answered_workspace(site: bool) -> Iterator[Answered]:
-    """Assemble the real workspace, build it into a real lightrag-server (the tests' offline harness) and
-    ask it every question (naive, top 10); the server runs until the block ends. Shared with
-    bench/verify_quote.py, which checks the same citations."""
-    ws, out = WORK / "ws", WORK / "out"
-    files = assemble(ws)
+def answered_workspace(site: bool, unseen: bool = False) -> Iterator[Answered]:
+    """Assemble the real workspace (or the `unseen` one), build it into a real lightrag-server (the tests'
+    offline harness) and ask it its questions (naive, top 10); the server runs until the block ends.
+    Shared with bench/verify_quote.py, which checks the same citations."""
+    work = UNSEEN_WORK if unseen else WORK
+    ws, out = work / "ws", work / "out"
+    if unseen:
+        if not ws.exists():
+            shutil.copytree(UNSEEN, ws, ignore=shutil.ignore_patterns("*.py", "*.md", "__pycache__"))
+        files = sum(1 for p in ws.rglob("*") if p.is_file() and ".mnote" not in p.parts)
+    else:
+        files = assemble(ws)
     questions = json.loads(QUESTIONS.read_text("utf-8"))["questions"]
-    server = LightRag(WORK / "lightrag")
+    if unseen:
+        questions = [q for q in questions if q["set"] == "unseen"]
+    else:
+        questions = [q for q in questions if q["set"] != "unseen"]
+    server = LightRag(work / "lightrag")
     server.start()
     try:
         config = LightRagConfig(server.url, timeout=120)
@@ -196,12 +231,16 @@ def answered_workspace(site: bool) -> Iterator[Answered]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--baseline", action="store_true")
+    parser.add_argument("--baseline", nargs="?", const="main", default=None, metavar="REF")
+    parser.add_argument("--set", choices=("real", "unseen"), default="real")
     args = parser.parse_args()
-    with answered_workspace(site=True) as run_:
+    unseen = args.set == "unseen"
+    with answered_workspace(site=not unseen, unseen=unseen) as run_:
         ws, out, files, questions, answers = run_.ws, run_.out, run_.files, run_.questions, run_.answers
-        cli = time_cli(run_.client, run_.url, out, questions[::6])
-    (WORK / "answers.json").write_text(json.dumps(answers, ensure_ascii=False), "utf-8")  # for profiling
+        cli = None if unseen else time_cli(run_.client, run_.url, out, questions[::6])
+    ((UNSEEN_WORK if unseen else WORK) / "answers.json").write_text(
+        json.dumps(answers, ensure_ascii=False), "utf-8"
+    )  # for profiling
     conn = sqlite3.connect(f"file:{out / 'evidence.sqlite'}?mode=ro", uri=True)
     counts = dict(
         conn.execute("SELECT kind, count(*) FROM evidence_resource WHERE status = 'ok' GROUP BY kind")
@@ -213,12 +252,14 @@ def main() -> None:
         "mode": "naive",
         "topK": 10,
         "ours": run(CitationMapper, conn, ws, answers),
-        "cli": cli,
     }
+    if cli:
+        result["cli"] = cli
     if args.baseline:
-        result["baselineMain"] = run(baseline_mapper(), conn, ws, answers)
+        result["baseline"] = {"ref": args.baseline, **run(baseline_mapper(args.baseline), conn, ws, answers)}
     text = json.dumps(result, indent=2, ensure_ascii=False)
-    RESULT.write_text(text + "\n", "utf-8")
+    path = results_path("citation_truth_unseen.json") if unseen else RESULT
+    path.write_text(text + "\n", "utf-8")
     print(text)
 
 

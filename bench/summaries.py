@@ -187,7 +187,17 @@ def citation_truth(d: dict) -> list[str]:
         f"{o.get('quoteFullyInBlockPct')} %, blocks in chunk {o.get('blockInChunkPct')} %, regions "
         f"{o.get('regionsInChunkPct')} %, boxes {o.get('boxesHoldTextPct')} %; mapping CPU median "
         f"{o.get('mappingCpuMsMedian')} ms (p95 {o.get('mappingCpuMsP95')}) vs baseline "
-        f"{g(d, 'baselineMain.mappingCpuMsMedian')} ms"
+        f"{g(d, 'baseline.mappingCpuMsMedian')} ms"
+    ]
+
+
+def citation_truth_unseen(d: dict) -> list[str]:
+    o, b = d.get("ours", {}), d.get("baseline", {})
+    return [
+        f"- {d.get('questions')} unseen questions, {o.get('withBlock')} citations with a block: "
+        f"blocks in chunk {o.get('blockInChunkPct')} % (baseline {b.get('blockInChunkPct')} %), "
+        f"precision held {o.get('precisionHeldPct')} % (baseline {b.get('precisionHeldPct')} %), "
+        f"boxes {o.get('boxesHoldTextPct')} %"
     ]
 
 
@@ -382,6 +392,7 @@ SUMMARIES = {
         serve_load,
         ask_startup,
         citation_truth,
+        citation_truth_unseen,
         furniture,
         ocr_truth,
         ocr_engines,

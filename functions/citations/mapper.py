@@ -15,6 +15,10 @@ Invariants:
 - a chunk that cannot be located in the ingested text (an index from before
   `knowledge_text`, or a text changed since ingest) is cited at file precision with
   its own words, `quoteVerified: false`; never a resembling block elsewhere;
+- the stated precision is what the locator holds: a Word block that is not a body paragraph of its own
+  (footnote, endnote, comment, text box, table row) carries the `paragraphIndex` of the paragraph it is
+  attached to, which does not hold its words, so it is cited at `block` precision (its anchor, no
+  paragraph number; `own_precision`);
 - `quoteVerified` means every piece of `displayQuote` was found in the block's text and, for a
   PDF box, the build found the block's words inside the box (functions/search/quote_check.py); if that
   fails, precision drops (box -> page, paragraph/line -> file), no region is highlighted, and
@@ -74,6 +78,19 @@ def block_quotes(text: str, term: Term | None, markup: bool) -> tuple[str, str, 
 def verified(quote: str, block_text: str, markup: bool) -> bool:
     """Every `…`-separated piece of the quote occurs in the block's text (functions/search/quote_check.py)."""
     return quote_holds(quote, block_text, markup)
+
+
+OWN_PARAGRAPH = ("paragraph", "heading")  # Word blocks whose `paragraphIndex` is their own paragraph
+
+
+def own_precision(loc: dict, kind: str) -> dict:
+    """The block's locator at the precision it holds for this block: a Word note, comment, text box or
+    table row is not paragraph `paragraphIndex` (that is its anchor paragraph), only its own block."""
+    if loc.get("precision") != "paragraph" or kind in OWN_PARAGRAPH:
+        return loc
+    out = {k: v for k, v in loc.items() if k != "paragraphIndex"}
+    out["precision"] = "block"
+    return out
 
 
 def regions_of(blocks: list[SpanBlock], span: Span, chosen: SpanBlock) -> list[SpanBlock]:
@@ -214,6 +231,8 @@ class CitationMapper:
         bbox, section_path, loc, box = (
             self._details(block.block_id) if block else (None, [], {"precision": "file"}, None)
         )
+        if block:
+            loc = own_precision(loc, block.kind)
         precision = loc["precision"]
         terms = [t.text for t in self.terms]
         if block:
@@ -223,7 +242,9 @@ class CitationMapper:
             reason = verdict(display, block.text, box, markup)
             ok = reason is None
             if not ok:  # never show a box that does not hold the words
-                precision = {"bbox": "page", "paragraph": "file", "line": "file"}.get(precision, precision)
+                precision = {"bbox": "page", "paragraph": "file", "line": "file", "block": "file"}.get(
+                    precision, precision
+                )
                 bbox, used = None, []
         else:
             display = quote_window(cleaned, terms, DISPLAY_CHARS)
@@ -259,7 +280,7 @@ class CitationMapper:
             "searchQuery": term.text if term else self.query,
             "quoteSource": quote_source,
             "locatorPrecision": precision,
-            "locatorDegraded": precision in ("paragraph", "page", "file"),
+            "locatorDegraded": precision in ("paragraph", "block", "page", "file"),
             "citationUrl": self.base + url,
             "relevanceScore": round(1 / (rank + 1), 4),
             "citationMarkdown": "",

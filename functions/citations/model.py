@@ -19,7 +19,7 @@ import posixpath
 from typing import Literal, NotRequired, TypedDict
 
 CITATION_SCHEMA = "mnote.citation.v1"
-Precision = Literal["bbox", "page", "paragraph", "line", "file"]
+Precision = Literal["bbox", "page", "paragraph", "line", "block", "file"]
 QuoteSource = Literal["chunk", "sidecar", "fallback", "placeholder", "missing"]
 
 
@@ -81,6 +81,8 @@ def citation_markdown(c: Citation) -> str:
     elif precision == "line" and loc.get("lineRange"):
         a, b = loc["lineRange"]
         parts.append(f"line {a}" if a == b else f"lines {a}–{b}")
+    elif precision == "block":
+        parts.append("(its own block: no paragraph number)")
     elif precision == "page":
         parts.append("(page: the passage's box could not be verified)")
     elif precision == "file":

@@ -28,7 +28,7 @@ from mnote_evidence.functions.core.cleaning import clean_text
 
 BOX_MISMATCH = "box_text_mismatch"
 QUOTE_MISSING = "quote_not_in_block"
-_DOWN = {"bbox": "page", "paragraph": "file", "line": "file"}
+_DOWN = {"bbox": "page", "paragraph": "file", "line": "file", "block": "file"}
 _BLOCK_KEYS = ("blockId", "page", "bbox", "lineRange", "charRange", "paragraphIndex")
 
 
@@ -54,7 +54,7 @@ def downgraded(loc: EvidenceLocator, reason: str | None) -> EvidenceLocator:
     if reason == BOX_MISMATCH or out["precision"] == "bbox":
         out.pop("bbox", None)
         out["precision"] = "page" if "page" in out else "file"
-    elif out["precision"] in ("paragraph", "line"):
+    elif out["precision"] in ("paragraph", "line", "block"):
         for key in _BLOCK_KEYS:
             out.pop(key, None)
         out["precision"] = "file"

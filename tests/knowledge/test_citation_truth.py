@@ -339,3 +339,62 @@ def test_a_schema_change_keeps_lightrag_documents_and_re_sends_a_changed_text(re
     assert (
         dict(connect(older).execute("SELECT source_root_relative_path, text FROM knowledge_text")) == before
     )
+
+
+UNSEEN = [
+    q for q in json.loads((REAL / "questions.json").read_text("utf-8"))["questions"] if q["set"] == "unseen"
+]
+
+
+@pytest.fixture(scope="module")
+def unseen_answers(tmp_path_factory):
+    """The `unseen` questions over tests/real_documents/unseen/ (manual pages in English and Chinese, a
+    scanned page as a PNG and as an image-only PDF, pandoc's Word test files), built and ingested into
+    their own lightrag-server: (workspace, index, [(question, response, chunk texts by id)])."""
+    base = tmp_path_factory.mktemp("unseen")
+    root = base / "ws"
+    for sub in ("manuals", "scans", "docx"):
+        shutil.copytree(REAL / "unseen" / sub, root / sub)
+    server = LightRag(base / "lightrag")
+    server.start()
+    try:
+        config = LightRagConfig(server.url, timeout=120)
+        report = run_build(root, base / "out", lightrag=config)
+        assert report.knowledge["error"] is None and report.knowledge["failed"] == 0
+        ctx = Context(EvidenceDB(base / "out" / "evidence.sqlite"), "", config)
+        got = []
+        with Client(config) as client:
+            for q in UNSEEN:
+                result = query({"query": q["q"], "mode": "naive", "topK": 10}, ctx)
+                chunks = {
+                    c["chunk_id"]: c["content"] for c in client.query_data(q["q"], "naive", 10)["chunks"]
+                }
+                got.append((q, result, chunks))
+        yield root, base / "out", got
+    finally:
+        server.close()
+
+
+def test_citations_on_unseen_documents_open_the_chunk_at_the_precision_they_state(unseen_answers, validate):
+    """Every cited block lies in the chunk LightRAG retrieved, and the unit each precision names (box,
+    page, Word body paragraph, block) holds the words shown, read back from the original file."""
+    root, out, got = unseen_answers
+    conn = connect(out)
+    tally, cache, pdfs = Tally(), {}, {}
+    precisions = set()
+    for _q, result, chunks in got:
+        assert result["ok"], result
+        for c in result["citations"]:
+            validate("citation.schema.json", c)
+            precisions.add((c["resourceKind"], c["locatorPrecision"]))
+        check(root, conn, result["citations"], chunks, tally, cache, pdfs)
+    rates = tally.rates()
+    print("unseen citation truth:", json.dumps(rates))
+    assert len(UNSEEN) >= 30 and tally.with_block >= 150, rates
+    assert {("pdf", "bbox"), ("image", "bbox"), ("office", "paragraph"), ("office", "block")} <= precisions
+    assert rates["blockInChunkPct"] == 100.0 and rates["precisionHeldPct"] == 100.0, (
+        rates,
+        tally.failures[:5],
+    )
+    assert rates["quoteFullyInBlockPct"] == 100.0 and rates["boxesHoldTextPct"] == 100.0, tally.failures[:5]
+    assert rates["furnitureCited"] == 0 and rates["quotesWithPageMarkers"] == 0, rates

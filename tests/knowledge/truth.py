@@ -10,6 +10,11 @@ For each citation of a real `knowledge.query` answer, against the sidecars on di
 - never furniture: no cited or highlighted block has the source map's role `furniture`;
 - regions in chunk: each highlighted block has at least half of its charRange inside that span;
 - box holds text: for a PDF box, PyMuPDF's `page.get_textbox(bbox)` holds every word shown;
+- precision not overstated: the unit `locatorPrecision` names holds every word shown, read from the
+  original file by another reader: `bbox` the box (above; inside the image for an OCR'd image), `page` the
+  PDF page's text, `paragraph` python-docx's body paragraph `paragraphIndex`, `line` the file's lines
+  `lineRange`, `block` the cited block alone (no paragraph number, page or box claimed); the citation's
+  `source` states the same precision;
 - no page markers in any quote.
 """
 
@@ -98,6 +103,7 @@ class Tally:
     boxes: int = 0
     furniture: int = 0  # cited or highlighted blocks that are page furniture (must stay 0)
     boxes_hold_text: int = 0
+    precision_held: int = 0  # of with_block: the unit the precision names holds the quote
     page_markers: int = 0
     failures: list[str] = field(default_factory=list)
 
@@ -115,6 +121,7 @@ class Tally:
             "regionsInChunkPct": pct(self.regions_in_chunk, self.regions),
             "pdfBoxes": self.boxes,
             "boxesHoldTextPct": pct(self.boxes_hold_text, self.boxes),
+            "precisionHeldPct": pct(self.precision_held, self.with_block),
             "quotesWithPageMarkers": self.page_markers,
             "furnitureCited": self.furniture,
         }
@@ -125,6 +132,61 @@ def _overlap(char_range: list[int] | None, span: tuple[int, int]) -> float:
         return 0.0
     a, b = char_range
     return max(0, min(b, span[1]) - max(a, span[0])) / max(1, b - a)
+
+
+def _docx_paragraphs(path: Path, cache: dict) -> list[str]:
+    """Body paragraphs of a Word file as python-docx reads them (empty ones included)."""
+    if path not in cache:
+        import docx
+        from docx.oxml.ns import qn
+
+        # every w:t of the paragraph: python-docx's `text` leaves out tracked insertions (w:ins)
+        cache[path] = [
+            "".join(t.text or "" for t in p._p.iter(qn("w:t"))) for p in docx.Document(str(path)).paragraphs
+        ]
+    return cache[path]
+
+
+def precision_holds(c: dict, res: Resource, path: Path, pdfs: dict) -> bool:
+    """The unit the citation's precision names holds every word shown (module docstring)."""
+    precision = c["locatorPrecision"]
+    if c.get("source", {}).get("precision", precision) != precision:
+        return False
+    quote = c["displayQuote"]
+    if precision == "bbox":
+        if "bbox" not in c or "page" not in c:
+            return False
+        if res.pdf is None:  # an OCR'd image: the box lies inside the picture
+            from PIL import Image
+
+            with Image.open(path) as im:
+                x0, y0, x1, y1 = c["bbox"]
+                return 0 <= x0 < x1 <= im.width and 0 <= y0 < y1 <= im.height
+        return True  # the box's words are checked against PyMuPDF in `check`
+    if precision == "page":
+        if res.pdf is None or "page" not in c:
+            return False
+        if res.pdf not in pdfs:
+            import pymupdf
+
+            pdfs[res.pdf] = pymupdf.open(res.pdf)
+        return share_in(quote, pdfs[res.pdf][c["page"] - 1].get_text()) == 1.0
+    source = c.get("source", {})
+    if precision == "paragraph":
+        index = source.get("paragraphIndex")
+        paragraphs = _docx_paragraphs(path, pdfs)
+        return (
+            index is not None
+            and 1 <= index <= len(paragraphs)
+            and share_in(quote, paragraphs[index - 1]) == 1.0
+        )
+    if precision == "block":  # the anchor only: the block itself holds the quote (checked in `check`)
+        return "paragraphIndex" not in source and "page" not in c and "bbox" not in c
+    if precision == "line":
+        a, b = source.get("lineRange") or (0, -1)
+        lines = path.read_text("utf-8", errors="replace").splitlines()[a - 1 : b]
+        return bool(lines) and share_in(quote, "\n".join(lines)) == 1.0
+    return True  # file: nothing finer is claimed
 
 
 def check(
@@ -175,16 +237,30 @@ def check(
             tally.regions_in_chunk += ok
             if not ok:
                 tally.failures.append(f"region outside chunk: {c['sourcePath']} {r['blockId']}")
+        box_ok = True
         if res.pdf is not None and "bbox" in c:
             tally.boxes += 1
             if res.pdf not in pdfs:
                 pdfs[res.pdf] = pymupdf.open(res.pdf)
-            under = pdfs[res.pdf][c["page"] - 1].get_textbox(pymupdf.Rect(c["bbox"]))
+            page = pdfs[res.pdf][c["page"] - 1]
+            under = page.get_textbox(pymupdf.Rect(c["bbox"]))
+            if block.get("type") == "ocr_line" and not under.strip():
+                # an OCR line of a page without a text layer: its words are read from the picture, so the
+                # box must lie on the page (PyMuPDF has nothing to read there)
+                under = c["displayQuote"] if pymupdf.Rect(c["bbox"]) in page.rect else ""
             rejoined = re.sub(r"(\w)-\n(\w)", r"\1\2", under)  # "characteris-\ntics": one word in the block
             rejoined = re.sub(r"([\u3400-\u9fff])\s*\n\s*([\u3400-\u9fff])", r"\1\2", rejoined)  # 可以\n安全
             ok = share_in(c["displayQuote"], under + "\n" + rejoined) == 1.0
             tally.boxes_hold_text += ok
+            box_ok = ok
             if not ok:
                 tally.failures.append(
                     f"box without the quote: {c['sourcePath']} p.{c['page']} {c['blockId']}"
                 )
+        held = box_ok and precision_holds(c, res, root / c["sourcePath"], pdfs)
+        tally.precision_held += held
+        if not held:
+            tally.failures.append(
+                f"precision overstated: {c['sourcePath']} {c['blockId']} {c['locatorPrecision']}: "
+                f"{c['displayQuote'][:60]!r}"
+            )
