@@ -135,15 +135,18 @@ def _overlap(char_range: list[int] | None, span: tuple[int, int]) -> float:
 
 
 def _docx_paragraphs(path: Path, cache: dict) -> list[str]:
-    """Body paragraphs of a Word file as python-docx reads them (empty ones included)."""
+    """Body paragraphs of a Word file (the `w:p` children of `w:body`, empty ones included, as python-docx
+    counts them), each with every `w:t` it holds: python-docx's `text` leaves out tracked insertions
+    (`w:ins`), and the package is read as XML so a file python-docx refuses is read too."""
     if path not in cache:
-        import docx
-        from docx.oxml.ns import qn
+        import zipfile
 
-        # every w:t of the paragraph: python-docx's `text` leaves out tracked insertions (w:ins)
-        cache[path] = [
-            "".join(t.text or "" for t in p._p.iter(qn("w:t"))) for p in docx.Document(str(path)).paragraphs
-        ]
+        from lxml import etree
+
+        w = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+        with zipfile.ZipFile(path) as z:
+            body = etree.fromstring(z.read("word/document.xml")).find(f"{w}body")
+        cache[path] = ["".join(t.text or "" for t in p.iter(f"{w}t")) for p in body.iterchildren(f"{w}p")]
     return cache[path]
 
 
