@@ -102,7 +102,7 @@ def test_source_map_round_trip_keeps_the_role(validate):
 
 def _page(n: int, last: str, header: str | None = None) -> list[PageBlock]:
     out = [
-        PageBlock(n, [72, 90, 540, 700], "body text of the page " + str(n)),
+        PageBlock(n, [72, 90, 540, 700], "body text of the page " + "ab" * n),
         PageBlock(n, [72, 735, 200, 745], last),
     ]
     if header:
