@@ -255,7 +255,7 @@ def test_an_edit_counts_only_its_own_tags_and_the_tag_pages_are_as_a_fresh_build
     assert counted == []
     fresh = tmp_path / "fresh"
     run_build(workspace, fresh, site=True)
-    assert len(counted) == 1  # a first render counts every tag
+    assert len(counted) == 2  # a first render counts every tag and every mentioned entity
     assert _tag_files(out) == _tag_files(fresh)
     assert "_tags/hazard-log.html" in _tag_files(out)
     conn = data.connect_ro(out / "evidence.sqlite")

@@ -8,6 +8,7 @@ one paragraph therefore changes that block's id only.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections import Counter
 from functools import lru_cache
 
@@ -65,3 +66,17 @@ class SectionIdAllocator:
 
 def edge_id(from_id: str, to_id: str, edge_type: str, source_block_id: str) -> str:
     return "e-" + short_hash(from_id, to_id, edge_type, source_block_id, length=16)
+
+
+ENTITY_PREFIX = "entity:"
+
+
+def entity_key(name: str) -> str:
+    """An entity's name as compared: NFKC, case-folded, whitespace runs as one space (`@"Ada  LOVELACE"`
+    and `@"Ada Lovelace"` name one entity; LightRAG's entity names compare the same way)."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def entity_id(name: str) -> str:
+    """The stable id of the entity node a name stands for: `entity:<entity_key>`."""
+    return ENTITY_PREFIX + entity_key(name)

@@ -49,8 +49,8 @@ RESERVED_NAMES = frozenset(
 # state store, the state file of earlier versions): never scanned as notes
 SITE_MARKERS = frozenset({".build.lock", ".mnote-state.sqlite", ".mnote-site.json"})
 STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
-TAGS_DIR, FOLDERS_DIR = "_tags", "_folders"
-RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR, FOLDERS_DIR)
+TAGS_DIR, FOLDERS_DIR, ENTITIES_DIR = "_tags", "_folders", "_entities"
+RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR, FOLDERS_DIR, ENTITIES_DIR)
 
 
 def holds_site(names: Iterable[str]) -> bool:

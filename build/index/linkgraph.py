@@ -3,7 +3,8 @@
 Input: every indexable note with its links as just parsed, or `None` when it is unchanged (its links
 are the index's). Output: who owns each attachment (`owner_of`), the `evidence_link` rows of each note
 whose rows or link edges differ from the index's (`IndexChanges.links`, by `ResourceRow.links_hash`),
-and what the site must look at again (`render_dirty`). When the file set and alias map are the previous
+and what the site must look at again
+(`render_dirty`: resources, tags, mentioned entities). When the file set and alias map are the previous
 build's ("the fast way") only changed notes are resolved, and only notes linking to a rewritten or
 re-owned resource have their edges recomputed, read by targeted queries; otherwise ("the whole way")
 every note is resolved again. Link edges are not stored (the `evidence_link_edge` view derives them):
@@ -29,6 +30,7 @@ from mnote_evidence.build.workspace.links import LinkResolver, Resolution, alias
 from mnote_evidence.build.workspace.scan import SourceFile
 
 Resolved = tuple[str, NoteLink, Resolution]
+_NAMED = ("tag", "mention")  # links whose names have pages of their own (render/tag_pages.py)
 
 
 def _links_hash(rows: list[LinkRow], edges: list[tuple[str, str, str]]) -> str:
@@ -267,12 +269,12 @@ class LinkStage:
                     same_links[note] = rows  # its targets and tags: below, unless what they show is unchanged
                     continue
                 dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
-                dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
+                dirty_tags |= {(r["kind"], r["target"]) for r in rows if r["kind"] in _NAMED}
         quiet = self._quiet(same_links, changes)
         for note, rows in same_links.items():
             if note not in quiet:
                 dirty_pages |= {r["target_path"] for r in rows if r["target_path"]}
-                dirty_tags |= {r["target"] for r in rows if r["kind"] == "tag"}
+                dirty_tags |= {(r["kind"], r["target"]) for r in rows if r["kind"] in _NAMED}
         for path in self.prev.resources.keys() - notes:
             prev = self.prev.resources[path]
             if prev.links_hash is not None:
@@ -281,7 +283,7 @@ class LinkStage:
         old_rows = self._reader.links_of({path_of[rid] for rid in changes.links if rid in path_of} - quiet)
         for found in old_rows.values():
             dirty_pages |= {hit.path for _, hit in found if hit.path}
-            dirty_tags |= {link.target for link, _ in found if link.kind == "tag"}
+            dirty_tags |= {(link.kind, link.target) for link, _ in found if link.kind in _NAMED}
         dirty_pages |= {path_of[rid] for rid in changes.links if rid in path_of}
         # a note linking to a rewritten resource shows something of it only through an embed or a `#fragment`
         # (`render/dirty.shown_of_targets`: a plain link shows its URL); one whose rows changed is above
@@ -298,5 +300,6 @@ class LinkStage:
         changes.meta["render_dirty"] = {
             "since": self.prev.meta.get("built_at_ms"),
             "resources": sorted(dirty_pages),
-            "tags": sorted(dirty_tags),
+            "tags": sorted(t for kind, t in dirty_tags if kind == "tag"),
+            "mentions": sorted(t for kind, t in dirty_tags if kind == "mention"),
         }

@@ -19,7 +19,7 @@ from operator import itemgetter, methodcaller
 from typing import Any
 
 from mnote_evidence.build.core import text
-from mnote_evidence.build.core.ids import edge_id
+from mnote_evidence.build.core.ids import ENTITY_PREFIX, edge_id
 from mnote_evidence.build.core.model import EdgeRow, ParsedResourceArtifact, ResourceRow
 from mnote_evidence.build.core.urls import page_url
 from mnote_evidence.build.index.schema import CREATED_BY, STORED_EDGE_TYPES
@@ -93,10 +93,13 @@ def _block_values(artifact: ParsedResourceArtifact, row: ResourceRow, first_id: 
 
 
 def structural_edges(artifact: ParsedResourceArtifact, resource_id: str) -> Iterable[EdgeRow]:
-    """resource_contains_page, from each page's first block. A block's page_contains_block and
-    section_contains_block edges are not stored: the `evidence_edge` view derives them (schema.py)."""
+    """resource_contains_page, from each page's first block; block_mentions_entity, from each block to
+    each entity its `@` mentions name (once per block; to `ids.entity_id`). A block's page_contains_block
+    and section_contains_block edges are not stored: the `evidence_edge` view derives them (schema.py)."""
     first_on_page: set[int] = set()
     for block in artifact.blocks:
+        for entity in dict.fromkeys(link["target"] for link in block.links if link["kind"] == "mention"):
+            yield edge_row(block.id, ENTITY_PREFIX + entity, "block_mentions_entity", block.id, resource_id)
         if block.page is not None and block.page not in first_on_page:
             first_on_page.add(block.page)
             yield edge_row(

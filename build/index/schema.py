@@ -20,7 +20,7 @@ SCHEMA_VERSION = "8"  # what each schema version added: docs/architecture.md
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 LINK_EDGE_TYPES = ("document_contains_resource", "markdown_links_to", "resource_refers_to")
-STORED_EDGE_TYPES = ("resource_contains_page",)
+STORED_EDGE_TYPES = ("resource_contains_page", "block_mentions_entity")
 CREATED_BY = "mnote-evidence build"
 # a link edge's type, as linkgraph's `_edge_type` computes it in Python
 LINK_TYPE_SQL = (
@@ -32,6 +32,7 @@ LINK_TYPE_SQL = (
 # each is a partial index's WHERE, used only by queries whose WHERE holds the same term (`{l}`: the alias)
 ALIAS_LINKS = "{l}kind = 'alias'"
 TAG_LINKS = "{l}kind = 'tag'"  # render/tag_pages.py (its tag: lower(target), the index's first column)
+MENTION_LINKS = "{l}kind = 'mention'"  # the entity pages (render/tag_pages.py; target: the entity's key)
 # links the build summary may report (LinkTargets.report_links): a problem, or a fragment to look up
 REPORT_LINKS = (
     "{l}problem IN ('missing', 'outside_root') OR ({l}kind IN ('wikilink', 'embed') AND {l}target LIKE '%#%')"
@@ -133,6 +134,8 @@ CREATE TABLE IF NOT EXISTS evidence_edge_row (  -- stored edges (STORED_EDGE_TYP
     resource_id TEXT NOT NULL         -- whose artifact produced it (replaced with it)
 );
 CREATE INDEX IF NOT EXISTS evidence_edge_resource ON evidence_edge_row(resource_id);
+-- the blocks that mention an entity (functions/handlers/retrieval.py, mode=graph), by the entity's id
+CREATE INDEX IF NOT EXISTS evidence_edge_entity ON evidence_edge_row(to_id) WHERE edge_type = 'block_mentions_entity';
 -- A note's link edges (LINK_EDGE_TYPES), derived from its evidence_link rows that resolved to another
 -- resource: one per (linking block, target), edge_id '<edge_type>:<block_id>:<target resource_id>'. The
 -- type is the target's: an indexed note (markdown, ok) -> markdown_links_to; a resource the linking note
@@ -186,6 +189,8 @@ CREATE INDEX IF NOT EXISTS evidence_link_target ON evidence_link(target_path, so
 CREATE INDEX IF NOT EXISTS evidence_link_alias ON evidence_link(kind) WHERE {alias_links};
 CREATE INDEX IF NOT EXISTS evidence_link_tag ON evidence_link(lower(target), resource_id, source_block_id)
     WHERE {tag_links};
+CREATE INDEX IF NOT EXISTS evidence_link_mention ON evidence_link(lower(target), resource_id, source_block_id)
+    WHERE {mention_links};
 CREATE INDEX IF NOT EXISTS evidence_link_report ON evidence_link(resource_id) WHERE {report_links};
 -- the build summary's resources that are not ok, by status, and those with warnings (recorded.py); partial:
 -- an index of every status would lead the planner to read a join's evidence_resource by status = 'ok'
@@ -231,6 +236,7 @@ CREATE TABLE IF NOT EXISTS build_meta (
     fts_tokenize=FTS_TOKENIZE,
     alias_links=ALIAS_LINKS.format(l=""),
     tag_links=TAG_LINKS.format(l=""),
+    mention_links=MENTION_LINKS.format(l=""),
     report_links=REPORT_LINKS.format(l=""),
     not_ok=NOT_OK.format(l=""),
     warned=WARNED.format(l=""),

@@ -334,6 +334,7 @@ BULK_TABLES = (
 # indexes of other tables that only readers after the write use
 BULK_INDEXES = (
     "evidence_link_alias",
+    "evidence_link_mention",
     "evidence_link_report",
     "evidence_link_tag",
     "evidence_resource_not_ok",

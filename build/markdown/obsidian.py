@@ -6,6 +6,10 @@ the rules they lack, as markdown-it rules (never post-processing of HTML):
 - `#tag` (after a space or at a line's start; letters, digits, `_`, `-`, `/`; not all digits) -> a
   `tag` token (never in code spans, after `\\#`, or a heading's own `#` marks); a tag longer than
   `MAX_TAG_CHARS`, or past `MAX_TAGS_PER_NOTE` in the note, stays text (`markdown/limits.py`);
+- `@Name` (letters, digits, `_`; `-`, `.` and `'` inside) and `@"Two Words"` (closing quote on the
+  same line) -> a `mention` token naming an entity (`ids.entity_key`), under the same conditions and
+  bounds as a tag: after a space, a line's start or an opening bracket or quote, so `a@b.c` and a URL's
+  `/@name` are text, and never in code;
 - callouts `> [!type] Title` (foldable: `-` collapsed, `+` open): `meta["callout"]` on the blockquote,
   the marker line a `callout_title_open` / inline / `callout_title_close` triple;
 - ` ^id` at the end of a paragraph or list item: stripped, recorded as `meta["anchor"]`;
@@ -23,10 +27,12 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
+from mnote_evidence.build.core.ids import entity_key
 from mnote_evidence.build.markdown.limits import MAX_TAG_CHARS, MAX_TAGS_PER_NOTE, count, left_out, within
 
 MAX_SPAN = 1000
 TAG = re.compile(r"#([\w\-/]+)")
+MENTION = re.compile(rf"""@(?:"([^"\n]{{1,{MAX_TAG_CHARS}}})"|(\w+(?:[-.']\w+)*))""")
 CALLOUT = re.compile(r"\[!([\w-]+)\]([+-]?)[ \t]*(.*)")
 BLOCK_REF = re.compile(r"(?:^|[ \t])\^([A-Za-z0-9-]+)[ \t]*$")
 # `|400`, `|400x300` ending an alt or alias
@@ -69,9 +75,15 @@ def tag_name(raw: str) -> str | None:
     return name
 
 
+def _starts_name(src: str, pos: int, mark: str) -> bool:
+    """`mark` at `pos` opens a tag or mention: at a line's start, after a space, an opening bracket or
+    a quote."""
+    return src[pos] == mark and (pos == 0 or src[pos - 1].isspace() or src[pos - 1] in "([{\"'")
+
+
 def _tag_rule(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
-    if src[pos] != "#" or (pos > 0 and not src[pos - 1].isspace() and src[pos - 1] not in "([{\"'"):
+    if not _starts_name(src, pos, "#"):
         return False
     match = TAG.match(src, pos, state.posMax)
     name = tag_name(match.group(1)) if match else None
@@ -88,6 +100,25 @@ def _tag_rule(state: StateInline, silent: bool) -> bool:
     token.meta = {"tag": name}
     token.content = "#" + name
     state.pos = pos + 1 + len(name)
+    return True
+
+
+def _mention_rule(state: StateInline, silent: bool) -> bool:
+    src, pos = state.src, state.pos
+    if not _starts_name(src, pos, "@"):
+        return False
+    match = MENTION.match(src, pos, state.posMax)
+    name = (match.group(1) or match.group(2) or "").strip() if match else ""
+    if not entity_key(name):
+        return False
+    if silent:
+        return within(state.env, "tags", MAX_TAGS_PER_NOTE)
+    if not count(state.env, "tags", MAX_TAGS_PER_NOTE):
+        return False
+    token = state.push("mention", "", 0)
+    token.meta = {"entity": entity_key(name), "name": name}
+    token.content = "@" + name
+    state.pos = match.end()
     return True
 
 
@@ -195,6 +226,7 @@ def obsidian_plugin(md: MarkdownIt) -> None:
     """Use after `footnote_plugin` (its unreferenced definitions are kept here)."""
     md.inline.ruler.before("emphasis", "mark", _highlight_rule)
     md.inline.ruler.push("tag", _tag_rule)
+    md.inline.ruler.push("mention", _mention_rule)
     md.core.ruler.after("block", "callouts", _callouts)
     md.core.ruler.after("inline", "block_refs", _block_refs)
     md.core.ruler.after("inline", "image_sizes", _image_sizes)

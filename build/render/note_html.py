@@ -33,7 +33,7 @@ from mnote_evidence.build.markdown.properties import Properties, property_links
 from mnote_evidence.build.markdown.syntax import markdown_parser, parse_note
 from mnote_evidence.build.parse.providers.markdown import block_tokens
 from mnote_evidence.build.render.math_html import mathml
-from mnote_evidence.build.render.note_links import NoteLinks, img_html, tag_html, wikilink_html
+from mnote_evidence.build.render.note_links import NoteLinks, img_html, mention_html, tag_html, wikilink_html
 
 _MARK = "\x00"  # where an operation goes: markdown-it turns every NUL of a note into U+FFFD, so never text
 Program = tuple[list[str], list[list[Any]]]
@@ -250,6 +250,7 @@ _RUN: dict[str, Callable[..., str]] = {
     "image": _run_image,
     "wikilink": lambda env, aliases, *link: wikilink_html(env, *link),
     "tag": lambda env, aliases, tag, shown: tag_html(env, tag, shown),
+    "mention": lambda env, aliases, entity, shown: mention_html(env, entity, shown),
     "text": lambda env, aliases, text: text,
 }
 
@@ -323,6 +324,9 @@ class _Renderer:
         rules["front_matter"] = self._properties
         rules["tag"] = lambda tokens, idx, options, env: _op(
             env, "tag", tokens[idx].meta["tag"], tokens[idx].content
+        )
+        rules["mention"] = lambda tokens, idx, options, env: _op(
+            env, "mention", tokens[idx].meta["entity"], tokens[idx].content
         )
         rules["fence"] = self._with_alias(rules["fence"])
         rules["code_block"] = self._with_alias(rules["code_block"])

@@ -10,7 +10,7 @@
   `![[image.png]]` shows the image, `![[doc.pdf#page=3]]` that page's image (a link past the
   page-image cap).
 - A target or fragment that finds nothing: a `broken-link` span with a visible `missing` marker.
-- `#tag` links the tag's page (`tag_page`).
+- `#tag` links the tag's page (`tag_page`), `@Name` its entity's page (`entity_page`).
 Every URL is relative (`core.urls.relative_url`); nothing here needs JavaScript.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from mnote_evidence.build.core.formats import kind_for
 from mnote_evidence.build.core.model import Kind
-from mnote_evidence.build.core.urls import TAGS_DIR, copy_path, page_path, relative_url
+from mnote_evidence.build.core.urls import ENTITIES_DIR, TAGS_DIR, copy_path, page_path, relative_url
 from mnote_evidence.build.index.link_targets import LinkTargets, split_target
 from mnote_evidence.build.markdown.limits import MAX_EMBEDDED_CHARS_PER_NOTE
 from mnote_evidence.build.workspace.links import LinkResolver
@@ -34,14 +34,24 @@ _NAME_BYTES = 120  # of a tag page's file name, in UTF-8: file systems allow 255
 
 
 def tag_page(tag: str) -> str:
-    """Site file of a tag's page: `_tags/<tag, lower case>.html` (nested tags nest folders).
+    """Site file of a tag's page: `_tags/<tag, lower case>.html` (nested tags nest folders, `name_page`)."""
+    return name_page(TAGS_DIR, tag)
+
+
+def entity_page(entity: str) -> str:
+    """Site file of an entity's page (`entity`: its key, `ids.entity_key`): `_entities/<key>.html`."""
+    return name_page(ENTITIES_DIR, entity)
+
+
+def name_page(folder: str, tag: str) -> str:
+    """Site file of a tag's or entity's page: `<folder>/<name, lower case>.html`, `/` nesting folders.
 
     A tag comes from the author (front matter takes any string), so each `/`-part becomes a safe
     file name: letters, digits, `_` and `-` stay; a part holding anything else (`..`, `<`, `"`, a
     space, nothing) or longer than `_NAME_BYTES` is cleaned (and cut) and given a short hash of the
     original, so distinct tags keep distinct pages and no page lands outside `_tags/` or has a name a
-    file system or static host refuses. The tag `index` is hashed too: `_tags/index.html` is the tag
-    index."""
+    file system or static host refuses. The name `index` is hashed too: `<folder>/index.html` is the
+    folder's index."""
     parts = []
     whole = tag.lower()
     for part in whole.split("/"):
@@ -49,7 +59,7 @@ def tag_page(tag: str) -> str:
         if safe != part or not safe or len(safe.encode("utf-8")) > _NAME_BYTES or whole == "index":
             safe = f"{safe[:32] or 'tag'}-{hashlib.sha1(part.encode('utf-8')).hexdigest()[:8]}"
         parts.append(safe)
-    return f"{TAGS_DIR}/{'/'.join(parts)}.html"
+    return f"{folder}/{'/'.join(parts)}.html"
 
 
 @dataclass
@@ -74,6 +84,11 @@ def _missing(label: str, why: str) -> str:
 def tag_html(env: dict, tag: str, shown: str) -> str:
     href = relative_url(env["page"], tag_page(tag))
     return f'<a class="tag" href="{html.escape(href)}">{html.escape(shown)}</a>'
+
+
+def mention_html(env: dict, entity: str, shown: str) -> str:
+    href = relative_url(env["page"], entity_page(entity))
+    return f'<a class="mention" href="{html.escape(href)}">{html.escape(shown)}</a>'
 
 
 def img_html(src: str, alt: str, size: list[int | None] | None = None) -> str:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from mnote_evidence.build.render.note_html import Program
 
 PROGRAMS_DIR = ".mnote-note-programs"
-VERSION = "3"  # of the program format and of `compile_note`'s output: part of every name
+VERSION = "4"  # of the program format and of `compile_note`'s output: part of every name
 SUFFIX = ".programs"
 
 

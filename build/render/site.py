@@ -348,7 +348,14 @@ class _Site:
         ctx = self._base(INDEX, self.meta.get("workspace_name", "Workspace"), None) | front.context(
             self.page_of
         )
-        ctx.update({"file_name": None, "body": None, "tags_url": relative_url(INDEX, tag_pages.INDEX)})
+        ctx.update(
+            {
+                "file_name": None,
+                "body": None,
+                "tags_url": relative_url(INDEX, tag_pages.INDEX),
+                "mentions_url": relative_url(INDEX, tag_pages.MENTIONS.index),
+            }
+        )
         if front.note is not None:
             body, title = self._home_note(front)
             ctx["body"] = body
@@ -722,9 +729,9 @@ def render_site(
         had_tags = set(tags)
         # tag pages show the top folder's explorer: a change of its listing draws every one again
         top_changed = state.get("root_listing") != site.folders.listing_key("")
-        site.report.tag_pages = tag_pages.write(
-            site, out, tags, current, only=None if since is None or top_changed else since.get("tags", [])
-        )
+        for facet, dirty_names in ((tag_pages.TAGS, "tags"), (tag_pages.MENTIONS, "mentions")):
+            only = None if since is None or top_changed else since.get(dirty_names, [])
+            site.report.tag_pages += tag_pages.write(site, out, tags, current, only, facet)
         site_state.merge_tags(pages, had_tags, tags)
         site.report.folder_pages = _folder_pages(site, pages, current, same_paths)
         for page, entry in [] if same_paths else list(pages.items()):

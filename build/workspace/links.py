@@ -5,7 +5,7 @@ set only, so a link can never name anything outside the root:
 `../../etc/passwd` normalises to a path that starts with `..` and is
 reported, never opened. A wikilink names a file (with or without `.md`) or,
 failing that, a note's front matter alias (`aliases`, first note in path order
-wins a contested alias). Tags and aliases are links of a note that point at
+wins a contested alias). Tags, aliases and `@` mentions are links of a note that point at
 no file: they resolve to nothing, with no problem.
 """
 
@@ -27,7 +27,7 @@ class Resolution:
     problem: str | None = None  # "outside_root" | "missing" | None (external links: both None)
 
 
-NAME_KINDS = ("tag", "alias")
+NAME_KINDS = ("tag", "alias", "mention")
 
 
 def alias_map(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:

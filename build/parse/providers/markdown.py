@@ -4,9 +4,10 @@ One block per heading, paragraph, list-item paragraph (`task` for a task-list it
 callout paragraph, callout title, footnote paragraph, display math (`math`, its TeX), table, code
 block, raw HTML block and front matter (`properties`); each with its 1-based inclusive line range and
 the char range of those lines. Headings form the section tree; footnote blocks come last, in no
-section. Links, images, wikilinks, embeds, tags and aliases are kept on the block they appear in, so
-every graph edge has a source block. Inline math stays as `$TeX$`, a footnote reference as `[n]`; an
-author's `^id` is the block's `anchor`. The title is the front matter `title`, else the first heading.
+section. Links, images, wikilinks, embeds, tags, `@` mentions and aliases are kept on the block they
+appear in, so every graph edge has a source block. Inline math stays as `$TeX$`, a footnote reference
+as `[n]`; an author's `^id` is the block's `anchor`. The title is the front matter `title`, else the
+first heading.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.providers.base import ParseInput
 from mnote_evidence.build.parse.sections import SectionTree
 
-REVISION = "7"  # bumped when the same bytes would parse differently
+REVISION = "8"  # bumped when the same bytes would parse differently
 
 
 @dataclass
@@ -76,6 +77,9 @@ def inline_text(token: Token) -> tuple[str, list[dict[str, str]]]:
         elif ctype == "tag":
             parts.append(child.content)
             links.append({"target": child.meta["tag"], "kind": "tag"})
+        elif ctype == "mention":  # target: the entity's key; label: the name as written
+            parts.append(child.content)
+            links.append({"target": child.meta["entity"], "kind": "mention", "label": child.meta["name"]})
         elif ctype == "math_inline":
             parts.append(f"${child.content}$")
         elif ctype == "math_inline_double":
