@@ -112,6 +112,8 @@ def query_text(body: dict) -> str:
             return head + " No passage of the evidence matches the question either."
         page = {**found, "query": body.get("query") or "", "mode": "fts"}
         return head + " Passages of the evidence that match the question:\n" + search_text(page)
+    if "entities" in body:
+        return graph_text(body)
     cites = body["citations"]
     lines = [f"{len(cites)} citation{'s' if len(cites) != 1 else ''} for {body['query']!r} ({body['mode']})"]
     for c in cites:
@@ -119,6 +121,38 @@ def query_text(body: dict) -> str:
         lines += [f"- {c['citationMarkdown']}{verified}", f"  “{_quote(c['displayQuote'])}”"]
         if "blockId" in c:
             lines.append(f"  {BLOCK_URI.format(c['blockId'])}")
+    return "\n".join(lines)
+
+
+def _evidence_lines(items: list[dict]) -> list[str]:
+    return [
+        line
+        for m in items
+        for line in (
+            f"  - {locator_link(m['source'], m['sourcePath'])} ({m['createdBy']}, {m['confidence']})",
+            f"    “{_quote(m['quote'])}”",
+        )
+    ]
+
+
+def graph_text(body: dict) -> str:
+    """mode=graph: each entity with the places that mention it, each relationship with its evidence."""
+    entities, rels = body["entities"], body["relationships"]
+    lines = [f"{len(entities)} entit{'ies' if len(entities) != 1 else 'y'} for {body['query']!r} (graph)"]
+    if body.get("degraded"):
+        lines.append(f"(LightRAG unavailable: {body.get('degradedReason')}; the notes' @mentions only)")
+    for e in entities:
+        lines += [
+            f"- {e['name']} ({e['entityId']}): {len(e['mentions'])} mention(s)",
+            *_evidence_lines(e["mentions"]),
+        ]
+    if rels:
+        lines.append(f"{len(rels)} relationship(s):")
+    for r in rels:
+        lines += [
+            f"- {r['source']} → {r['target']}: {_quote(r.get('description') or '')}",
+            *_evidence_lines(r["evidence"]),
+        ]
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from mnote_evidence.build.knowledge.lightrag import LightRag, LightRagError
@@ -19,9 +20,11 @@ from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.errors import BadRequest
 from mnote_evidence.functions.core.validation import CHOICE, INTEGER, TEXT, Field, RequestSpec
 from mnote_evidence.functions.handlers.evidence import search
-from mnote_evidence.functions.handlers.retrieval import retrieve
+from mnote_evidence.functions.handlers.retrieval import GRAPH_MODE, graph, retrieve
 
-MODES = ("naive", "local", "global", "hybrid", "mix")
+# graph: entities and relationships with their evidence (retrieval.graph; LightRAG's hybrid, or the notes'
+# own `@` mentions alone when no LightRAG is configured)
+MODES = ("naive", "local", "global", "hybrid", "mix", "graph")
 MAX_TOP_K = 50
 _MARKER = re.compile(r"\[(\d{1,3})\]")
 
@@ -72,7 +75,7 @@ def _with_passages(ctx: Context, body: dict, text: str, top_k: int) -> dict:
 
 
 def _query(ctx: Context, text: str, mode: str, top_k: int) -> dict:
-    if ctx.lightrag is None:
+    if ctx.lightrag is None and mode != "graph":
         return _unavailable(
             "knowledge_rag_unconfigured",
             "no LightRAG server configured (set LIGHTRAG_URL)",
@@ -80,10 +83,13 @@ def _query(ctx: Context, text: str, mode: str, top_k: int) -> dict:
             references=[],
         )
     try:
-        _, mapped = retrieve(ctx, text, mode, top_k)
+        mapped = graph(ctx, text, top_k) if mode == "graph" else retrieve(ctx, text, mode, top_k)[1]
     except LightRagError as exc:
         if exc.reason == "knowledge_rag_rejected":
             raise BadRequest(exc.message) from None
+        if mode == "graph":  # the notes' own mentions still answer
+            notes = graph(replace(ctx, lightrag=None), text, top_k)
+            return {**_unavailable(exc.reason, exc.message), "ok": True, "query": text, "mode": mode, **notes}
         return _unavailable(exc.reason, exc.message, citations=[], references=[])
     return {"ok": True, "query": text, "mode": mode, "degraded": False, "degradedReason": None, **mapped}
 
@@ -126,7 +132,7 @@ def status(request: dict, ctx: Context) -> dict:
 def _answer(ctx: Context, text: str, mode: str, top_k: int) -> dict | LightRagError:
     try:
         with LightRag(ctx.lightrag) as client:
-            return client.answer(text, mode, top_k)
+            return client.answer(text, GRAPH_MODE if mode == "graph" else mode, top_k)
     except LightRagError as exc:
         return exc
 

@@ -43,13 +43,17 @@ def embed(text: str) -> list[float]:
 
 
 def _keywords(prompt: str) -> str:
-    query = prompt.rsplit("---Output---", 1)[0][-400:]
+    query = prompt.rsplit("---Output---", 1)[0]
+    # the query itself, not the prompt's template words (`Output`, `Format`, `JSON`) before it
+    query = query.rsplit("User Query:", 1)[1] if "User Query:" in query else query[-400:]
     words = sorted({w for w in _WORD.findall(query) if len(w) > 3} | set(_CJK.findall(query)))[:8]
     return json.dumps({"high_level_keywords": words[:3], "low_level_keywords": words})
 
 
 def _entities(prompt: str) -> str:
-    text = prompt.split("---Input Text---", 1)[1][:4000]
+    # the last `---Input Text---` is the chunk's (the system prompt's examples hold one too), up to its
+    # `---Output---`: the names are the chunk's own words
+    text = prompt.rsplit("---Input Text---", 1)[1].split("---Output---", 1)[0][:4000]
     names = sorted({w for w in re.findall(r"\b[A-Z][a-zA-Z]{3,}\b", text)} | set(_CJK.findall(text)[:5]))[:6]
     rows = [f"entity<|#|>{n}<|#|>concept<|#|>{n} appears in the text." for n in names]
     if len(names) >= 2:
