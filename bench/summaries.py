@@ -202,11 +202,23 @@ def citation_truth_unseen(d: dict) -> list[str]:
 
 
 def furniture(d: dict) -> list[str]:
-    return [
-        f"- {len(d.get('pdfs', {}))} PDFs, {d.get('queries')} queries: furniture in the top 10 "
+    lines = []
+    for label, key in (("tuned", "tuned"), ("held out", "heldOutTotal")):
+        b, o = d.get(key, {}).get("baseline", {}), d.get(key, {}).get("ours", {})
+        lines.append(
+            f"- {label}: detected running lines and page numbers labelled furniture "
+            f"{b.get('labelled')}/{b.get('detected')} baseline → "
+            f"**{o.get('labelled')}/{o.get('detected')}**; "
+            f"hand-checked body lines labelled furniture "
+            f"{b.get('bodyLabelledFurniture')}/{b.get('bodySample')} "
+            f"→ **{o.get('bodyLabelledFurniture')}/{o.get('bodySample')}**"
+        )
+    lines.append(
+        f"- {d.get('queries')} title-like queries: furniture in the top 10 "
         f"{g(d, 'meanFurnitureShareTop10Pct.includeFurniture')} % with includeFurniture → "
         f"**{g(d, 'meanFurnitureShareTop10Pct.default')} %** by default"
-    ]
+    )
+    return lines
 
 
 def ocr_truth(d: dict) -> list[str]:

@@ -150,16 +150,14 @@ def spec_index(tmp_path_factory):
 
 def test_search_leaves_furniture_out_unless_asked(spec_index: Path, validate):
     ctx = Context(EvidenceDB(spec_index / "evidence.sqlite"), "")
-    status, body = call(lambda r: search(r, ctx), {"query": "MIME database", "topK": 10})
-    assert status == 200 and len(body["results"]) == 10, body
+    status, body = call(lambda r: search(r, ctx), {"query": HEADER, "topK": 10})
+    assert status == 200 and body["results"], body
     validate("search_response.schema.json", body)
     conn = connect(spec_index)
     roles = {r[0]: r[1] for r in conn.execute("SELECT block_id, role FROM evidence_block")}
-    assert [roles[r["evidenceId"]] for r in body["results"]] == ["body"] * 10
+    assert {roles[r["evidenceId"]] for r in body["results"]} == {"body"}
     assert all("role" not in r for r in body["results"])
-    status, body = call(
-        lambda r: search(r, ctx), {"query": "MIME database", "topK": 10, "includeFurniture": True}
-    )
+    status, body = call(lambda r: search(r, ctx), {"query": HEADER, "topK": 10, "includeFurniture": True})
     assert status == 200
     validate("search_response.schema.json", body)
     furniture = [r for r in body["results"] if roles[r["evidenceId"]] == ROLE_FURNITURE]
@@ -207,7 +205,7 @@ def test_the_search_cli_leaves_furniture_out_unless_asked(spec_index: Path):
     runner = CliRunner()
     got = {}
     for flag in ([], ["--include-furniture"]):
-        result = runner.invoke(main, ["search", "MIME database", "--site", str(spec_index), "--json", *flag])
+        result = runner.invoke(main, ["search", HEADER, "--site", str(spec_index), "--json", *flag])
         assert result.exit_code == 0, result.output
         got[bool(flag)] = [r.get("role", "body") for r in json.loads(result.output)["results"]]
     assert got[False] and set(got[False]) == {"body"} and ROLE_FURNITURE in got[True]
