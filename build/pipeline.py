@@ -71,10 +71,11 @@ from mnote_evidence.build.index.writer import (
 from mnote_evidence.build.knowledge.candidates import candidates, registry_key
 from mnote_evidence.build.knowledge.ingest import reconcile
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
+from mnote_evidence.build.parse.executors import ParseExecutor, opened, parse_all
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.prepare import Prepare, Prepared, adopt_prepared
 from mnote_evidence.build.parse.providers import provider_for, provider_version
-from mnote_evidence.build.parse.run import InOrder, parse_all
+from mnote_evidence.build.parse.run import InOrder
 from mnote_evidence.build.parse.sidecars import (
     LAYOUT_BESIDE,
     LAYOUTS,
@@ -127,6 +128,9 @@ class BuildOptions:
     rehash: bool = (
         False  # hash every file, not only those whose size or mtime changed (build/workspace/scan.py)
     )
+    # where files are parsed (build/parse/executors/): None, the local pool of `jobs` workers; a Dask
+    # scheduler's address (tcp://HOST:PORT) or an executor object, the parse tasks go there
+    executor: str | ParseExecutor | None = None
     # process-wide GC tuning (`_long_lived`): on from the command line, opt-in for a program using the library
     tune_gc: bool = False
 
@@ -187,6 +191,7 @@ class _Build:
         self._suffix_versions: dict[str, str] = {}
         self.unpublished: set[str] = set()  # notes whose front matter keeps them out (`_parsed`)
         self.excluded: set[str] = set()  # files of the previous build left out now (`vanished`)
+        self.executor: ParseExecutor | None = None  # set by `opened`
         self.layout = options.sidecars or ""  # the workspace's when not given, once its notes are known
         identity = file_identity(self.db_path)  # its mtime: when the previous build last wrote it
         self.sidecars_in_place = SidecarsInPlace(root, identity[1] if identity else None)
@@ -201,11 +206,12 @@ class _Build:
         Leaving before the index is written (an error, Ctrl-C) removes the copy: the old file stays."""
         cleanup_stray_temps(options.out / DB_NAME)  # before the working copy of this run exists
         run = cls(root, options)
-        if not starts_empty(run.db_path, run.prev.incompatible_schema is not None, run.prev.valid):
-            yield run
-            return
-        with FreshIndex.open(run.db_path) as run.fresh:
-            yield run
+        with opened(options.executor) as run.executor:
+            if not starts_empty(run.db_path, run.prev.incompatible_schema is not None, run.prev.valid):
+                yield run
+                return
+            with FreshIndex.open(run.db_path) as run.fresh:
+                yield run
 
     def _version(self, path: str) -> str:
         """The version of `path`'s provider (a supported format), set up once per provider per build;
@@ -351,6 +357,7 @@ class _Build:
             progress.advance,
             on_result=arrived,
             prepare=prepare,
+            executor=self.executor,
             **kwargs,
         )
 

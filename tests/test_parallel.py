@@ -217,7 +217,7 @@ _STAGE_UNDER_A_FULL_DISK = """
 import multiprocessing.forkserver, resource, signal, sys
 from pathlib import Path
 from mnote_evidence.build.core import fsutil
-from mnote_evidence.build.parse import run as parse
+from mnote_evidence.build.parse import executors as parse
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.prepare import Prepare, adopt_prepared
 from mnote_evidence.build.workspace.scan import scan

@@ -37,6 +37,16 @@ if TYPE_CHECKING:
     help="Parse this many files in parallel.",
 )
 @click.option(
+    "--executor",
+    envvar="MNOTE_EXECUTOR",
+    default="local",
+    show_default=True,
+    callback=lambda ctx, param, value: _executor(value),
+    help="Where files are parsed: 'local' (--jobs worker processes) or a Dask scheduler's address "
+    "(tcp://HOST:PORT; dask://HOST:PORT is the same), whose workers need not see WORKSPACE "
+    "(pip install 'mnote-evidence[cluster]').",
+)
+@click.option(
     "--site/--no-site",
     default=True,
     show_default=True,
@@ -57,6 +67,7 @@ def build_command(
     workspace: Path,
     out: Path,
     jobs: int,
+    executor: str,
     site: bool,
     max_file_mb: float,
     max_page_images: int,
@@ -101,6 +112,7 @@ def build_command(
     options = BuildOptions(
         out=out,
         jobs=jobs,
+        executor=executor,
         max_file_mb=max_file_mb,
         site=site,
         page_zoom=page_zoom,
@@ -123,6 +135,14 @@ def build_command(
         _print_report(report)
     if strict and report.errors:
         sys.exit(1)
+
+
+def _executor(value: str) -> str:
+    from mnote_evidence.build.parse.executors import DASK_SCHEMES
+
+    if value != "local" and not value.startswith(DASK_SCHEMES):
+        raise click.BadParameter(f"{value!r}: use 'local' or a Dask scheduler's address, tcp://HOST:PORT")
+    return value
 
 
 def _die_with_the_server() -> None:

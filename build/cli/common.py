@@ -15,6 +15,7 @@ import click
 
 from mnote_evidence.build.core.errors import (
     BuildLocked,
+    ExecutorUnavailable,
     MnoteError,
     NotAWorkspace,
     OutputInWorkspace,
@@ -56,6 +57,12 @@ def what_to_do(exc: MnoteError) -> str:
             f"site: build into a folder outside it (--out {shlex.quote(str(outside))}) or a hidden one "
             f"inside it (--out {shlex.quote(str(exc.root / '.site'))})"
         )
+    if isinstance(exc, ExecutorUnavailable):
+        return (
+            f"{exc}: start the cluster (`dask scheduler`, then `dask worker {exc.address}` on each machine, "
+            "with mnote-evidence[cluster] installed there), or pass the address of a running one to "
+            "--executor, or build here with --executor local"
+        )
     if isinstance(exc, UnknownKind):
         return (
             f"{exc}: the index in OUT was written by another version, so build into an empty --out "
@@ -75,7 +82,7 @@ def run_library(call: Callable[[], T]) -> T:
     """`call()`, the library's typed errors turned into what to do (a refused OUT: exit 2)."""
     try:
         return call()
-    except OutputInWorkspace as exc:
+    except (OutputInWorkspace, ExecutorUnavailable) as exc:
         raise _BadOutput(what_to_do(exc)) from None
     except MnoteError as exc:
         raise click.ClickException(what_to_do(exc)) from None

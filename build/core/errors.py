@@ -70,3 +70,12 @@ class IndexDamaged(BuildError):
             f"{self.path} is damaged ({detail}); it was moved to {self.moved_to.name}: run the "
             "build again to rebuild the index"
         )
+
+
+class ExecutorUnavailable(BuildError):
+    """The cluster named to run the parse (`--executor ADDRESS`) cannot be reached, or gave no result
+    for longer than its deadline. Raised before the index is written: the previous build stays."""
+
+    def __init__(self, address: str, detail: str):
+        self.address, self.detail = address, detail
+        super().__init__(f"the parse executor at {address} is unavailable: {detail}")

@@ -1,18 +1,18 @@
 """Stage 2: run a provider on one file, never raising, under the parse budgets (SPEC §3, §11).
 
 `parse_one` is the worker entry point: every failure becomes a `ProviderError` with a code, so one bad
-file cannot stop the build. `parse_in_pool` runs it in worker processes (`workers.py`), small files
-several per task (`parse_many`), and retries a crashed worker's files one per fresh process, so only
-the file that really crashes is recorded `parse_crashed`. `parse_all` picks in-process or the pool;
-with a `prepare` each result is finished where it was parsed, and with an `on_result` each is handed
-over as it arrives and not kept (`InOrder` restores the build's order).
+file cannot stop the build. `parse_many` runs it on a task's files (small files several per task) and
+finishes each result with a `prepare` where it was parsed; `parse_shipped` does the same for files whose
+bytes were carried to a machine without the workspace (its OCR cache entries carried with them).
+`in_fresh_process` retries a crashed worker's file alone, so only the file that really crashes is
+recorded `parse_crashed`. Which workers run the tasks is `build/parse/executors/`'s; `InOrder` restores
+the build's order of the results.
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from concurrent.futures import as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,8 +25,9 @@ from mnote_evidence.build.core.model import (
     suffix_of,
     summarised,
 )
-from mnote_evidence.build.parse.ocr.settings import OcrSettings
+from mnote_evidence.build.parse.ocr.settings import SHIPPED, OcrSettings, ShippedCache
 from mnote_evidence.build.parse.providers import ParseInput, provider_for
+from mnote_evidence.build.parse.providers.base import shipped_input
 from mnote_evidence.build.parse.workers import BudgetExceeded, time_budget, worker_pool
 from mnote_evidence.build.workspace.scan import SourceFile
 
@@ -55,14 +56,25 @@ class InOrder:
             self.emit(ready, self.early.pop(ready))
 
 
+CRASHED = "the parser process crashed on this file"
+
+
 def parse_one(
     root: str, path: str, source_hash: str, ocr: OcrSettings
 ) -> ParsedResourceArtifact | ProviderError:
     """Worker entry point: never raises, so one bad file cannot stop the build."""
-    provider = provider_for(path, ocr)
+    return parse_input(ParseInput(Path(root), path, source_hash), ocr)
+
+
+def parse_input(
+    item: ParseInput, ocr: OcrSettings, seconds: float | None = None
+) -> ParsedResourceArtifact | ProviderError:
+    """`item` parsed by its provider within the time budget (`seconds`, default `PARSE_SECONDS`);
+    never raises."""
+    provider = provider_for(item.path, ocr)
     try:
-        with time_budget():
-            artifact = provider.parse(ParseInput(Path(root), path, source_hash))
+        with time_budget(seconds):
+            artifact = provider.parse(item)
     except ProviderError as exc:
         return exc
     except BudgetExceeded as exc:
@@ -122,100 +134,32 @@ def batches(files: list[SourceFile], max_files: int, max_bytes: int = BATCH_BYTE
     return out
 
 
-def parse_in_pool(
-    files: list[SourceFile],
-    root: Path,
-    jobs: int,
+def parse_shipped(
+    files: list[tuple[str, str, bytes]],
     ocr: OcrSettings,
-    advance: Callable[[int], None],
-    batch: int = 1,
-    on_result: OnResult | None = None,
-    prepare: Prepare | None = None,
-) -> dict:
-    """Parse in worker processes, up to `batch` files per task (see `batches`). A worker that
-    dies (a crash inside a native library) breaks the pool; the files it took down are retried
-    one per fresh process, so only the file that really crashes is recorded as `parse_crashed`.
-    Returns every result, or with `on_result` none (each was handed to it)."""
-    results: dict[str, Any] = {}
-    done: set[str] = set()
+    entries: dict[tuple[str, str], list[dict]],
+    seconds: float | None = None,
+) -> tuple[list[ParsedResourceArtifact | ProviderError], dict[tuple[str, str], list[dict]]]:
+    """Worker entry point on a machine without the workspace: `parse_input` on each (path, source hash,
+    bytes), the OCR cache being `entries` (read by the build process); returns the results and the
+    OCR cache entries made, for the build process to seal and store."""
+    cache = ShippedCache(dict(entries))
+    token = SHIPPED.set(cache)
+    try:
+        with _young_gc_deferred(all(suffix_of(path) in NOTE_SUFFIXES for path, _, _ in files)):
+            results = []
+            for path, source_hash, data in files:
+                with shipped_input(path, source_hash, data) as item:
+                    results.append(parse_input(item, ocr, seconds))
+    finally:
+        SHIPPED.reset(token)
+    return results, cache.new
 
-    def deliver(path: str, result: Any) -> None:
-        done.add(path)
-        if on_result is None:
-            results[path] = result
-        else:  # outside the pool's `try` below: its error (disk full) is the build's
-            on_result(path, result)
 
-    with worker_pool(jobs) as pool:
-        futures = {
-            pool.submit(
-                parse_many, str(root), [(f.path, f.source_hash) for f in group], ocr, _only(prepare, group)
-            ): group
-            for group in batches(files, batch)
-        }
+def in_fresh_process(fn: Callable[..., Any], *args: Any, memory_mb: float | None = None) -> Any:
+    """`fn(*args)` in a worker process of its own; None if that process died (a native crash)."""
+    with worker_pool(1, memory_mb) as solo:
         try:
-            for fut in as_completed(futures):
-                group = futures.pop(fut)  # a done future holds its results: let them go once delivered
-                try:
-                    parsed = fut.result()
-                except Exception:
-                    continue
-                del fut
-                for f, result in zip(group, parsed):
-                    deliver(f.path, result)
-                del parsed
-                advance(len(group))
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
-    for f in files:
-        if f.path in done:
-            continue
-        with worker_pool(1) as solo:
-            try:
-                result = solo.submit(
-                    parse_many, str(root), [(f.path, f.source_hash)], ocr, _only(prepare, [f])
-                ).result()[0]
-            except Exception:
-                result = ProviderError("parse_crashed", "the parser process crashed on this file")
-        deliver(f.path, result)
-        advance(1)
-    return results
-
-
-def _only(prepare: Prepare | None, group: list[SourceFile]) -> Prepare | None:
-    return None if prepare is None else prepare.only([f.path for f in group])
-
-
-def parse_all(
-    files: list[SourceFile],
-    root: Path,
-    jobs: int,
-    ocr: OcrSettings,
-    advance: Callable[[int], None],
-    batch: int = 1,
-    min_pool: int = 2,
-    on_result: OnResult | None = None,
-    prepare: Prepare | None = None,
-) -> dict:
-    """Parse `files`: in worker processes when `jobs` > 1 and there are at least `min_pool` files
-    (fewer would not repay the start of the workers), else here, in the same batches; each result then
-    goes through `prepare` where it was parsed. `on_result(path, result)` is called as each result
-    arrives (in no particular order; `InOrder` restores one) and the result is not kept, so this
-    process's share of the work overlaps the workers' parsing. Returns the results not handed to an
-    `on_result` (all, or none)."""
-    if jobs <= 1 or len(files) < max(2, min_pool):
-        results: dict[str, Any] = {}
-        for group in batches(files, batch):
-            for f, result in zip(
-                group,
-                parse_many(str(root), [(f.path, f.source_hash) for f in group], ocr, _only(prepare, group)),
-            ):
-                if on_result is None:
-                    results[f.path] = result
-                else:
-                    on_result(f.path, result)
-                advance(1)
-        return results
-    return parse_in_pool(files, root, jobs, ocr, advance, batch, on_result, prepare)
+            return solo.submit(fn, *args).result()
+        except Exception:
+            return None

@@ -76,12 +76,22 @@ def _with_fallback(settings: OcrSettings, remote, local):
         raise
 
 
+def image_key(source_hash: str) -> str:
+    """The OCR cache key of an image file: its bytes' hash."""
+    return source_hash.removeprefix("sha256:")
+
+
+def page_key(source_hash: str, page: int, dpi: int) -> str:
+    """The OCR cache key of page `page` (1-based) of a PDF rendered at `dpi`."""
+    return hashlib.sha256(f"{source_hash}|page {page}|{dpi} dpi".encode()).hexdigest()
+
+
 def image_lines(
     root: Path, settings: OcrSettings, path: Path, source_hash: str, size: tuple[int, int]
 ) -> list[OcrLine]:
     """OCR lines of an image file, boxes in pixels of the image as displayed (EXIF rotation applied)."""
     version = engine_version(settings)
-    key = source_hash.removeprefix("sha256:")
+    key = image_key(source_hash)
     cached = cached_lines(root, settings, version, key)
     if cached is not None:
         return cached
@@ -102,10 +112,7 @@ def pdf_page_lines(
 ) -> dict[int, list[OcrLine]]:
     """OCR lines of some pages of a PDF, boxes in PDF points (top-left origin)."""
     version = engine_version(settings)
-    keys = {
-        n: hashlib.sha256(f"{source_hash}|page {n}|{settings.pdf_dpi} dpi".encode()).hexdigest()
-        for n in pages
-    }
+    keys = {n: page_key(source_hash, n, settings.pdf_dpi) for n in pages}
     found = {n: cached_lines(root, settings, version, keys[n]) for n in pages}
     missing = [n for n, lines in found.items() if lines is None]
     if missing:
