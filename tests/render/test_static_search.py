@@ -321,8 +321,8 @@ def crowded_site(tmp_path_factory) -> Path:
         f"# Long\n\n{long} thread scope evidence {long}\n", "utf-8"
     )  # cut quotes
     doc = pymupdf.open()
-    for _ in range(12):
-        doc.new_page().insert_text((72, 100), "thread scope evidence on every page", fontsize=11)
+    for i in range(12):  # at a different height on each page: body, not a running header
+        doc.new_page().insert_text((72, 100 + 40 * i), "thread scope evidence on every page", fontsize=11)
     doc.save(root / "notes/repeated.pdf")
     out = base / "out"
     run_build(root, out, site=True)
