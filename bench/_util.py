@@ -84,6 +84,18 @@ def code_commit(ref: str = "HEAD") -> str:
     ).stdout.strip()
 
 
+def before_added(path: str) -> str:
+    """The commit before the one that added `path` (a bench's default baseline: the tree without the
+    work it measures); HEAD when git does not know the file."""
+    added = subprocess.run(
+        ["git", "-C", str(REPO), "log", "--diff-filter=A", "--format=%h", "--", path],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return f"{added[-1]}^" if added else "HEAD"
+
+
 def baseline_tree(ref: str, bench: str) -> Path:
     """`ref`'s package sources in bench/_work/<bench>/<ref>, importable with PYTHONPATH (no install),
     byte-compiled."""

@@ -36,7 +36,7 @@ from pathlib import Path
 import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import REPO, WORK, baseline_tree, machine, results_path
+from bench._util import REPO, WORK, baseline_tree, before_added, machine, results_path
 
 HERE = WORK / "furniture"
 DEBS = WORK / "debs"
@@ -309,7 +309,7 @@ def main() -> None:
     if args.baseline_path:
         base_label, base_path = str(args.baseline_path), args.baseline_path
     else:
-        ref = args.baseline_ref or _before_sequence()
+        ref = args.baseline_ref or before_added(SEQUENCE_TEST)
         base_label, base_path = ref, baseline_tree(ref, "furniture")
     base = measure(build_side("baseline", base_path, ws), ws, docs, sample)
     ours_out = build_side("ours", REPO, ws)
@@ -345,17 +345,6 @@ def main() -> None:
             f"ours {o['bodyLabelledFurniture']}"
         )
     print(json.dumps({k: result[k] for k in ("tuned", "heldOutTotal", "overall")}, indent=1))
-
-
-def _before_sequence() -> str:
-    """The commit before the one that added page furniture by the page sequence (its test file)."""
-    added = subprocess.run(
-        ["git", "-C", str(REPO), "log", "--diff-filter=A", "--format=%h", "--", SEQUENCE_TEST],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return f"{added[-1]}^" if added else "HEAD"
 
 
 if __name__ == "__main__":

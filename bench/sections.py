@@ -35,7 +35,7 @@ from pathlib import Path
 import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import REPO, WORK, baseline_tree, machine, results_path
+from bench._util import REPO, WORK, baseline_tree, before_added, machine, results_path
 
 HERE = WORK / "sections"
 SLACK = 6.0
@@ -204,7 +204,7 @@ def main() -> None:
     if args.baseline_path:
         base_label, base_path = str(args.baseline_path), args.baseline_path
     else:
-        ref = args.baseline_ref or _before_outline_placement()
+        ref = args.baseline_ref or before_added("build/parse/providers/outline.py")
         base_label, base_path = ref, baseline_tree(ref, "sections")
     base = measure(build_side("baseline", base_path, ws), ws, docs)
     ours = measure(build_side("ours", REPO, ws), ws, docs)
@@ -221,25 +221,6 @@ def main() -> None:
     text = json.dumps(result, indent=2, ensure_ascii=False)
     results_path("sections.json").write_text(text + "\n", "utf-8")
     print(text)
-
-
-def _before_outline_placement() -> str:
-    added = subprocess.run(
-        [
-            "git",
-            "-C",
-            str(REPO),
-            "log",
-            "--diff-filter=A",
-            "--format=%h",
-            "--",
-            "build/parse/providers/outline.py",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return f"{added[-1]}^" if added else "HEAD"
 
 
 if __name__ == "__main__":
