@@ -162,7 +162,9 @@ def rank(
         total += part.total
         exhausted = exhausted and part.exhausted
         per_path += part.per_path
-    if exhausted and mode == MATCH_ALL:
+    # a question (stopwords among its words) is not matched across a page: its stopwords are on every
+    # page; the any-word fallback ranks it by its meaning-bearing words
+    if exhausted and mode == MATCH_ALL and len(meaning_terms(query)) == len(query_terms(query)):
         units = unit_hits(conn, fts_query(query, prefix_last).split(" AND "), terms, filters)
         hits += units
         total += len(units)

@@ -284,7 +284,7 @@
       exhausted = exhausted && part.exhausted;
       Object.keys(part.perPath).forEach(function (p) { perPath[p] = (perPath[p] || 0) + part.perPath[p]; });
     }
-    if (exhausted && mode === "all") {
+    if (exhausted && mode === "all" && meaningTerms(query).length === queryTerms(query).length) {  // not a question
       var units = await unitHits(db, ftsQuery(query, prefixLast).split(" AND "), filters);
       hits = hits.concat(units);
       total += units.length;

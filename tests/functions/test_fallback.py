@@ -81,7 +81,8 @@ def test_a_query_every_word_of_which_one_block_holds_keeps_all_mode_and_its_resu
     hits = search_blocks(connect(real_index), query, 10)
     assert [r["evidenceId"] for r in body["results"]] == [h.block_id for h in hits]
     for h in hits:
-        assert all(holds(h.text, w) for w in query.split()), h.text
+        if h.level == "block":  # page hits (after every block) hold the words across their blocks
+            assert all(holds(h.text, w) for w in query.split()), h.text
 
 
 def test_paging_and_grouping_stay_in_any_mode(real_index):

@@ -107,9 +107,9 @@ def ws(tmp_path_factory):
     )
     doc = pymupdf.open()
     for n in range(1, 13):  # one repeated body line on 12 pages: a tie broken by page number
-        page = doc.new_page()
-        page.insert_text((72, 120), "Tide tables: harbour basin.")
-        page.insert_text((72, 200), f"Page {n} lists arrivals.")
+        page = doc.new_page()  # at another height on each page: body, not a running header
+        page.insert_text((72, 120 + 30 * n), "Tide tables: harbour basin.")
+        page.insert_text((72, 140 + 30 * n), f"Page {n} lists arrivals.")
     doc.save(root / "notes" / "tides.pdf")
     out = base / "out"
     run_build(root, out)

@@ -129,6 +129,7 @@ def test_the_tree_goes_into_the_front_page_where_the_template_would_put_it():
         "counts": {"ok": 1},
         "home_note": None,
         "tags_url": "t",
+        "mentions_url": "m",
         "body": None,
     }
     for ctx in (
@@ -162,7 +163,12 @@ def test_a_paragraph_appended_leaves_the_pages_and_tags_its_note_links_to_and_a_
     _aged_build(workspace, out)
     note.write_text(note.read_text("utf-8") + "\nAn appended paragraph.\n", "utf-8")
     run_build(workspace, out, site=True)
-    assert _dirty(out) == {"since": _dirty(out)["since"], "resources": ["Linking.md"], "tags": []}
+    assert _dirty(out) == {
+        "since": _dirty(out)["since"],
+        "resources": ["Linking.md"],
+        "tags": [],
+        "mentions": [],
+    }
     assert _site_files(out) == _fresh_render(workspace, out, tmp_path / "fresh1")
     note.write_text(note.read_text("utf-8").replace("for more", "for much more"), "utf-8")
     run_build(workspace, out, site=True)
