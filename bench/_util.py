@@ -59,6 +59,11 @@ def machine() -> dict:
     return {"loadavg": [round(x, 2) for x in os.getloadavg()], "cores": os.cpu_count()}
 
 
+def git_output(*args: str) -> str:
+    """What `git -C REPO ARGS…` prints (e.g. `git_output("show", f"{ref}:{path}")`: a file at a ref)."""
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout
+
+
 def git_commit(ref: str = "HEAD") -> str:
     """`ref`'s short commit; for HEAD, "+dirty" when the working tree has uncommitted changes to tracked
     files."""
@@ -87,12 +92,7 @@ def code_commit(ref: str = "HEAD") -> str:
 def before_added(path: str) -> str:
     """The commit before the one that added `path` (a bench's default baseline: the tree without the
     work it measures); HEAD when git does not know the file."""
-    added = subprocess.run(
-        ["git", "-C", str(REPO), "log", "--diff-filter=A", "--format=%h", "--", path],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    added = git_output("log", "--diff-filter=A", "--format=%h", "--", path).split()
     return f"{added[-1]}^" if added else "HEAD"
 
 

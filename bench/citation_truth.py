@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path
+from bench._util import git_output, results_path
 from bench.real_workspace import REPO, WORK, assemble
 from mnote_evidence.build.knowledge.lightrag import LightRag as Client
 from mnote_evidence.build.knowledge.lightrag import LightRagConfig
@@ -67,22 +67,12 @@ def norm(text: str) -> str:
 def baseline_mapper(ref: str):
     """The citation package at git `ref`, loaded as `baseline_citations` (its imports of its own modules
     rewritten to that package; everything else it imports comes from this tree)."""
-    names = subprocess.run(
-        ["git", "-C", str(REPO), "ls-tree", "--name-only", f"{ref}:functions/citations"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    names = git_output("ls-tree", "--name-only", f"{ref}:functions/citations").split()
     pkg = WORK / "baseline_citations"
     shutil.rmtree(pkg, ignore_errors=True)
     pkg.mkdir(parents=True)
     for name in (n for n in names if n.endswith(".py")):
-        src = subprocess.run(
-            ["git", "-C", str(REPO), "show", f"{ref}:functions/citations/{name}"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        src = git_output("show", f"{ref}:functions/citations/{name}")
         (pkg / name).write_text(
             src.replace("mnote_evidence.functions.citations.", "baseline_citations."), "utf-8"
         )

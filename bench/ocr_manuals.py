@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pymupdf
 
-from bench._util import REPO, WORK, results_path
+from bench._util import REPO, WORK, git_output, results_path
 from mnote_evidence.build.parse.ocr import normalize
 from mnote_evidence.build.parse.ocr.engines import RapidOcrEngine, word_pieces
 from mnote_evidence.build.parse.ocr.normalize import OcrLine
@@ -82,12 +82,7 @@ def lines(raw, norm) -> list[OcrLine]:
 
 
 def baseline_normalize(ref: str):
-    source = subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{ref}:build/parse/ocr/normalize.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    source = git_output("show", f"{ref}:build/parse/ocr/normalize.py")
     path = WORK / "ocr_manuals" / "baseline_normalize.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source)

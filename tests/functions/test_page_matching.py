@@ -66,12 +66,17 @@ def write_pdf(path: Path) -> None:
     doc.save(path)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("pages") / "ws"
-    root.mkdir()
+def write_workspace(root: Path) -> Path:
+    """The manual and the note, in `root` (made)."""
+    root.mkdir(parents=True)
     write_pdf(root / "manual.pdf")
     (root / "transport.md").write_text(NOTE, "utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    root = write_workspace(tmp_path_factory.mktemp("pages") / "ws")
     out = root.parent / "out"
     run_build(root, out)
     return out

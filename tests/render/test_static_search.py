@@ -333,12 +333,9 @@ def crowded_site(tmp_path_factory) -> Path:
 def pages_site(tmp_path_factory) -> Path:
     """tests/functions/test_page_matching.py's manual and note, with the site: page and section hits."""
     from tests.conftest import run_build
-    from tests.functions.test_page_matching import NOTE, write_pdf
+    from tests.functions.test_page_matching import write_workspace
 
-    root = tmp_path_factory.mktemp("pages") / "ws"
-    root.mkdir()
-    write_pdf(root / "manual.pdf")
-    (root / "transport.md").write_text(NOTE, "utf-8")
+    root = write_workspace(tmp_path_factory.mktemp("pages") / "ws")
     run_build(root, root.parent / "out", site=True)
     return root.parent / "out"
 
