@@ -31,6 +31,7 @@ from mnote_evidence.build.core.defaults import (
     DEFAULT_JOBS,
     DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_PAGE_IMAGES,
+    DEFAULT_SEARCH_FILE_MIB,
     DEFAULT_OUT,
 )
 from mnote_evidence.build.core.errors import BuildLocked, NotAWorkspace, OutputInWorkspace
@@ -119,6 +120,7 @@ class BuildOptions:
     page_format: str = DEFAULT_FORMAT
     page_quality: int = JPEG_QUALITY
     max_page_images: int = DEFAULT_MAX_PAGE_IMAGES
+    search_file_mib: float = DEFAULT_SEARCH_FILE_MIB  # the static search index's largest file
     ocr: OcrSettings = field(default_factory=OcrSettings)
     lightrag: LightRagConfig | None = None
     # sidecar layout: "beside" (`Note.ocr/`) or "mnote" (`.mnote/sidecars/`); None: the workspace's
@@ -685,6 +687,7 @@ def build(root: Path, options: BuildOptions | None = None) -> BuildReport:
                 max_page_images=options.max_page_images,
                 ask=options.lightrag is not None,
                 excluded=frozenset(run.excluded),
+                search_file_bytes=int(options.search_file_mib * (1 << 20)),
             )
             # the rows this run read and what it wrote since: the renderer reads only the rows written
             known = (

@@ -8,7 +8,11 @@ from collections.abc import Callable
 
 import click
 
-from mnote_evidence.build.core.defaults import DEFAULT_MAX_FILE_MB, DEFAULT_MAX_PAGE_IMAGES
+from mnote_evidence.build.core.defaults import (
+    DEFAULT_MAX_FILE_MB,
+    DEFAULT_MAX_PAGE_IMAGES,
+    DEFAULT_SEARCH_FILE_MIB,
+)
 from mnote_evidence.build.parse.ocr.engines import ENGINE_NAMES, ENGINES
 from mnote_evidence.build.parse.ocr.settings import OcrSettings
 from mnote_evidence.build.parse.sidecars import LAYOUTS
@@ -35,6 +39,14 @@ _OUTPUT_OPTIONS = [
         default=lambda: _default_zoom(),
         show_default=True,
         help="PDF page image scale (1 = 72 dpi). 2 keeps 7 pt print legible; 1.5 saves ~35 % bytes.",
+    ),
+    click.option(
+        "--search-file-mib",
+        type=click.FloatRange(min=0.0625),
+        default=DEFAULT_SEARCH_FILE_MIB,
+        show_default=True,
+        help="The static search index (_search/) is split into files of at most this many MiB, for hosts "
+        "with a per-file limit (Cloudflare Pages: 25 MiB).",
     ),
     click.option(
         "--ocr-engine",
@@ -78,6 +90,7 @@ def build_args(
     max_file_mb: float,
     max_page_images: int,
     page_zoom: float,
+    search_file_mib: float,
     ocr_engine: str,
     no_ocr: bool,
     mineru_url: str | None,
@@ -94,6 +107,8 @@ def build_args(
         str(max_page_images),
         "--page-zoom",
         repr(page_zoom),
+        "--search-file-mib",
+        repr(search_file_mib),
         "--ocr-engine",
         ocr_engine,
     ]

@@ -25,3 +25,6 @@ def usable_cpus() -> int:
 DEFAULT_JOBS = usable_cpus()
 DEFAULT_MAX_FILE_MB = 200.0
 DEFAULT_MAX_PAGE_IMAGES = 1000
+# the largest file of the static search index: under every static host's per-file limit (Cloudflare Pages:
+# 25 MiB a file, GitHub Pages warns at 50 MB)
+DEFAULT_SEARCH_FILE_MIB = 8.0

@@ -49,6 +49,7 @@ from mnote_evidence.build.render import (
     dirty,
     page_images,
     page_pool,
+    search_index,
     site_files,
     tag_pages,
 )
@@ -80,6 +81,8 @@ class RenderOptions:
     ask: bool = False  # a knowledge server is configured (the build's LightRAG URL): link the Ask page
     # sources the build left out (`.mnoteignore`, `publish: false`): their pages go, with no tombstone
     excluded: frozenset[str] = frozenset()
+    # the largest file of the static search index (`render/search_index.py`)
+    search_file_bytes: int = search_index.DEFAULT_MAX_FILE_BYTES
 
 
 @dataclass
@@ -92,6 +95,7 @@ class RenderReport:
     images_removed: int = 0
     tombstones: int = 0
     front_page_written: bool = False  # index.html: only when what it shows changed (`render/front.py`)
+    search: search_index.SearchIndexReport = field(default_factory=search_index.SearchIndexReport)
     seconds: float = 0.0
     problems: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
@@ -638,7 +642,8 @@ def render_site(
     templates_hash, templates_signed = site_state.templates_hash(_templates_dir(), state)
     scheme = f"{templates_hash}|{URL_SCHEME}"
     stamp = [dirty.built_at(db_path), scheme, options.images.tag, options.max_page_images, options.ask]
-    if state.get("stamp") == stamp and (out / INDEX).exists():
+    stamp.append(options.search_file_bytes)
+    if state.get("stamp") == stamp and (out / INDEX).exists() and (out / search_index.MANIFEST).exists():
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
         return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
     state = site_state.with_pages(out, state)
@@ -782,6 +787,7 @@ def render_site(
             )
             copies.copy_static(_templates_dir(), out)
             site_files.write_text(out, HEADERS_FILE, headers_file())
+        site.report.search = search_index.write(out, db_path, options.search_file_bytes)
         commit_pending()
         site_state.save(
             out,

@@ -62,7 +62,7 @@
 
   // Local evidence search for the same question: works without LightRAG and without a server. The search box's
   // transport (search.js) asks the query server when the page is served by it, and reads the static index
-  // (evidence.sqlite by range requests, search_query.js) on a static host: the same answer either way. A
+  // (`_search/` by range requests, search_query.js) on a static host: the same answer either way. A
   // question no passage holds whole is matched on its meaning-bearing words (matchMode "any").
   function showLocal(question, status, lead) {
     var section = document.getElementById("local");

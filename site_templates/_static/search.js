@@ -1,7 +1,8 @@
 // mnote-evidence: the site's search box (SPEC §9), one UI over two transports.
 // Served (`mnote-evidence serve`, a page under /-/evidence/site/): the search API. Any other http(s) host:
-// evidence.sqlite beside index.html, queried in the browser (sql.js-httpvfs, vendored in _static/vendor/)
-// with HTTP range requests, or downloaded whole where the host does not serve ranges; search_query.js runs
+// the search index in `_search/` (the search tables of evidence.sqlite in files of a few MiB), queried in the
+// browser (sql.js-httpvfs, vendored in _static/vendor/) with HTTP range requests, or a file at a time where
+// the host does not serve ranges; search_query.js runs
 // the API's query and ranking on it. From file:// browsers allow neither: the box says what to run instead.
 // Results are grouped by file (best passage first, "n more in this file"), show a snippet with the matched
 // terms highlighted, the page and section path, a count and "more results", and open the same anchors.
@@ -16,7 +17,7 @@
   // While typing: an ask once the keys pause this long, and only for this many letters or digits (or one CJK
   // character: a Chinese word is often one).
   var DEBOUNCE_MS = 200, MIN_CHARS = 2;
-  var FILE_HINT = "Search needs a web server (browsers do not let a page opened from disk read evidence.sqlite): " +
+  var FILE_HINT = "Search needs a web server (browsers do not let a page opened from disk read its index): " +
     "run `python -m http.server` in this folder and open http://localhost:8000/, or run `mnote-evidence serve`. " +
     "Links and highlighted passages work from disk.";
   var Q = window.mnoteSearchQuery;
@@ -61,28 +62,36 @@
     });
   }
 
-  // The database is opened once per page. Hosts that serve byte ranges (`Accept-Ranges: bytes`: GitHub
-  // Pages, S3, nginx, Netlify …) give 4 KiB pages on demand; others (python -m http.server) the whole file.
+  // The search index (`_search/`, build/render/search_index.py) is opened once per page: its manifest (never
+  // cached: it names this build's files), then the database split over `db.000`, `db.001` … Hosts that serve
+  // byte ranges (`Accept-Ranges: bytes`: GitHub Pages, S3, nginx, Netlify …) give 4 KiB pages on demand;
+  // others (python -m http.server) a whole file each time the query reaches a new one.
   function openDb(form) {
     if (dbPromise) return dbPromise;
-    var dbUrl = new URL(form.dataset.db, document.baseURI).href;
+    var manifestUrl = new URL(form.dataset.search, document.baseURI).href;
     var vendor = new URL(form.dataset.static + "/vendor/sql.js-httpvfs/", document.baseURI).href;
-    dbPromise = fetch(dbUrl, { method: "HEAD", cache: "no-store" }).then(function (resp) {
-      if (!resp.ok) throw new Error("evidence.sqlite is not on this host (HTTP " + resp.status + ")");
-      var length = Number(resp.headers.get("content-length"));
-      var encoding = resp.headers.get("content-encoding");
-      if (encoding && encoding !== "identity") {
-        throw new Error("this host compresses evidence.sqlite (Content-Encoding: " + encoding + "); serve it as is");
-      }
-      var ranges = resp.headers.get("accept-ranges") === "bytes";
-      // The file's version in its URL: pages cached from an earlier build are never mixed with this one's.
-      var version = resp.headers.get("etag") || resp.headers.get("last-modified") || "";
-      var url = version ? dbUrl + "?v=" + encodeURIComponent(version + "-" + length) : dbUrl;
-      return loadScript(vendor + "index.js").then(function () {
-        var config = { serverMode: "full", url: url, requestChunkSize: ranges || !length ? 4096 : length };
-        return window.createDbWorker([{ from: "inline", config: config }], vendor + "sqlite.worker.js",
-                                     vendor + "sql-wasm.wasm");
-      }).then(function (worker) { return { worker: worker, ranges: ranges, length: length }; });
+    dbPromise = fetch(manifestUrl, { cache: "no-store" }).then(function (resp) {
+      if (!resp.ok) throw new Error("the search index (_search/) is not on this host (HTTP " + resp.status + ")");
+      return resp.json();
+    }).then(function (manifest) {
+      var prefix = new URL(manifest.urlPrefix, manifestUrl).href;
+      var first = prefix + "0".repeat(manifest.suffixLength) + "?cb=" + encodeURIComponent(manifest.cacheBust);
+      return fetch(first, { method: "HEAD" }).then(function (resp) {
+        if (!resp.ok) throw new Error("the search index's files are not on this host (HTTP " + resp.status + ")");
+        var encoding = resp.headers.get("content-encoding");
+        if (encoding && encoding !== "identity") {
+          throw new Error("this host compresses the search index (Content-Encoding: " + encoding + "); serve _search/ as is");
+        }
+        var ranges = resp.headers.get("accept-ranges") === "bytes";
+        var config = { serverMode: "chunked", urlPrefix: prefix, suffixLength: manifest.suffixLength,
+                       serverChunkSize: manifest.serverChunkSize, databaseLengthBytes: manifest.databaseLengthBytes,
+                       requestChunkSize: ranges ? manifest.requestChunkSize : manifest.serverChunkSize,
+                       cacheBust: manifest.cacheBust };
+        return loadScript(vendor + "index.js").then(function () {
+          return window.createDbWorker([{ from: "inline", config: config }], vendor + "sqlite.worker.js",
+                                       vendor + "sql-wasm.wasm");
+        }).then(function (worker) { return { worker: worker, ranges: ranges, length: manifest.databaseLengthBytes }; });
+      });
     });
     dbPromise.catch(function () { dbPromise = null; });
     return dbPromise;
@@ -92,7 +101,7 @@
   // page needs (docs/performance.md).
   function staticSearch(form, request, exact) {
     return openDb(form).then(function (h) {
-      var root = form.dataset.db.replace(/evidence\.sqlite$/, "");
+      var root = form.dataset.search.replace(/_search\/manifest\.json$/, "");
       return Q.staticSearch(h.worker.db, request, root, { lean: !exact });
     });
   }

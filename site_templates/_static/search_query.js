@@ -4,7 +4,7 @@
 // Invariants: ftsQuery/queryTerms build exactly what build/core/text.py's fts_query/query_terms build (a
 // Chromium test compares them on a list of inputs); staticSearch ports functions/search/fts.py's `rank` (bm25
 // window of 250, re-ranking in fixed chunks, ties by path, page, position) and functions/search/results.py's
-// `fts_page` (offset/nextOffset, total/totalIsLowerBound, groupBy document) on the same evidence.sqlite, so
+// `fts_page` (offset/nextOffset, total/totalIsLowerBound, groupBy document) on the same rows (`_search/`), so
 // both paths answer the same request with the same page (a Chromium test compares them, pages and groups).
 // Snippet highlights are UTF-16 offsets of the snippet text (the API's contract); CJK segmentation never
 // reaches a snippet.
@@ -130,7 +130,7 @@
 
   function round6(x) { return Math.round(x * 1e6) / 1e6; }
 
-  // -- the static path: functions/search/fts.py `rank` + functions/search/results.py `fts_page`, on evidence.sqlite
+  // -- the static path: functions/search/fts.py `rank` + functions/search/results.py `fts_page`, on `_search/`
   // read by range requests. Same constants, same chunked re-ranking, same tie order, totals and groups.
   var RANK_WINDOW = 250, MAX_DEPTH = 1000, COUNT_CAP = 1000, MAX_TOP_K = 50, UNIT_TERM_CAP = 1000;
   var DEFAULT_TOP_K = 10, DEFAULT_PER_DOCUMENT = 3, MAX_PER_DOCUMENT = 5;
