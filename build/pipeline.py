@@ -31,8 +31,8 @@ from mnote_evidence.build.core.defaults import (
     DEFAULT_JOBS,
     DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_PAGE_IMAGES,
-    DEFAULT_SEARCH_FILE_MIB,
     DEFAULT_OUT,
+    DEFAULT_SEARCH_FILE_MIB,
 )
 from mnote_evidence.build.core.errors import BuildLocked, NotAWorkspace, OutputInWorkspace
 from mnote_evidence.build.core.formats import format_for

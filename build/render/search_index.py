@@ -92,12 +92,10 @@ def _copy_search_tables(db_path: Path, dest: Path) -> None:
         conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("ATTACH DATABASE ? AS src", [f"file:{quote(str(db_path))}?mode=ro"])
+        names = [*TABLES, *INDEXES, *VIEWS, FTS]
+        marks = ",".join("?" * len(names))
         schema = dict(
-            conn.execute(
-                "SELECT name, sql FROM src.sqlite_schema WHERE name IN (%s)"
-                % ",".join("?" * (len(TABLES) + len(INDEXES) + len(VIEWS) + 1)),
-                [*TABLES, *INDEXES, *VIEWS, FTS],
-            ).fetchall()
+            conn.execute(f"SELECT name, sql FROM src.sqlite_schema WHERE name IN ({marks})", names).fetchall()
         )
         with conn:
             for table in TABLES:

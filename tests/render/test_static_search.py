@@ -7,9 +7,8 @@ API's order with the same URLs, and its JavaScript must build the same FTS query
 
 from __future__ import annotations
 
-import json
-
 import hashlib
+import json
 import sys
 import time
 from pathlib import Path
