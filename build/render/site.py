@@ -18,7 +18,7 @@ import posixpath
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -645,7 +645,9 @@ def render_site(
     stamp.append(options.search_file_bytes)
     if state.get("stamp") == stamp and (out / INDEX).exists() and (out / search_index.MANIFEST).exists():
         shutil.rmtree(out / PROGRAMS_DIR, ignore_errors=True)
-        return _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
+        report = _unchanged_site(db_path, options, on_progress, started, state.get("collisions", []))
+        report.search = search_index.SearchIndexReport.unchanged(state.get("search"))
+        return report
     state = site_state.with_pages(out, state)
     site = _Site(root, out, db_path, options, from_build, state)
     collisions = list(site.report.problems)  # told again by a render with nothing to do
@@ -787,7 +789,13 @@ def render_site(
             )
             copies.copy_static(_templates_dir(), out)
             site_files.write_text(out, HEADERS_FILE, headers_file())
-        site.report.search = search_index.write(out, db_path, options.search_file_bytes)
+        site.report.search = search_index.write(
+            out,
+            db_path,
+            options.search_file_bytes,
+            search_index.SearchIndexReport.unchanged(state.get("search")).sha256 or None,
+            None if since is None else since["resources"],
+        )
         commit_pending()
         site_state.save(
             out,
@@ -801,6 +809,7 @@ def render_site(
                 "moved": moved,
                 "templates": templates_signed,
                 "root_listing": site.folders.listing_key(""),
+                "search": asdict(site.report.search),
             },
             pages,
             state,
