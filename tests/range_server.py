@@ -1,34 +1,69 @@
-"""A plain static file server that honours HTTP byte ranges, like GitHub Pages, S3, nginx or Netlify.
+"""A plain static file server that behaves like the hosts people publish on: GitHub Pages, S3, nginx, Netlify.
 
-`python -m http.server` (Python 3.11) ignores `Range` and sends whole files; static hosts people publish
-on answer `206 Partial Content`. Tests and benches run this one as a real process to measure the site's
-static search over range requests: `python -m tests.range_server DIR PORT`. One range per request
-(what sql.js-httpvfs asks for); anything else is served as the stock handler does.
+`python -m http.server` (Python 3.11) ignores `Range` and sends whole files; static hosts answer
+`206 Partial Content`. Tests and benches run this one as a real process to measure the site's static
+search on such hosts: `python -m tests.range_server DIR PORT [--max-file-bytes N] [--no-ranges] [--gzip]`.
+
+- Ranges: one range per request (what sql.js-httpvfs asks for); a range that runs past a file's end gets
+  the bytes up to the end (206), one that starts past it 416, as real hosts answer.
+- `--max-file-bytes N`: a file larger than N bytes is not there (404, with a body naming the limit), which
+  is what a host that refused it at deploy time serves.
+- `--no-ranges`: `Range` is ignored and no `Accept-Ranges` is sent: whole files, like `python -m http.server`.
+- `--gzip`: whole-file answers are sent gzip-compressed (`Content-Encoding: gzip`) to clients that accept it,
+  like a host or CDN that compresses every response.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
+import gzip
+import io
 import os
 import re
-import sys
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
+OVER_LIMIT = "over this host's per-file limit ({limit} bytes): not deployed\n"
 
 
 class RangeHandler(SimpleHTTPRequestHandler):
+    def __init__(
+        self, *args, max_file_bytes: int | None = None, ranges: bool = True, gzip: bool = False, **kw
+    ):
+        self.max_file_bytes, self.ranges, self.gzip = max_file_bytes, ranges, gzip
+        self._remaining = None
+        super().__init__(*args, **kw)
+
     def end_headers(self) -> None:
-        self.send_header("Accept-Ranges", "bytes")
+        if self.ranges:
+            self.send_header("Accept-Ranges", "bytes")
         super().end_headers()
 
     def send_head(self):
-        match = _RANGE.match(self.headers.get("Range", "").strip())
         path = self.translate_path(self.path)
-        if not match or not os.path.isfile(path):
+        if not os.path.isfile(path):
             return super().send_head()
         size = os.path.getsize(path)
-        first, last = match.groups()
+        if self.max_file_bytes is not None and size > self.max_file_bytes:
+            return self._refused()
+        match = _RANGE.match(self.headers.get("Range", "").strip()) if self.ranges else None
+        if match:
+            return self._range(path, size, *match.groups())
+        if self.gzip and "gzip" in self.headers.get("Accept-Encoding", ""):
+            return self._gzipped(path)
+        return super().send_head()
+
+    def _refused(self):
+        body = OVER_LIMIT.format(limit=self.max_file_bytes).encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self._remaining = len(body)
+        return io.BytesIO(body)
+
+    def _range(self, path: str, size: int, first: str, last: str):
         start = int(first) if first else max(0, size - int(last or 0))
         end = min(int(last), size - 1) if first and last else size - 1
         if start > end or start >= size:
@@ -44,8 +79,19 @@ class RangeHandler(SimpleHTTPRequestHandler):
         self._remaining = end - start + 1
         return f
 
+    def _gzipped(self, path: str):
+        with open(path, "rb") as f:
+            body = gzip.compress(f.read())
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(path))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self._remaining = len(body)
+        return io.BytesIO(body)
+
     def copyfile(self, source, outputfile) -> None:
-        remaining = getattr(self, "_remaining", None)
+        remaining = self._remaining
         if remaining is None:
             return super().copyfile(source, outputfile)
         while remaining > 0:
@@ -61,9 +107,21 @@ class RangeHandler(SimpleHTTPRequestHandler):
 
 
 def main() -> None:
-    folder, port = sys.argv[1], int(sys.argv[2])
-    handler = functools.partial(RangeHandler, directory=folder)
-    with ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+    parser = argparse.ArgumentParser(prog="python -m tests.range_server", description=__doc__.split("\n")[0])
+    parser.add_argument("folder")
+    parser.add_argument("port", type=int)
+    parser.add_argument("--max-file-bytes", type=int, default=None)
+    parser.add_argument("--no-ranges", action="store_true")
+    parser.add_argument("--gzip", action="store_true")
+    args = parser.parse_args()
+    handler = functools.partial(
+        RangeHandler,
+        directory=args.folder,
+        max_file_bytes=args.max_file_bytes,
+        ranges=not args.no_ranges,
+        gzip=args.gzip,
+    )
+    with ThreadingHTTPServer(("127.0.0.1", args.port), handler) as httpd:
         httpd.serve_forever()
 
 

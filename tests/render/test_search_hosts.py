@@ -1,0 +1,156 @@
+"""The search index (`_search/`) on the static hosts people publish on: a host with a per-file limit that
+refuses `evidence.sqlite`, with and without byte ranges, and a host that compresses every response. Real
+builds, a real server process (`tests/range_server.py`) and real Chromium: the box answers as the Python
+handler does from the index's files alone, and a compressing host gets the box's notice, never answers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mnote_evidence.build.render.search_index import MANIFEST, chunk_name
+from tests.conftest import copy_workspace, run_build
+from tests.render.test_search_index import notes
+from tests.render.test_static_search import (
+    PARITY_QUERIES,
+    api_results,
+    assert_same_pages,
+    quiet,
+    type_query,
+)
+from tests.servers import free_port, start, stop
+
+FILE_MIB = 1 / 16  # 64 KiB index files
+GENERATED_NOTES = 500  # with content_fixtures: an index of 19 such files, a database of 1.5 MB
+REPO = Path(__file__).resolve().parents[2]
+
+
+def host(folder: Path, *flags: str) -> tuple:
+    """`python -m tests.range_server FOLDER PORT FLAGS…`, up; (process, base URL)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/"
+    cmd = [sys.executable, "-m", "tests.range_server", str(folder), str(port), *flags]
+    return start(cmd, base, cwd=REPO), base
+
+
+def workspace(root: Path) -> Path:
+    copy_workspace(root)
+    notes(root, GENERATED_NOTES)
+    return root
+
+
+def index_files(out: Path) -> list[Path]:
+    manifest = json.loads((out / MANIFEST).read_text())
+    return [out / chunk_name(n) for n in range(manifest["files"])]
+
+
+@pytest.fixture(scope="module")
+def spread_site(tmp_path_factory) -> tuple[Path, int]:
+    """(site, per-file limit): an index over several files; a limit above every other file of the site
+    (the largest: the SQLite wasm, 1.2 MB) and below `evidence.sqlite`'s size."""
+    base = tmp_path_factory.mktemp("hosts")
+    out = base / "out"
+    report = run_build(workspace(base / "ws"), out, site=True, search_file_mib=FILE_MIB).site.search
+    assert report.files >= 3 and report.largest_file <= FILE_MIB * (1 << 20)
+    database = (out / "evidence.sqlite").stat().st_size
+    others = max(f.stat().st_size for f in out.rglob("*") if f.is_file() and "evidence.sqlite" not in f.name)
+    limit = (others + database) // 2
+    assert report.largest_file <= others < limit < database
+    return out, limit
+
+
+def test_the_server_answers_ranges_limits_and_compression_as_hosts_do(tmp_path):
+    (tmp_path / "a.bin").write_bytes(bytes(range(100)))
+    (tmp_path / "big.bin").write_bytes(b"x" * 101)
+    proc, base = host(tmp_path, "--max-file-bytes", "100")
+    plain, plain_base = host(tmp_path, "--no-ranges", "--gzip")
+    try:
+        past_end = httpx.get(base + "a.bin", headers={"Range": "bytes=90-200"})
+        assert past_end.status_code == 206 and past_end.content == bytes(range(90, 100))
+        assert past_end.headers["content-range"] == "bytes 90-99/100"
+        assert httpx.get(base + "a.bin", headers={"Range": "bytes=100-200"}).status_code == 416
+        assert httpx.get(base + "a.bin", headers={"Range": "bytes=-5"}).content == bytes(range(95, 100))
+        assert httpx.head(base + "a.bin").headers["accept-ranges"] == "bytes"
+        refused = httpx.get(base + "big.bin")
+        assert refused.status_code == 404 and "per-file limit" in refused.text
+        whole = httpx.get(
+            plain_base + "a.bin", headers={"Range": "bytes=90-200", "Accept-Encoding": "identity"}
+        )
+        assert whole.status_code == 200 and whole.content == bytes(range(100))
+        assert "accept-ranges" not in whole.headers
+        packed = httpx.get(plain_base + "a.bin", headers={"Accept-Encoding": "gzip"})
+        assert packed.headers["content-encoding"] == "gzip" and packed.content == bytes(range(100))
+    finally:
+        stop(proc)
+        stop(plain)
+
+
+@pytest.mark.parametrize("ranges", [True, False], ids=["ranges", "whole-files"])
+def test_a_host_with_a_file_limit_serves_the_box_the_apis_answers(spread_site, page, ranges):
+    """The box needs only `_search/`: `evidence.sqlite`, refused by the host, is never asked for; every
+    index file is under the limit; ids, totals, pages and groups are the handler's."""
+    out, limit = spread_site
+    assert all(f.stat().st_size <= limit for f in index_files(out))
+    proc, base = host(out, "--max-file-bytes", str(limit), *(() if ranges else ("--no-ranges",)))
+    asked: list[str] = []
+    try:
+        assert httpx.get(base + "evidence.sqlite").status_code == 404
+        quiet(page)
+        page.on("request", lambda r: asked.append(r.url))
+        page.goto(base + "index.html")
+        hrefs = type_query(page, "ledger beacon")
+        want = api_results(out, "ledger beacon")
+        assert [h.rsplit("#", 1)[1] for h in hrefs[:1]] == [want[0]["evidenceId"]]
+        seconds = assert_same_pages(
+            page,
+            out,
+            ["retention ledger", "签名", "线程作用域", *PARITY_QUERIES[1:3]],
+            [
+                {"topK": 5},
+                {"topK": 3, "prefixLast": True},
+                {"topK": 4, "resourceKinds": ["markdown"]},
+                {"topK": 3, "groupBy": "document", "perDocument": 2},
+            ],
+        )
+        assert seconds >= 3
+        assert page.evaluate("window.mnoteEvidence.searchStats()")["ranges"] is ranges
+        assert not [u for u in asked if "evidence.sqlite" in u]
+        assert page.console_errors == [] and page.dialogs == []
+    finally:
+        stop(proc)
+
+
+def test_a_host_that_compresses_the_index_gets_the_notice(spread_site, page):
+    out, _ = spread_site
+    proc, base = host(out, "--gzip")
+    try:
+        quiet(page)
+        page.goto(base + "index.html")
+        page.fill("form.search input", "ledger")
+        page.press("form.search input", "Enter")
+        page.wait_for_selector("#search-results:has-text('Search failed')", timeout=30_000)
+        text = page.inner_text("#search-results")
+        assert "compresses the search index" in text and "Content-Encoding: gzip" in text
+        assert page.query_selector("#search-results .result") is None
+    finally:
+        stop(proc)
+
+
+@pytest.mark.slow
+def test_a_one_note_edit_rewrites_some_of_the_index_files(tmp_path):
+    root, out = workspace(tmp_path / "ws"), tmp_path / "out"
+    first = run_build(root, out, site=True, search_file_mib=FILE_MIB).site.search
+    before = [f.read_bytes() for f in index_files(out)]
+    middle = GENERATED_NOTES // 2
+    note = root / f"gen/n{middle // 20:02d}/note-{middle:03d}.md"
+    note.write_text(note.read_text("utf-8") + "\nAn edited sentence about the harbor.\n", "utf-8")
+    edited = run_build(root, out, site=True, search_file_mib=FILE_MIB).site.search
+    after = [f.read_bytes() for f in index_files(out)]
+    assert edited.updated and edited.files == first.files == len(after)
+    assert edited.files_written == sum(a != b for a, b in zip(before, after))
+    assert 0 < edited.files_written < edited.files, edited  # 5 to 7 of 19 files when measured
