@@ -10,7 +10,9 @@ file is sent as a page only when the site's state store, sealed by this installa
 the packaged asset's; anything else (planted in a shipped `_site/`) is a download. Every
 response carries `nosniff` and the site CSP (our pages load only their own scripts and styles; inline
 style attributes position the PDF boxes). `_headers` is the format of Netlify and Cloudflare Pages;
-other hosts need the same headers (docs/security.md).
+other hosts need the same headers (docs/security.md). The search index (`_search/`) is data: its files are
+sent as inert downloads too, the manifest revalidated on every load (it names the build's files), the
+`db.NNN` files cached for good (their URLs carry the build's hash, `?cb=`).
 """
 
 from __future__ import annotations
@@ -46,13 +48,19 @@ ATTACHMENT = {
     "Content-Security-Policy": ATTACHMENT_CSP,
 }
 HEADERS_FILE = "_headers"
+SEARCH_DIR = "_search"  # build/render/search_index.py's
+# one rule per file name: a host joins the values of one header from several matching rules
+SEARCH_CACHE = {"manifest.json": "no-cache", "db.*": "public, max-age=31536000, immutable"}
 
 
 def headers_file(base: str = "/") -> str:
     """The `_headers` file for a site published at `base`."""
     base = "/" + base.strip("/") + "/" if base.strip("/") else "/"
     lines = [f"{base}*"] + [f"  {k}: {v}" for k, v in {**COMMON, "Content-Security-Policy": SITE_CSP}.items()]
-    lines += [f"{base}{MOVED_FILES_DIR}/*"] + [f"  {k}: {v}" for k, v in ATTACHMENT.items()]
+    for folder in (MOVED_FILES_DIR, SEARCH_DIR):
+        lines += [f"{base}{folder}/*"] + [f"  {k}: {v}" for k, v in ATTACHMENT.items()]
+    for name, cache in SEARCH_CACHE.items():
+        lines += [f"{base}{SEARCH_DIR}/{name}", f"  Cache-Control: {cache}"]
     return "\n".join(lines) + "\n"
 
 
@@ -151,11 +159,11 @@ def site_file_headers(site_path: str, site_dir: Path) -> dict[str, str]:
     """Headers that decide how the site file at root-relative `site_path` of `site_dir` (the file
     itself, after `..` and symlinks are resolved) is sent: none for our own files (a page the build
     recorded, `built_pages`; a `_static/` file that is the packaged asset), the inline type of an
-    attachment of a known inert type, `ATTACHMENT` for anything else (all of `_file/` included, and
+    attachment of a known inert type, `ATTACHMENT` for anything else (all of `_file/` and `_search/`, and
     every file the build did not write as a page or asset). Folder names compare case-blind: on a
     case-insensitive disk `_FILE/x.html` is `_file/x.html`."""
     first = site_path.partition("/")[0].lower()
-    if first == MOVED_FILES_DIR:
+    if first in (MOVED_FILES_DIR, SEARCH_DIR):
         return dict(ATTACHMENT)
     if first == STATIC_DIR and "/" in site_path:
         return {} if _is_packaged_asset(site_dir, site_path) else dict(ATTACHMENT)
