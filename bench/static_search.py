@@ -1,24 +1,38 @@
-"""Search on a static host: `evidence.sqlite` read by range requests against Pagefind.
+"""Search on a static host, three ways over the same pages, in Chromium on an emulated network.
 
-    python bench/static_search.py [--corpus real|synthetic|both] [--notes 10000] [--no-pagefind]
+    python bench/static_search.py [--corpus real|synthetic|both] [--notes 1000 10000] [--no-pagefind]
+                                  [--latency-ms 30] [--mbit 10] [--queries 52] [--passages 50]
 
 Corpora (built under bench/_work/static_search/, git-ignored): `real` = content_fixtures/ + the real
 documents in tests/real_documents/ (manuals, Word files, a GB2312 Chinese vimtutor), built without OCR;
-`synthetic` = N generated notes of mixed Chinese/English paragraphs (bench/fts_recall.py's corpus).
-Queries (>= 50 per corpus, seeded): two-character and longer Chinese substrings, English words and
-two-word phrases, sampled from the indexed text, plus fixed terms. Reference: `mnote-evidence search`'s
-handler (functions/handlers/evidence.py `search`, topK 10) in this process.
+`synthetic-N` = N generated notes of mixed Chinese/English paragraphs (bench/fts_recall.py's corpus).
+Each workspace is built twice with `mnote-evidence build --no-ocr` in a child process (timed):
 
-(a) sqlite-range: the site's own search box (search.js + the vendored sql.js-httpvfs) in Chromium against
-    tests/range_server.py (a static server that honours Range, like GitHub Pages / S3 / nginx) and
-    `python -m http.server` (no ranges: the file is fetched whole). The build is timed with and without
-    build/index/layout.py's step, and bytes are measured on both files.
-(b) Pagefind (PyPI `pagefind[extended]`, --force-language zh so Chinese is segmented) over the same pages,
-    its JS API in Chromium against the same range server. Pagefind returns pages (plus heading anchors),
-    not blocks: its recall is counted per document (the reference's top-10 files) and per anchor.
-Bytes: what the worker read (sql.js-httpvfs stats) / the resource timing entries (Pagefind), after the
-first query and for the tenth alone. Latency: Enter pressed in a fresh page -> first result shown.
-Results: bench/results/static_search.json.
+- **evidence.sqlite** (the baseline): built by commit 7eddbeb's code (`bench/_util.py` `baseline_tree`,
+  PYTHONPATH), whose pages and `_static/search.js` open the whole `evidence.sqlite` with sql.js-httpvfs
+  (one file, 4 KiB range requests);
+- **_search/**: built by this checkout, whose box reads `_search/` (the search tables in files of at most
+  `--search-file-mib`, default 8 MiB; build/render/search_index.py); its write is also timed alone;
+- **Pagefind** (PyPI `pagefind[extended]`, `--force-language zh` so Chinese is segmented) indexes the
+  second build's pages (timed); its JS API runs in the same pages.
+
+Network: every browser context gets CDP `Network.emulateNetworkConditions` (latency, down/up
+throughput). sql.js-httpvfs and Pagefind fetch from dedicated workers; the emulation covers them (a
+worker's 1 MB range read is timed against its floor, `network.worker_check`). Servers: tests/range_server.py
+(honours Range, like GitHub Pages / S3 / nginx) for everything; `python -m http.server` (no ranges: each
+file fetched whole) for the first query of the two sql.js contenders (Pagefind fetches whole files anyway).
+
+Per contender: the first query on a fresh page (new context, empty cache): Enter pressed in the box ->
+first result shown (Pagefind: `search()` and its top 10 results' `data()`, as its UI needs them), and the
+bytes and requests of the search machinery (engine: sql.js-httpvfs / pagefind.js and wasm; index: the
+database's files / Pagefind's index and fragments) until the network is quiet; then the query set in one
+warm page, later queries alone (median, p95: bytes, requests, ms). Queries (`--queries`, seeded): Chinese
+substrings of two and four characters, English words and two-word phrases sampled from the indexed text,
+plus fixed terms. Agreement: the box's top 10 (ids in order) against `mnote-evidence search`'s handler
+(functions/handlers/evidence.py `search`, topK 10) in this process. Known-item recall (`--passages`,
+seeded): a body block's own 4-8 consecutive words (a CJK character counts as a word) as the query; a hit
+when the block's page (its `openAction` page) is among the top 10 results' pages (and, for ours, the
+block itself among the top 10 passages). Results: bench/results/static_search.json.
 """
 
 from __future__ import annotations
@@ -33,16 +47,17 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import results_path
+from bench._util import baseline_tree, results_path
 from bench.fts_recall import TERMS, corpus
+from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
 from mnote_evidence.build.core.text import CJK_RUN
-from mnote_evidence.build.index import layout
-from mnote_evidence.build.parse.ocr.settings import OcrSettings
-from mnote_evidence.build.pipeline import BuildOptions, build
+from mnote_evidence.build.render import search_index
 from mnote_evidence.functions.core.contracts import Context
 from mnote_evidence.functions.core.db import EvidenceDB
 from mnote_evidence.functions.handlers.evidence import search
@@ -52,8 +67,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "_work" / "static_search"
 RESULTS = results_path("static_search.json")
-VENDOR = REPO / "site_templates/_static/vendor/sql.js-httpvfs"
+BASELINE_REF = "7eddbeb"  # the last commit whose box reads the whole evidence.sqlite
 FIXED = ["线程作用域", "吗啉", "线程", "吡咯烷", "retention period", "evidence", "MIME", "libtasn1"]
+WORD = re.compile(r"[A-Za-z0-9]+|[\u3400-\u9fff\uf900-\ufaff]")
 
 
 # -- corpora -------------------------------------------------------------------------------------------
@@ -92,69 +108,87 @@ def synthetic_workspace(ws: Path, notes: int) -> None:
         (folder / f"note-{i:05d}.md").write_text("\n\n".join(body) + "\n", "utf-8")
 
 
-def built(name: str, make, **kw) -> tuple[Path, dict]:
-    """(site dir, build timings): built once with the layout step off (its cost is timed separately)."""
-    base = WORK / name
-    site, info = base / "_site", base / "build.json"
-    if info.exists() and (site / "evidence.sqlite").exists():
-        return site, json.loads(info.read_text())
+# -- builds --------------------------------------------------------------------------------------------
+def cli_build(ws: Path, out: Path, pythonpath: Path) -> tuple[float, dict]:
+    """`mnote-evidence build WS --out OUT` of the code on `pythonpath`, in a child process started outside
+    the checkout (whose folders would shadow that code): (seconds, its --json report)."""
+    cmd = [sys.executable, "-m", "mnote_evidence", "build", str(ws), "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    t = time.perf_counter()
+    done = subprocess.run(
+        [*cmd, "--no-ocr", "-j", "2", "--json"], cwd=WORK, env=env, capture_output=True, text=True, check=True
+    )
+    return time.perf_counter() - t, json.loads(done.stdout)
+
+
+def built(label: str, make, **kw) -> tuple[Path, Path, dict]:
+    """(baseline site, this checkout's site, build facts), each built once per corpus."""
+    base = WORK / label
+    info = base / "build.json"
+    sites = base / "baseline" / "_site", base / "current" / "_site"
+    if info.exists() and all((s / "evidence.sqlite").exists() for s in sites):
+        return *sites, json.loads(info.read_text())
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     make(base / "ws", **kw)
-    real_lay_out, layout.lay_out = layout.lay_out, lambda conn, **kw: None
-    try:
+    shutil.copytree(base / "ws", base / "ws-baseline")  # the build writes sidecars into its workspace
+    baseline_s, _ = cli_build(base / "ws-baseline", sites[0], baseline_tree(BASELINE_REF, "static_search"))
+    current_s, report = cli_build(base / "ws", sites[1], REPO)
+    db = sites[1] / "evidence.sqlite"
+    with tempfile.TemporaryDirectory() as tmp:  # the `_search/` write alone, as the render does it
         t = time.perf_counter()
-        build(base / "ws", BuildOptions(out=site, jobs=2, ocr=OcrSettings(engine="none")))
-        build_s = time.perf_counter() - t
-    finally:
-        layout.lay_out = real_lay_out
-    raw = site / "evidence.raw.sqlite"
-    shutil.copyfile(site / "evidence.sqlite", raw)
-    conn = sqlite3.connect(site / "evidence.sqlite", isolation_level=None)
-    t = time.perf_counter()
-    layout.lay_out(conn)
-    layout_s = time.perf_counter() - t
-    conn.close()
-    scratch = base / "vacuum.sqlite"  # what a VACUUM (done when a fifth of the file is free) would add
-    shutil.copyfile(site / "evidence.sqlite", scratch)
-    conn = sqlite3.connect(scratch, isolation_level=None)
-    t = time.perf_counter()
-    conn.execute("VACUUM")
-    vacuum_s = time.perf_counter() - t
-    conn.close()
-    scratch.unlink()
-    stats = {
-        "build_s": round(build_s, 1),
-        "layout_s": round(layout_s, 2),
-        "vacuum_s": round(vacuum_s, 2),
-        "db_bytes_raw": raw.stat().st_size,
-        "db_bytes": (site / "evidence.sqlite").stat().st_size,
-        "blocks": sqlite3.connect(raw).execute("SELECT count(*) FROM evidence_block").fetchone()[0],
-        "fts_segments_raw": segments(raw),
-        "fts_segments": segments(site / "evidence.sqlite"),
-    }
-    info.write_text(json.dumps(stats))
-    return site, stats
-
-
-def segments(db: Path) -> int:
+        search_index.write(Path(tmp), db, int(DEFAULT_SEARCH_FILE_MIB * 2**20))
+        write_s = time.perf_counter() - t
     conn = sqlite3.connect(db)
-    try:  # one row per b-tree segment in the %_idx table: distinct segids
-        return conn.execute("SELECT count(DISTINCT segid) FROM evidence_fts_idx").fetchone()[0]
-    finally:
-        conn.close()
+    stats = {
+        "blocks": conn.execute("SELECT count(*) FROM evidence_block").fetchone()[0],
+        "pages": sum(1 for _ in sites[1].rglob("*.html")),
+        "baseline_build_s": round(baseline_s, 1),
+        "build_s": round(current_s, 1),
+        "search_index_write_s": round(write_s, 2),
+        "build_report_search": (report.get("site") or {}).get("search"),
+    }
+    conn.close()
+    info.write_text(json.dumps(stats))
+    return *sites, stats
+
+
+def pagefind_index(site: Path) -> float:
+    out = site / "_pagefind"
+    stamp = site.parent / "pagefind.seconds"
+    if not out.exists() or not stamp.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [sys.executable, "-m", "pagefind", "--site", str(site), "--output-subdir", "_pagefind"]
+        t = time.perf_counter()
+        subprocess.run([*cmd, "--force-language", "zh"], check=True, capture_output=True)
+        stamp.write_text(str(time.perf_counter() - t))
+    return float(stamp.read_text())
+
+
+def files_of(paths: list[Path]) -> dict:
+    sizes = [p.stat().st_size for p in paths]
+    return {"files": len(sizes), "bytes": sum(sizes), "largest_file": max(sizes)}
 
 
 # -- queries -------------------------------------------------------------------------------------------
-def queries(db: Path, n: int = 52, seed: int = 3) -> list[str]:
+def body_blocks(db: Path) -> list[tuple[str, str, str]]:
+    """(block id, text, its page) of every body block of a parsed file."""
     conn = sqlite3.connect(db)
-    texts = [
-        t
-        for (t,) in conn.execute(
-            "SELECT b.text FROM evidence_block b JOIN evidence_resource r USING "
-            "(resource_id) WHERE r.status = 'ok' AND b.role = 'body' ORDER BY b.id"
-        )
-    ]
+    try:
+        rows = conn.execute(
+            "SELECT b.block_id, b.text, b.locator_json FROM evidence_block b JOIN evidence_resource r "
+            "USING (resource_id) WHERE r.status = 'ok' AND b.role = 'body' ORDER BY b.id"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [(b, t, page_of(json.loads(loc)["openAction"]["url"])) for b, t, loc in rows]
+
+
+def page_of(url: str) -> str:
+    return unquote(url.split("#")[0].split("?")[0]).lstrip("/").removeprefix("./")
+
+
+def queries(texts: list[str], n: int, seed: int = 3) -> list[str]:
     rnd = random.Random(seed)
     runs = [r for t in texts for r in CJK_RUN.findall(t) if len(r) >= 2]
     words = [w for t in texts for w in re.findall(r"[A-Za-z]{4,}", t)]
@@ -179,12 +213,27 @@ def queries(db: Path, n: int = 52, seed: int = 3) -> list[str]:
     pick([t for t in TERMS if any(t in x for x in texts)], 4)
     pick(words, 14)
     pick(pairs, max(0, n - len(out)))
+    return out[:n]
+
+
+def passages(blocks: list[tuple[str, str, str]], n: int, seed: int = 7) -> list[dict]:
+    """`n` known items: a block's own 4-8 consecutive words, the block and its page."""
+    rnd = random.Random(seed)
+    pool = [b for b in blocks if len(WORD.findall(b[1])) >= 8]
+    out = []
+    for block_id, text, page in rnd.sample(pool, min(n, len(pool))):
+        words = list(WORD.finditer(text))
+        k = rnd.randint(4, 8)
+        i = rnd.randrange(0, len(words) - k + 1)
+        out.append(
+            {"query": text[words[i].start() : words[i + k - 1].end()], "block": block_id, "page": page}
+        )
     return out
 
 
-def reference(site: Path, qs: list[str]) -> dict[str, list[dict]]:
+def reference(site: Path, qs: list[str]) -> dict[str, list[str]]:
     ctx = Context(EvidenceDB(site / "evidence.sqlite"))
-    return {q: search({"query": q, "topK": 10}, ctx)["results"] for q in qs}
+    return {q: [r["evidenceId"] for r in search({"query": q, "topK": 10}, ctx)["results"]] for q in qs}
 
 
 # -- Chromium ------------------------------------------------------------------------------------------
@@ -198,162 +247,215 @@ def server(site: Path, ranges: bool):
     return start(cmd, f"http://127.0.0.1:{port}/", cwd=REPO), f"http://127.0.0.1:{port}/"
 
 
-def first_result_ms(browser, base: str, query: str) -> float:
-    ctx = browser.new_context()
-    page = ctx.new_page()
-    page.goto(base + "index.html")
-    page.wait_for_load_state("load")
-    page.fill("form.search input", query)
-    t = time.perf_counter()
-    page.press("form.search input", "Enter")
-    page.wait_for_selector("#search-results .result", timeout=600_000)
-    ms = (time.perf_counter() - t) * 1000
-    ctx.close()
-    return ms
+class Net:
+    """A browser context on the emulated network, logging every finished request (workers' included)."""
+
+    def __init__(self, browser, net: dict, bypass_csp: bool = False):
+        self.ctx = browser.new_context(bypass_csp=bypass_csp)
+        self.page = self.ctx.new_page()
+        cdp = self.ctx.new_cdp_session(self.page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {"offline": False, **net})
+        self.log: list[tuple[str, int]] = []
+        self.ctx.on("requestfinished", self._finished)
+
+    def _finished(self, req) -> None:
+        size = req.sizes()["responseBodySize"]
+        if not size and req.method == "GET" and (resp := req.response()) is not None:  # a worker's script
+            size = int(resp.headers.get("content-length", 0))
+        self.log.append((req.url, size))
+
+    def quiet(self, ms: int = 500) -> None:
+        """Wait until no request has finished for `ms`."""
+        while True:
+            seen = len(self.log)
+            self.page.wait_for_timeout(ms)
+            if len(self.log) == seen:
+                return
+
+    def close(self) -> None:
+        self.ctx.close()
 
 
-def run_sqlite(browser, site: Path, qs: list[str], ref: dict, ranges: bool) -> dict:
-    proc, base = server(site, ranges)
-    try:
-        cold = [first_result_ms(browser, base, qs[i]) for i in range(3)]
-        ctx = browser.new_context()
-        page = ctx.new_page()
-        page.goto(base + "index.html")
-        page.wait_for_load_state("load")
-        fetched, requests, per_query, overlap, top1, order = [], [], [], [], [], []
-        for q in qs:
-            t = time.perf_counter()
-            data = page.evaluate("q => window.mnoteEvidence.search(q, [], 10)", q)
-            per_query.append((time.perf_counter() - t) * 1000)
-            stats = page.evaluate("window.mnoteEvidence.searchStats()")
-            fetched.append(stats["totalFetchedBytes"])
-            requests.append(stats["totalRequests"])
-            got, want = [r["evidenceId"] for r in data["results"][:10]], [r["evidenceId"] for r in ref[q]]
-            overlap.append(len(set(got) & set(want)) / len(want) if want else float(not got))
-            top1.append(got[:1] == want[:1])
-            order.append(got == want)  # the same passages in the same order
-        ctx.close()
-    finally:
-        stop(proc)
-    return {
-        "first_result_ms_cold": [round(x) for x in cold],
-        "query_ms_median": round(statistics.median(per_query), 1),
-        "query_ms_p95": round(sorted(per_query)[int(len(per_query) * 0.95) - 1], 1),
-        "db_bytes_after_first_query": fetched[0],
-        "db_bytes_tenth_query_alone": fetched[9] - fetched[8],
-        "db_bytes_after_all": fetched[-1],
-        "requests_first_query": requests[0],
-        "requests_tenth_query_alone": requests[9] - requests[8],
-        "requests_per_query_median": statistics.median(b - a for a, b in zip(requests, requests[1:])),
-        "overlap_top10": round(statistics.mean(overlap), 4),
-        "same_top1": round(sum(top1) / len(top1), 4),
-        "same_top10_in_order": round(sum(order) / len(order), 4),
-        "queries": len(qs),
-    }
+def worker_check(browser, net: dict, base: str, path: str) -> dict:
+    """A dedicated worker's 1 MB range read on the emulated network, against its floor."""
+    session = Net(browser, net, bypass_csp=True)  # the site's CSP allows no blob: worker
+    session.page.goto(base + "index.html")
+    js = """async (url) => {
+      const src = `(async () => { const t = performance.now();
+        const r = await fetch(${JSON.stringify(url)}, {headers: {Range: "bytes=0-999999"},
+          cache: "no-store"});
+        const n = (await r.arrayBuffer()).byteLength; postMessage([n, performance.now() - t]); })();`;
+      const w = new Worker(URL.createObjectURL(new Blob([src], {type: "text/javascript"})));
+      return await new Promise(res => { w.onmessage = e => res(e.data); });
+    }"""
+    got, ms = session.page.evaluate(js, base + path)
+    session.close()
+    floor = got / net["downloadThroughput"] * 1000 + net["latency"]
+    return {"bytes": got, "ms": round(ms), "floor_ms": round(floor), "emulated": ms >= floor * 0.9}
 
 
-PAGEFIND_JS = """async ([q, first]) => {
+def kind_of(url: str, index: str) -> str | None:
+    """'engine', 'index' or None (the page itself) for a request of the search machinery."""
+    path = url.split("?")[0]
+    if "/_static/vendor/" in path:
+        return "engine"
+    if "/_pagefind/" in path:
+        return "engine" if path.endswith(".js") or "/wasm." in path else "index"
+    return "index" if index in path else None
+
+
+def tally(log: list[tuple[str, int]], index: str) -> dict:
+    out = {"engine_bytes": 0, "engine_requests": 0, "index_bytes": 0, "index_requests": 0}
+    for url, size in log:
+        kind = kind_of(url, index)
+        if kind:
+            out[f"{kind}_bytes"] += size
+            out[f"{kind}_requests"] += 1
+    out["bytes"] = out["engine_bytes"] + out["index_bytes"]
+    out["requests"] = out["engine_requests"] + out["index_requests"]
+    return out
+
+
+PAGEFIND_JS = """async (q) => {
   if (!window.__pf) { window.__pf = await import('/_pagefind/pagefind.js'); await window.__pf.init(); }
   const r = await window.__pf.search(q);
   const data = await Promise.all(r.results.slice(0, 10).map(x => x.data()));
-  return {urls: data.map(d => d.url), anchors: data.map(d => (d.sub_results[0] || {}).url || d.url)};
-}"""  # Pagefind fetches from its own worker: bytes are counted from the context's finished requests
+  return data.map(d => d.url);
+}"""
+BOX_JS = """async (q) => {
+  const r = await window.mnoteEvidence.search(q, [], 10);
+  return r.results.slice(0, 10).map(x => [x.evidenceId, x.source.openAction.url]);
+}"""
 
 
-def run_pagefind(browser, site: Path, qs: list[str], ref: dict) -> dict:
-    out = site / "_pagefind"
-    if not out.exists():
+def first_query(browser, net: dict, base: str, query: str, contender: str) -> dict:
+    """A fresh page's first query: ms from Enter (Pagefind: from the call) to the first result, and the
+    search machinery's bytes and requests until the network is quiet."""
+    session = Net(browser, net, bypass_csp=contender == "pagefind")
+    page = session.page
+    page.goto(base + "index.html")
+    page.wait_for_load_state("load")
+    if contender == "pagefind":
         t = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pagefind",
-                "--site",
-                str(site),
-                "--output-subdir",
-                "_pagefind",
-                "--force-language",
-                "zh",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        (site / "_pagefind.time").write_text(str(time.perf_counter() - t))
-    index_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+        page.evaluate(PAGEFIND_JS, query)
+    else:
+        page.fill("form.search input", query)
+        t = time.perf_counter()
+        page.press("form.search input", "Enter")
+        page.wait_for_selector("#search-results .result", timeout=900_000)
+    ms = (time.perf_counter() - t) * 1000
+    session.quiet()
+    out = {"ms": round(ms), **tally(session.log, INDEX[contender])}
+    session.close()
+    return out
+
+
+INDEX = {"baseline": "evidence.sqlite", "search_index": "/_search/", "pagefind": "/_pagefind/"}
+
+
+def warm_queries(browser, net: dict, base: str, qs: list[str], known: list[dict], contender: str, ref):
+    """The query set, then the known items, in one page: later queries alone, agreement, recall."""
+    session = Net(browser, net, bypass_csp=contender == "pagefind")
+    page = session.page
+    page.goto(base + "index.html")
+    page.wait_for_load_state("load")
+    js = PAGEFIND_JS if contender == "pagefind" else BOX_JS
+    per, same_order = [], []
+    for q in qs:
+        before = len(session.log)
+        t = time.perf_counter()
+        got = page.evaluate(js, q)
+        ms = (time.perf_counter() - t) * 1000
+        page.wait_for_timeout(30)  # let the request events arrive
+        per.append({"ms": ms, **tally(session.log[before:], INDEX[contender])})
+        if contender != "pagefind":
+            same_order.append([g[0] for g in got] == ref[q])
+    page_hits, block_hits = [], []
+    for item in known if contender != "baseline" else []:
+        got = page.evaluate(js, item["query"])
+        pages = [page_of(g if contender == "pagefind" else g[1]) for g in got]
+        page_hits.append(item["page"] in pages)
+        if contender != "pagefind":
+            block_hits.append(item["block"] in [g[0] for g in got])
+    session.close()
+    later = per[1:]
+
+    def dist(key: str) -> dict:
+        xs = sorted(x[key] for x in later)
+        return {"median": round(statistics.median(xs), 1), "p95": round(xs[int(len(xs) * 0.95) - 1], 1)}
+
+    out = {
+        "queries": len(qs),
+        "first_in_page": {k: round(v) for k, v in per[0].items()},
+        "later": {k: dist(k) for k in ("bytes", "requests", "ms")},
+        "bytes_all_queries": sum(x["bytes"] for x in per),
+    }
+    if same_order:
+        out["same_top10_in_order"] = round(sum(same_order) / len(same_order), 4)
+    if page_hits:
+        out["known_item_page_in_top10"] = round(sum(page_hits) / len(page_hits), 4)
+        out["known_items"] = len(page_hits)
+    if block_hits:
+        out["known_item_passage_in_top10"] = round(sum(block_hits) / len(block_hits), 4)
+    return out
+
+
+def contender(browser, net, site: Path, name: str, qs, known, ref, cold: int) -> dict:
+    out: dict = {}
     proc, base = server(site, True)
     try:
-        ctx = browser.new_context(bypass_csp=True)
-        page = ctx.new_page()
-        got = []
-        ctx.on(
-            "requestfinished",
-            lambda req: got.append(req.sizes()["responseBodySize"]) if "/_pagefind/" in req.url else None,
-        )
-        page.goto(base + "index.html")
-        bytes_seen, doc_overlap, doc_top1, anchor_top1, ms = [], [], [], [], []
-        for q in qs:
-            t = time.perf_counter()
-            r = page.evaluate(PAGEFIND_JS, [q, False])
-            ms.append((time.perf_counter() - t) * 1000)
-            page.wait_for_timeout(50)  # let the request events arrive
-            bytes_seen.append(sum(got))
-            pages = [u.split("#")[0].lstrip("/") for u in r["urls"]]
-            want_docs = list(dict.fromkeys(x["source"]["openAction"]["url"].split("#")[0] for x in ref[q]))
-            want_docs = [re.sub("%20", " ", d) for d in want_docs]
-            pages = [re.sub("%20", " ", p) for p in pages]
-            doc_overlap.append(len(set(pages[:10]) & set(want_docs)) / len(want_docs) if want_docs else 1.0)
-            doc_top1.append(pages[:1] == want_docs[:1])
-            want = ref[q][0]["source"]["openAction"]["url"] if ref[q] else None
-            anchor_top1.append(
-                bool(r["anchors"])
-                and want is not None
-                and r["anchors"][0].lstrip("/").replace("%20", " ") == want.replace("%20", " ")
-            )
-        ctx.close()
+        firsts = [first_query(browser, net, base, qs[i], name) for i in range(cold)]
+        out["first_query"] = {
+            "runs": firsts,
+            "median": {k: statistics.median(f[k] for f in firsts) for k in firsts[0]},
+        }
+        out["warm"] = warm_queries(browser, net, base, qs, known, name, ref)
     finally:
         stop(proc)
-    return {
-        "index_bytes": index_bytes,
-        "index_seconds": round(float((site / "_pagefind.time").read_text()), 1),
-        "bytes_after_first_query": bytes_seen[0],
-        "bytes_tenth_query_alone": bytes_seen[9] - bytes_seen[8],
-        "first_query_ms": round(ms[0]),
-        "query_ms_median": round(statistics.median(ms), 1),
-        "doc_overlap_top10": round(statistics.mean(doc_overlap), 4),
-        "same_top1_doc": round(sum(doc_top1) / len(doc_top1), 4),
-        "same_top1_anchor": round(sum(anchor_top1) / len(anchor_top1), 4),
-    }
+    if name != "pagefind":
+        proc, base = server(site, False)
+        try:
+            out["first_query_no_ranges"] = first_query(browser, net, base, qs[0], name)
+        finally:
+            stop(proc)
+    return out
 
 
-def measure(name: str, site: Path, stats: dict, with_pagefind: bool, previous: dict | None = None) -> dict:
+def measure(label: str, sites: tuple[Path, Path], stats: dict, args) -> dict:
     from playwright.sync_api import sync_playwright
 
-    shutil.copytree(
-        REPO / "site_templates/_static", site / "_static", dirs_exist_ok=True
-    )  # this checkout's box
-    qs = queries(site / "evidence.sqlite")
-    ref = reference(site, qs)
-    engine = sum((VENDOR / f).stat().st_size for f in ("index.js", "sqlite.worker.js", "sql-wasm.wasm"))
-    out = {"corpus": name, **stats, "engine_bytes": engine, "queries": qs}
+    baseline, current = sites
+    net = {
+        "latency": args.latency_ms,
+        "downloadThroughput": args.mbit * 1e6 / 8,
+        "uploadThroughput": args.mbit * 1e6 / 8,
+    }
+    blocks = body_blocks(current / "evidence.sqlite")
+    qs = queries([t for _, t, _ in blocks], args.queries)
+    known = passages(blocks, args.passages)
+    ref = reference(current, qs)
+    out = {"corpus": label, **stats, "queries": qs, "known_items": known}
+    out["sizes"] = {
+        "baseline": files_of([baseline / "evidence.sqlite"]),
+        "search_index": files_of(sorted((current / "_search").glob("db.*"))),
+    }
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         try:
-            if previous:
-                out = {**previous, "pagefind": run_pagefind(browser, site, qs, ref)}
-                return out
-            out["sqlite_range_laid_out"] = run_sqlite(browser, site, qs, ref, True)
-            laid, raw = site / "evidence.sqlite", site / "evidence.raw.sqlite"
-            keep = site / "evidence.laid.sqlite"
-            laid.rename(keep)
-            shutil.copyfile(raw, laid)
+            proc, base = server(current, True)
             try:
-                out["sqlite_range_as_built_without_layout"] = run_sqlite(browser, site, qs, ref, True)
+                out["worker_check"] = worker_check(browser, net, base, "evidence.sqlite")
             finally:
-                keep.replace(laid)
-            out["sqlite_python_http_server"] = run_sqlite(browser, site, qs[:10], ref, False)
-            if with_pagefind:
-                out["pagefind"] = run_pagefind(browser, site, qs, ref)
+                stop(proc)
+            out["baseline"] = contender(browser, net, baseline, "baseline", qs, known, ref, args.cold)
+            out["search_index"] = contender(browser, net, current, "search_index", qs, known, ref, args.cold)
+            if not args.no_pagefind:
+                out["pagefind_index_s"] = round(pagefind_index(current), 1)
+                out["sizes"]["pagefind"] = files_of(
+                    [f for f in (current / "_pagefind").rglob("*") if f.is_file()]
+                )
+                out["pagefind"] = contender(browser, net, current, "pagefind", qs, known, ref, args.cold)
         finally:
             browser.close()
     return out
@@ -362,24 +464,30 @@ def measure(name: str, site: Path, stats: dict, with_pagefind: bool, previous: d
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", choices=["real", "synthetic", "both"], default="both")
-    ap.add_argument("--notes", type=int, default=10_000)
+    ap.add_argument("--notes", type=int, nargs="+", default=[1_000, 10_000], help="synthetic sizes")
     ap.add_argument("--no-pagefind", action="store_true")
-    ap.add_argument("--pagefind-only", action="store_true", help="re-measure Pagefind, keep the rest")
+    ap.add_argument("--latency-ms", type=float, default=30, help="emulated latency per request")
+    ap.add_argument("--mbit", type=float, default=10, help="emulated throughput, down and up")
+    ap.add_argument("--queries", type=int, default=52, help="queries in the warm page")
+    ap.add_argument("--passages", type=int, default=50, help="known items for recall")
+    ap.add_argument("--cold", type=int, default=3, help="fresh pages per contender (first query)")
     args = ap.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    old = json.loads(json.dumps(results))
-    todo = {"real": (real_workspace, {}), "synthetic": (synthetic_workspace, {"notes": args.notes})}
-    for name, (make, kw) in todo.items():
-        if args.corpus not in (name, "both"):
+    results = {k: v for k, v in results.items() if k == "network" or "search_index" in v}
+    network = {"latency_ms": args.latency_ms, "mbit": args.mbit}
+    if results.get("network") != network:
+        results = {}  # measured on another network: not comparable
+    results["network"] = network
+    todo = [("real", real_workspace, {})] + [
+        (f"synthetic-{n}", synthetic_workspace, {"notes": n}) for n in args.notes
+    ]
+    for label, make, kw in todo:
+        if args.corpus not in (label.split("-")[0], "both"):
             continue
-        label = name if name == "real" else f"synthetic-{args.notes}"
-        site, stats = built(label, make, **kw)
-        previous = results.get(label) if args.pagefind_only else None
-        results[label] = measure(label, site, stats, not args.no_pagefind, previous)
-        kept = old.get(label, {}).get("pagefind")
-        if args.no_pagefind and kept:
-            results[label]["pagefind"] = kept  # measured by an earlier run, same corpus
-        print(json.dumps({k: v for k, v in results[label].items() if k != "queries"}, indent=1))
+        baseline, current, stats = built(label, make, **kw)
+        results[label] = measure(label, (baseline, current), stats, args)
+        summary = {k: v for k, v in results[label].items() if k not in ("queries", "known_items")}
+        print(json.dumps(summary, indent=1), flush=True)
         RESULTS.write_text(json.dumps(results, ensure_ascii=False, indent=1) + "\n")
 
 
