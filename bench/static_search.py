@@ -8,9 +8,10 @@ documents in tests/real_documents/ (manuals, Word files, a GB2312 Chinese vimtut
 `synthetic-N` = N generated notes of mixed Chinese/English paragraphs (bench/fts_recall.py's corpus).
 Each workspace is built twice with `mnote-evidence build --no-ocr` in a child process (timed):
 
-- **evidence.sqlite** (the baseline): built by commit 7eddbeb's code (`bench/_util.py` `baseline_tree`,
-  PYTHONPATH), whose pages and `_static/search.js` open the whole `evidence.sqlite` with sql.js-httpvfs
-  (one file, 4 KiB range requests);
+- **evidence.sqlite** (the baseline): built by the code of the commit before the one that added
+  build/render/search_index.py (`bench/_util.py` `before_added`, `baseline_tree`, PYTHONPATH), whose
+  pages and `_static/search.js` open the whole `evidence.sqlite` with sql.js-httpvfs (one file, 4 KiB
+  range requests);
 - **_search/**: built by this checkout, whose box reads `_search/` (the search tables in files of at most
   `--search-file-mib`, default 8 MiB; build/render/search_index.py); its write is also timed alone;
 - **Pagefind** (PyPI `pagefind[extended]`, `--force-language zh` so Chinese is segmented) indexes the
@@ -53,7 +54,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench._util import baseline_tree, results_path
+from bench._util import baseline_tree, before_added, results_path
 from bench.fts_recall import TERMS, corpus
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
 from mnote_evidence.build.core.text import CJK_RUN
@@ -67,7 +68,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "_work" / "static_search"
 RESULTS = results_path("static_search.json")
-BASELINE_REF = "7eddbeb"  # the last commit whose box reads the whole evidence.sqlite
+SEARCH_INDEX = (
+    "build/render/search_index.py"  # the baseline: the tree before it (the box reads evidence.sqlite)
+)
 FIXED = ["线程作用域", "吗啉", "线程", "吡咯烷", "retention period", "evidence", "MIME", "libtasn1"]
 WORD = re.compile(r"[A-Za-z0-9]+|[\u3400-\u9fff\uf900-\ufaff]")
 
@@ -132,7 +135,8 @@ def built(label: str, make, **kw) -> tuple[Path, Path, dict]:
     base.mkdir(parents=True)
     make(base / "ws", **kw)
     shutil.copytree(base / "ws", base / "ws-baseline")  # the build writes sidecars into its workspace
-    baseline_s, _ = cli_build(base / "ws-baseline", sites[0], baseline_tree(BASELINE_REF, "static_search"))
+    baseline = baseline_tree(before_added(SEARCH_INDEX), "static_search")
+    baseline_s, _ = cli_build(base / "ws-baseline", sites[0], baseline)
     current_s, report = cli_build(base / "ws", sites[1], REPO)
     db = sites[1] / "evidence.sqlite"
     with tempfile.TemporaryDirectory() as tmp:  # the `_search/` write alone, as the render does it

@@ -100,6 +100,8 @@ def _hostile_workspace(root: Path) -> dict[str, tuple[str, str | None]]:
     (root / "_headers").write_text("/*\n  X-Evil: 1\n", "utf-8")
     (root / "_static").mkdir()
     (root / "_static" / "site.css").write_text("body { display: none }", "utf-8")
+    (root / "_search").mkdir()
+    (root / "_search" / "manifest.md").write_text("# Not the search index's manifest\n", "utf-8")
     (root / "x.html").write_text("<script>fetch('/evidence.json')</script>", "utf-8")
     # things that are not regular files, and links that go nowhere
     os.mkfifo(root / "pipe.md")
@@ -132,6 +134,7 @@ def _hostile_workspace(root: Path) -> dict[str, tuple[str, str | None]]:
         "docs/chem.docx": ok,
         "index.md": ok,
         "ask.md": ok,
+        "_search/manifest.md": ok,
         "brackets.md": ok,
         "deep.md": ok,
         "huge.pdf": ok,
@@ -280,7 +283,14 @@ def test_attachments_browsers_execute_are_copied_where_they_are_served_inert(hos
     reserved = {
         p["path"] for p in json.loads(hostile[3].stdout)["site"]["problems"] if p["code"] == "reserved_name"
     }
-    assert reserved == {"index.md", "ask.md", "evidence.sqlite", "_headers", "_static/site.css"}
+    assert reserved == {
+        "index.md",
+        "ask.md",
+        "evidence.sqlite",
+        "_headers",
+        "_static/site.css",
+        "_search/manifest.md",
+    }
     assert 'href="_file/x.html"' in (out / "other.html").read_text("utf-8") or 'src="_file/x.html"' in (
         out / "other.html"
     ).read_text("utf-8")

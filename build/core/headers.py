@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from mnote_evidence.build.core.assets import asset_dir
 from mnote_evidence.build.core.trust import seal
-from mnote_evidence.build.core.urls import MOVED_FILES_DIR, STATIC_DIR, inline_type
+from mnote_evidence.build.core.urls import MOVED_FILES_DIR, SEARCH_DIR, STATIC_DIR, inline_type
 
 # every page's <meta> CSP (a <meta> cannot say frame-ancestors); 'wasm-unsafe-eval' compiles the SQLite wasm
 PAGE_CSP = (
@@ -48,7 +48,6 @@ ATTACHMENT = {
     "Content-Security-Policy": ATTACHMENT_CSP,
 }
 HEADERS_FILE = "_headers"
-SEARCH_DIR = "_search"  # build/render/search_index.py's
 # one rule per file name: a host joins the values of one header from several matching rules
 SEARCH_CACHE = {"manifest.json": "no-cache", "db.*": "public, max-age=31536000, immutable"}
 

@@ -30,7 +30,7 @@ from mnote_evidence.build.core.model import NOTE_SUFFIXES, suffix_of
 
 DB_NAME = "evidence.sqlite"
 # bumped when a source's page or copy moves: a site rendered by another scheme is rendered again whole
-URL_SCHEME = "4"
+URL_SCHEME = "5"
 RESERVED_NAMES = frozenset(
     {
         DB_NAME,
@@ -49,8 +49,17 @@ RESERVED_NAMES = frozenset(
 # state store, the state file of earlier versions): never scanned as notes
 SITE_MARKERS = frozenset({".build.lock", ".mnote-state.sqlite", ".mnote-site.json"})
 STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR = "_static", "_pages", "_page", "_file"
-TAGS_DIR, FOLDERS_DIR, ENTITIES_DIR = "_tags", "_folders", "_entities"
-RESERVED_DIRS = (STATIC_DIR, PAGES_DIR, MOVED_PAGES_DIR, MOVED_FILES_DIR, TAGS_DIR, FOLDERS_DIR, ENTITIES_DIR)
+TAGS_DIR, FOLDERS_DIR, ENTITIES_DIR, SEARCH_DIR = "_tags", "_folders", "_entities", "_search"
+RESERVED_DIRS = (
+    STATIC_DIR,
+    PAGES_DIR,
+    MOVED_PAGES_DIR,
+    MOVED_FILES_DIR,
+    TAGS_DIR,
+    FOLDERS_DIR,
+    ENTITIES_DIR,
+    SEARCH_DIR,
+)
 
 
 def holds_site(names: Iterable[str]) -> bool:

@@ -12,7 +12,8 @@ A build that changed a few files updates the previous copy in place (the files t
 render's `dirty_since`), so only the pages those rows live on change and only the files holding them are
 written again; the previous copy is the `_search/` files themselves, used only when their hash is the
 one the site's sealed state recorded. Anything else, or a copy whose row count or FTS statistics then
-differ from `evidence.sqlite`'s, is copied whole (compact, FTS segments as built).
+differ from `evidence.sqlite`'s, is copied whole (compact, FTS segments as built); so is a build that
+left a source out (`.mnoteignore`, `publish: false`), whose text no freed page or FTS segment may keep.
 Invariants: every file is written atomically and only when its bytes changed; files past the new end are
 removed; the manifest is written last.
 """
@@ -31,10 +32,10 @@ from urllib.parse import quote
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
 from mnote_evidence.build.core.fsutil import read_inside
 from mnote_evidence.build.core.text import segment_for_index
+from mnote_evidence.build.core.urls import SEARCH_DIR
 from mnote_evidence.build.index.layout import PAGE_SIZE, merge_step, wants_vacuum
 from mnote_evidence.build.render import site_files
 
-SEARCH_DIR = "_search"
 MANIFEST = f"{SEARCH_DIR}/manifest.json"
 CHUNK_PREFIX = "db."
 SUFFIX_LENGTH = 3  # db.000 … db.999: 1,000 files of 8 MiB are 8 GiB of index

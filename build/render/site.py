@@ -794,7 +794,8 @@ def render_site(
             db_path,
             options.search_file_bytes,
             search_index.SearchIndexReport.unchanged(state.get("search")).sha256 or None,
-            None if since is None else since["resources"],
+            # an excluded source leaves nothing behind: a fresh copy, no freed page or FTS segment holds it
+            None if since is None or options.excluded else since["resources"],
         )
         commit_pending()
         site_state.save(

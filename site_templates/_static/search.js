@@ -88,8 +88,9 @@
                        requestChunkSize: ranges ? manifest.requestChunkSize : manifest.serverChunkSize,
                        cacheBust: manifest.cacheBust };
         return loadScript(vendor + "index.js").then(function () {
-          return window.createDbWorker([{ from: "inline", config: config }], vendor + "sqlite.worker.js",
-                                       vendor + "sql-wasm.wasm");
+          // the vendored worker behind search_worker.js, which reads a span across index files
+          var worker = new URL("../../search_worker.js?file=" + manifest.serverChunkSize, vendor).href;
+          return window.createDbWorker([{ from: "inline", config: config }], worker, vendor + "sql-wasm.wasm");
         }).then(function (worker) { return { worker: worker, ranges: ranges, length: manifest.databaseLengthBytes }; });
       });
     });
