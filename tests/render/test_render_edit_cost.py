@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from mnote_evidence.build.core.urls import SEARCH_DIR
 from mnote_evidence.build.render import copies, data, front, site
 from mnote_evidence.build.render import state as site_state
 from tests.conftest import run_build
+from tests.render.test_search_index import search_contents
 from tests.test_edit_cost import EDITED, _aged_build, _count, _edit  # the same edit as the build's cost tests
 
 
@@ -38,11 +40,16 @@ def _site_files(out: Path) -> dict[str, bytes]:
         site.STATE_FILE,
         ".build.lock",
     }  # the build's state, not the site's
-    return {
+    files = {
         p.relative_to(out).as_posix(): p.read_bytes()
         for p in sorted(out.rglob("*"))
         if p.is_file() and p.name not in skip and ".mnote" not in p.relative_to(out).parts
     }
+    # the search index by what it holds: an edit updates it in place, a full render copies it whole
+    search = {name: files.pop(name) for name in [n for n in files if n.startswith(f"{SEARCH_DIR}/")]}
+    if search:
+        files[f"{SEARCH_DIR}/"] = repr(search_contents(out)).encode()
+    return files
 
 
 @pytest.fixture

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build.render.search_index import MANIFEST, chunk_name
+from mnote_evidence.build.render.search_index import FTS, MANIFEST, TABLES, chunk_name
 from tests.conftest import copy_workspace, run_build, schema_validator
 
 LIMIT_MIB = 1 / 64  # 16 KiB files: the index of this workspace spans many of them
@@ -44,6 +45,24 @@ def copy_of(out: Path, tmp: Path) -> Path:
     path = tmp / "joined.sqlite"
     path.write_bytes(data)
     return path
+
+
+def search_contents(out: Path) -> dict[str, list]:
+    """What `_search/` holds, as rows: each table's rows by rowid, every FTS term instance, each row's
+    token counts and the totals bm25 reads. A copy updated in place and a fresh copy differ in bytes
+    (page order, free pages, the header's change counter), never in these."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = sqlite3.connect(copy_of(out, Path(tmp)))
+        try:
+            rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in TABLES}
+            conn.execute(f"CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, {FTS}, instance)")
+            rows["terms"] = conn.execute("SELECT * FROM temp.terms ORDER BY 1, 2, 3, 4").fetchall()
+            rows["sizes"] = conn.execute(f"SELECT * FROM {FTS}_docsize ORDER BY id").fetchall()
+            rows["totals"] = conn.execute(f"SELECT block FROM {FTS}_data WHERE id = 1").fetchall()
+            rows["schema"] = conn.execute("SELECT type, name, sql FROM sqlite_schema ORDER BY 2").fetchall()
+            return rows
+        finally:
+            conn.close()
 
 
 def files_of(out: Path) -> list[bytes]:
