@@ -260,13 +260,26 @@ def page_image_formats(d: Any) -> list[str]:
 
 
 def static_search(d: dict) -> list[str]:
-    out = []
+    """bench/static_search.py: per corpus and contender (the baseline's whole evidence.sqlite, `_search/`,
+    Pagefind), the index, the first query on a fresh page and the later queries, on the emulated network."""
+    out = [f"- network: {g(d, 'network.latency_ms')} ms, {g(d, 'network.mbit')} Mbit/s"]
     for label, row in d.items():
-        if isinstance(row, dict) and "corpus" in row:
+        if not (isinstance(row, dict) and "corpus" in row):
+            continue
+        out.append(f"- {label}: {row.get('blocks')} blocks, {row.get('pages')} pages")
+        for name in ("baseline", "search_index", "pagefind"):
+            if name not in row:
+                continue
             out.append(
-                f"- {label}: {row.get('blocks')} blocks, db {row.get('db_bytes')} bytes; range-request query "
-                f"median {g(row, 'sqlite_range_laid_out.query_ms_median')} ms, Pagefind index "
-                f"{g(row, 'pagefind.index_bytes')} bytes"
+                f"  - {name}: index {g(row, f'sizes.{name}.bytes')} bytes in {g(row, f'sizes.{name}.files')} "
+                f"files (largest {g(row, f'sizes.{name}.largest_file')}); first query "
+                f"{g(row, f'{name}.first_query.median.bytes')} bytes, "
+                f"{g(row, f'{name}.first_query.median.requests')} requests, "
+                f"{g(row, f'{name}.first_query.median.ms')} ms; later median "
+                f"{g(row, f'{name}.warm.later.bytes.median')} bytes, "
+                f"{g(row, f'{name}.warm.later.ms.median')} ms; "
+                f"same top 10 as the API {g(row, f'{name}.warm.same_top10_in_order')}; known item's page "
+                f"{g(row, f'{name}.warm.known_item_page_in_top10')}"
             )
     return out
 
