@@ -192,23 +192,52 @@ class Watcher(threading.Thread):
 def live_reload(watcher: Watcher | None) -> types.ModuleType:
     """A Datasette plugin of one `serve` process: `LIVE_PATH` answers `{"watching", "build"}`, where
     `build` changes after every rebuild that changed the site (and when the server restarts), so an
-    open page knows when to reload. Its route sits behind the guard like every other route."""
+    open page knows when to reload. Every site file is sent with the build it was read at
+    (`Server-Timing: mnote-build;desc="…"`, taken before the file is read), so a page reloads after a
+    rebuild that landed between its own request and its first question. Its route sits behind the
+    guard like every other route."""
     from datasette import hookimpl
     from datasette.utils.asgi import Response
 
+    from mnote_evidence.functions.adapters.datasette_plugin import SITE_BASE
+
     started = time.time_ns()
 
+    def build() -> str:
+        return f"{started}-{watcher.site_changes if watcher is not None else 0}"
+
     async def view(request):
-        changes = watcher.site_changes if watcher is not None else 0
-        payload = {"watching": watcher is not None, "build": f"{started}-{changes}"}
+        payload = {"watching": watcher is not None, "build": build()}
         return Response.json(payload, headers={"Cache-Control": "no-store"})
 
     @hookimpl
     def register_routes(datasette):
         return [("^" + re.escape(LIVE_PATH) + "$", view)]
 
+    @hookimpl
+    def asgi_wrapper(datasette):
+        def wrap(app):
+            async def stamped(scope, receive, send):
+                if scope["type"] != "http" or not scope.get("path", "").startswith(SITE_BASE):
+                    return await app(scope, receive, send)
+                # read before the file: a rebuild in between costs one extra reload, never a stale page
+                timing = f'mnote-build;desc="{build()}"'.encode()
+
+                async def send_stamped(message):
+                    if message["type"] == "http.response.start":
+                        headers = [*message.get("headers", []), (b"server-timing", timing)]
+                        message = {**message, "headers": headers}
+                    await send(message)
+
+                return await app(scope, receive, send_stamped)
+
+            return stamped
+
+        return wrap
+
     plugin = types.ModuleType("mnote_evidence_live")  # Datasette lists plugins by their module's name
     plugin.register_routes = register_routes
+    plugin.asgi_wrapper = asgi_wrapper
     return plugin
 
 

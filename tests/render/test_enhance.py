@@ -288,6 +288,36 @@ def test_serve_watch_reloads_an_open_page_after_an_edit(tmp_path, page):
         stop(proc)
 
 
+def test_a_rebuild_between_a_pages_request_and_its_first_question_reloads_it(tmp_path, page):
+    """The page knows the build it was sent at: its first question, answered after a rebuild that
+    landed since, reloads it (the first answer is never taken as the page's own build)."""
+    root, out = write_vault(tmp_path / "ws"), tmp_path / "out"
+    run_build(root, out, site=True)
+    proc, base = start_serve(out, "--watch", str(root), "--jobs", "1", "--no-ocr")
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+    held: list = []  # the page's questions, until the edit is built; then None: questions go through
+    try:
+        wait_for_line(lines, "catching up")
+        page.route("**/-/evidence/live", lambda r: r.continue_() if held is None else held.append(r))
+        page.goto(base + "/-/evidence/site/Beacon.html")
+        while not held:
+            page.wait_for_timeout(50)
+        note = root / "Beacon.md"
+        note.write_text(note.read_text("utf-8") + "\nThe keeper quenched the lantern at dawn.\n", "utf-8")
+        wait_for_line(lines, "; change)")  # the edit is built: the page was sent before it
+        assert "quenched the lantern" not in page.inner_text("body")
+        waiting, held = held, None
+        for route in waiting:
+            route.continue_()
+        page.wait_for_function(
+            "() => document.body.innerText.includes('quenched the lantern')", timeout=30_000, polling=100
+        )
+        assert page.console_errors == []
+    finally:
+        stop(proc)
+
+
 def test_serve_without_watch_offers_no_reload(vault, page):
     _, out = vault
     proc, base = start_serve(out)
