@@ -89,7 +89,8 @@
                        cacheBust: manifest.cacheBust };
         return loadScript(vendor + "index.js").then(function () {
           // the vendored worker behind search_worker.js, which reads a span across index files
-          var worker = new URL("../../search_worker.js?file=" + manifest.serverChunkSize, vendor).href;
+          var worker = new URL(form.dataset.static + "/search_worker.js?file=" + manifest.serverChunkSize,
+                               document.baseURI).href;
           return window.createDbWorker([{ from: "inline", config: config }], worker, vendor + "sql-wasm.wasm");
         }).then(function (worker) { return { worker: worker, ranges: ranges, length: manifest.databaseLengthBytes }; });
       });

@@ -57,9 +57,8 @@
     var from = Number(range[1]), to = Number(range[2]), n = parseInt(file[2], 10), digits = file[2].length;
     var parts = [], total = 0;
     while (to >= 0) {  // from: in file n; to: counted from file n's start, past its end when the span goes on
-      var end = Math.min(to, FILE - 1), name = String(n);
-      while (name.length < digits) name = "0" + name;
-      var bytes = part(file[1] + name + (file[3] || ""), from, end);
+      var end = Math.min(to, FILE - 1);
+      var bytes = part(file[1] + String(n).padStart(digits, "0") + (file[3] || ""), from, end);
       parts.push(bytes);
       total += bytes.length;
       if (bytes.length < end - from + 1) break;  // the database's end

@@ -46,7 +46,9 @@ def _site_files(out: Path) -> dict[str, bytes]:
         if p.is_file() and p.name not in skip and ".mnote" not in p.relative_to(out).parts
     }
     # the search index by what it holds: an edit updates it in place, a full render copies it whole
-    search = {name: files.pop(name) for name in [n for n in files if n.startswith(f"{SEARCH_DIR}/")]}
+    search = [name for name in files if name.startswith(f"{SEARCH_DIR}/")]
+    for name in search:
+        del files[name]
     if search:
         files[f"{SEARCH_DIR}/"] = repr(search_contents(out)).encode()
     return files
