@@ -1,79 +1,65 @@
 """The static site's search index: what the search box reads on a static host (SPEC §9), beside the site.
 
-`_search/` holds a copy of only the tables the box queries (`search_query.js`: the FTS index, the block
-rows, their resources and sections, and the `evidence_block` view that derives locators), split into
-files of at most `max_file_bytes` (`_search/db.000`, `db.001`, …) for hosts with a per-file limit, and
-`manifest.json`: sql.js-httpvfs's "chunked" configuration plus the copy's hash (its `cacheBust`, so a
-browser never mixes files of two builds). The copy holds the rows and rowids of `evidence.sqlite` and an
-FTS index of the same segmented text, so the box ranks with the same bm25 statistics as the API: same
-answers.
+`_search/` holds what `search_query.js` ranks with, cut so that a query fetches only what its words need:
 
-A build that changed a few files updates the previous copy in place (the files the build names, the
-render's `dirty_since`), so only the pages those rows live on change and only the files holding them are
-written again; the previous copy is the `_search/` files themselves, used only when their hash is the
-one the site's sealed state recorded. Anything else, or a copy whose row count or FTS statistics then
-differ from `evidence.sqlite`'s, is copied whole (compact, FTS segments as built); so is a build that
-left a source out (`.mnoteignore`, `publish: false`), whose text no freed page or FTS segment may keep.
-Invariants: every file is written atomically and only when its bytes changed; files past the new end are
-removed; the manifest is written last.
+- **term shards** (`t/`): every FTS token of `evidence_fts` (the same text, the same `porter unicode61
+  remove_diacritics 2` tokenizer, so exactly the index's tokens) with its postings: block rowid, the
+  block's token count and each position (CJK tokens also carry whether they start or end their run, the
+  flank the ranking's term precision weighs). Terms are in UTF-16 order (the browser's string order), cut
+  into gzip'd shards of about `SHARD_BYTES`; a term larger than that continues over several shards.
+- **block buckets** (`b/`): the light columns of `BUCKET` consecutive rowids (resource path, kind and
+  status, role, ordinal, page, section), what filtering and tie order read.
+- **fragments** (`f/`): block id, text and locator of `FRAGMENT` consecutive rowids, read for the hits
+  shown.
+- **`manifest.json`**: the FTS statistics bm25 needs (rows, tokens), the shards' first terms and the
+  buckets; written last, the only file whose name does not change with its bytes.
+
+Every other file is named by the hash of its bytes (immutable: cached for good, never mixed across
+builds), and none exceeds `max_file_bytes`. A build that changed a few files re-derives only the shards
+holding the words of their old and new rows (the old rows' text is read from the previous fragments,
+each checked against its name) and the buckets and fragments of their rowids; everything else keeps its
+file. A previous index that does not check out, or whose totals then differ from `evidence.sqlite`'s,
+is written whole, and so is a build that left a source out (`.mnoteignore`, `publish: false`). Files no
+longer named are removed.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import sqlite3
-import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
 from mnote_evidence.build.core.fsutil import read_inside
-from mnote_evidence.build.core.text import segment_for_index
+from mnote_evidence.build.core.text import is_cjk, segment_for_index
 from mnote_evidence.build.core.urls import SEARCH_DIR
-from mnote_evidence.build.index.layout import PAGE_SIZE, merge_step, wants_vacuum
 from mnote_evidence.build.render import site_files
 
 MANIFEST = f"{SEARCH_DIR}/manifest.json"
-CHUNK_PREFIX = "db."
-SUFFIX_LENGTH = 3  # db.000 … db.999: 1,000 files of 8 MiB are 8 GiB of index
+FORMAT = "mnote-search-2"
 DEFAULT_MAX_FILE_BYTES = int(DEFAULT_SEARCH_FILE_MIB * (1 << 20))
-FORMAT = "mnote-search-sqlite-1"
-
-# The tables the box reads, in the order they are laid out; their indexes come along (the box's
-# queries use each: blocks of a resource by (resource_id, ordinal), a resource by its path).
-TABLES = ("evidence_resource", "evidence_section", "evidence_block_row")
-# Of a resource, the columns the box and the `evidence_block` view read (`build/core/locator.py`): not its
-# hashes, times or counts, which change on a rebuild of an unchanged file and would move pages for nothing.
-RESOURCE = """CREATE TABLE evidence_resource (
-    resource_id TEXT PRIMARY KEY,
-    owner_document_path TEXT,
-    source_root_relative_path TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL,
-    source_map_path TEXT,
-    page_url TEXT
-)"""
-COLUMNS = {
-    "evidence_resource": "resource_id, owner_document_path, source_root_relative_path, kind, status, "
-    "source_map_path, page_url"
-}
-INDEXES = ("evidence_block_resource", "evidence_section_resource")
-VIEWS = ("evidence_block",)
-FTS = "evidence_fts"
-FTS_SHADOWS = ("data", "idx", "docsize", "config")
+SHARD_BYTES = 12 << 10  # a term shard's postings before gzip: one or two per query word
+BUCKET = 2048  # rowids per block bucket
+FRAGMENT = 8  # rowids per fragment: a hit shown costs one small file
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # evidence_fts's (build/index)
+BATCH = 4000  # rows tokenized at a time
+HASH_CHARS = 12
 
 
 @dataclass
 class SearchIndexReport:
-    files: int = 0  # database files in `_search/`
+    files: int = 0  # files in `_search/`, the manifest included
     files_written: int = 0  # of those, written by this build (the rest were unchanged)
-    bytes: int = 0  # the database's size
+    bytes: int = 0  # their size
     largest_file: int = 0
-    updated: bool = False  # the previous copy was updated in place (else: copied whole)
-    sha256: str = ""  # the copy's (the site state records it: the next build's `previous`)
+    updated: bool = False  # the previous index was updated (else: written whole)
+    sha256: str = ""  # the manifest's (the site state records it: the next build's `previous`)
 
     @classmethod
     def unchanged(cls, recorded: object) -> SearchIndexReport:
@@ -89,6 +75,244 @@ class SearchIndexReport:
             return cls()
 
 
+# -- encoding ----------------------------------------------------------------------------------------------
+def varint(n: int, out: bytearray) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = data[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, at
+        shift += 7
+
+
+def term_key(term: str) -> bytes:
+    """The browser's order of strings (UTF-16 code units), in which shards are cut and searched."""
+    return term.encode("utf-16-be", "surrogatepass")
+
+
+def _gz(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def _name(folder: str, data: bytes) -> str:
+    return f"{folder}/{hashlib.sha256(data).hexdigest()[:HASH_CHARS]}"
+
+
+# A posting: (rowid, the block's token count, positions); a CJK token's position is `pos << 2 | flags`
+# (bit 0: first bigram of its run, or a run of one character; bit 1: last bigram of its run).
+Posting = tuple[int, int, list[int]]
+
+
+def _encode_postings(postings: list[Posting]) -> bytes:
+    out, last = bytearray(), 0
+    for rowid, size, positions in postings:
+        varint(rowid - last, out)
+        varint(size, out)
+        varint(len(positions), out)
+        prev = 0
+        for p in positions:
+            varint(p - prev, out)
+            prev = p
+        last = rowid
+    return bytes(out)
+
+
+def _decode_postings(data: bytes) -> list[Posting]:
+    out, at, last = [], 0, 0
+    while at < len(data):
+        delta, at = _read_varint(data, at)
+        size, at = _read_varint(data, at)
+        count, at = _read_varint(data, at)
+        positions, prev = [], 0
+        for _ in range(count):
+            d, at = _read_varint(data, at)
+            prev += d
+            positions.append(prev)
+        last += delta
+        out.append((last, size, positions))
+    return out
+
+
+def _shard_bytes(records: list[tuple[str, bytes]]) -> bytes:
+    """A term shard: per term, its UTF-8 length and bytes, its postings' length and bytes."""
+    out = bytearray()
+    for term, postings in records:
+        raw = term.encode("utf-8", "surrogatepass")
+        varint(len(raw), out)
+        out += raw
+        varint(len(postings), out)
+        out += postings
+    return bytes(out)
+
+
+def _shard_records(data: bytes) -> Iterator[tuple[str, bytes]]:
+    at = 0
+    while at < len(data):
+        n, at = _read_varint(data, at)
+        term = data[at : at + n].decode("utf-8", "surrogatepass")
+        at += n
+        n, at = _read_varint(data, at)
+        yield term, data[at : at + n]
+        at += n
+
+
+# -- tokens --------------------------------------------------------------------------------------------------
+class Tokens:
+    """Rows' FTS tokens, by the index's own tokenizer: an in-memory FTS5 table of the same segmented text,
+    read back through `fts5vocab` (term, row, position): exactly `evidence_fts`'s tokens."""
+
+    def __init__(self) -> None:
+        self.conn = sqlite3.connect(":memory:")
+        self.conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZER}')")
+        self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+
+    def postings(self, rows: list[tuple[int, str]]) -> dict[str, list[Posting]]:
+        """term -> its postings among `rows` ((rowid, block text)), rowids ascending."""
+        out: dict[str, list[Posting]] = {}
+        for at in range(0, len(rows), BATCH):
+            self._batch(rows[at : at + BATCH], out)
+        return out
+
+    def _batch(self, rows: list[tuple[int, str]], out: dict[str, list[Posting]]) -> None:
+        conn = self.conn
+        with conn:
+            conn.execute("DELETE FROM t")
+            conn.executemany(
+                "INSERT INTO t (rowid, text) VALUES (?, ?)",
+                [(r, segment_for_index(t or "")) for r, t in rows],
+            )
+        found = conn.execute("SELECT term, doc, offset FROM v").fetchall()  # by term, doc, offset
+        size: dict[int, int] = defaultdict(int)
+        bigram: set[tuple[int, int]] = set()
+        for term, doc, offset in found:
+            size[doc] += 1
+            if len(term) == 2 and is_cjk(term[0]) and is_cjk(term[1]):
+                bigram.add((doc, offset))
+        current: tuple[str, int] | None = None
+        for term, doc, offset in found:
+            if is_cjk(term[0]):
+                flags = (doc, offset - 1) not in bigram
+                if len(term) == 2 and (doc, offset) in bigram:
+                    flags |= ((doc, offset + 1) not in bigram) << 1
+                offset = offset << 2 | flags
+            if current != (term, doc):
+                current = (term, doc)
+                out.setdefault(term, []).append((doc, size[doc], []))
+            out[term][-1][2].append(offset)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _fts_totals(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(rows, tokens) of `evidence_fts`: its averages record, what bm25 divides by."""
+    row = conn.execute("SELECT block FROM evidence_fts_data WHERE id = 1").fetchone()
+    if not row or not row[0]:
+        return 0, 0
+    rows, at = _sqlite_varint(row[0], 0)
+    tokens, _ = _sqlite_varint(row[0], at)
+    return rows, tokens
+
+
+def _sqlite_varint(data: bytes, at: int) -> tuple[int, int]:
+    """SQLite's varint (big-endian, 7 bits a byte, a ninth byte of 8)."""
+    n = 0
+    for i in range(9):
+        b = data[at + i]
+        if i == 8:
+            return (n << 8) | b, at + 9
+        n = (n << 7) | (b & 0x7F)
+        if b < 0x80:
+            return n, at + i + 1
+    raise ValueError("bad varint")
+
+
+# -- blocks --------------------------------------------------------------------------------------------------
+BLOCK_SQL = (
+    "SELECT b.id, r.resource_id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page, "
+    "b.section_id FROM evidence_block_row b JOIN evidence_resource r USING (resource_id) "
+    "WHERE b.id BETWEEN ? AND ? ORDER BY b.id"
+)
+
+
+def _json_bytes(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _bucket(conn: sqlite3.Connection, k: int, fragments: dict[int, str]) -> bytes | None:
+    """Bucket `k` (rowids k*BUCKET …): its resources ([path, kind, status, first rowid, last rowid]; the
+    first rowid is the resource's key), a column per light field (`id` and `section` as deltas: a
+    block's section is the rowid of the section's first block), and its fragments' names; None when it
+    holds no block."""
+    rows = conn.execute(BLOCK_SQL, [k * BUCKET, (k + 1) * BUCKET - 1]).fetchall()
+    if not rows:
+        return None
+    resources: dict[str, int] = {}
+    res_rows: list[list] = []
+    starts: dict[tuple[str, str], int] = {}
+    cols: dict[str, list] = {"id": [], "res": [], "role": [], "ordinal": [], "page": [], "section": []}
+    roles: list[str] = []
+    last = k * BUCKET
+    for rowid, rid, path, kind, status, role, ordinal, page, sid in rows:
+        if rid not in resources:
+            resources[rid] = len(res_rows)
+            lo, hi = conn.execute(
+                "SELECT min(id), max(id) FROM evidence_block_row WHERE resource_id = ?", [rid]
+            ).fetchone()
+            res_rows.append([path, kind, status, lo, hi])
+            starts.update(
+                ((rid, s), first)
+                for s, first in conn.execute(
+                    "SELECT section_id, min(id) FROM evidence_block_row WHERE resource_id = ? "
+                    "AND section_id IS NOT NULL GROUP BY section_id",
+                    [rid],
+                )
+            )
+        if role not in roles:
+            roles.append(role)
+        cols["id"].append(rowid - last)
+        last = rowid
+        cols["res"].append(resources[rid])
+        cols["role"].append(roles.index(role))
+        cols["ordinal"].append(ordinal)
+        cols["page"].append(page)
+        cols["section"].append(rowid - starts[(rid, sid)] if sid is not None else None)
+    names = [[f, fragments[f]] for f in sorted(fragments)]
+    body = {"resources": res_rows, "roles": roles, **cols, "fragments": names}
+    return _gz(_json_bytes(body))
+
+
+def _fragments(conn: sqlite3.Connection, k: int) -> dict[int, bytes]:
+    """The fragments of bucket `k`: fragment number -> [[rowid, block id, text, locator], …] (gzip'd)."""
+    groups: dict[int, list] = {}
+    for i, b, t, loc in conn.execute(
+        "SELECT id, block_id, text, locator_json FROM evidence_block WHERE id BETWEEN ? AND ? ORDER BY id",
+        [k * BUCKET, (k + 1) * BUCKET - 1],
+    ):
+        groups.setdefault(i // FRAGMENT, []).append([i, b, t, json.loads(loc)])
+    return {f: _gz(_json_bytes(rows)) for f, rows in groups.items()}
+
+
+# -- the index -----------------------------------------------------------------------------------------------
+@dataclass
+class _Index:
+    """The files of one index: name -> bytes (new or kept), and the manifest's parts."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    shards: list[list] = field(default_factory=list)  # [first term, name, continues the previous]
+    buckets: dict[int, str] = field(default_factory=dict)
+    kept: set[str] = field(default_factory=set)  # names whose bytes are already there
+
+
 def write(
     out: Path,
     db_path: Path,
@@ -96,175 +320,309 @@ def write(
     previous: str | None = None,
     changed: Iterable[str] | None = None,
 ) -> SearchIndexReport:
-    """Write `_search/` for `db_path` into the site `out` (see the module docstring). `previous`: the hash
-    of the copy the last render wrote; `changed`: the source paths whose rows may differ since (None:
-    unknown, copied whole)."""
-    max_file_bytes = max(PAGE_SIZE, max_file_bytes // PAGE_SIZE * PAGE_SIZE)  # whole pages per file
-    updated = False
-    with tempfile.TemporaryDirectory(prefix="mnote-search-") as tmp:
-        copy = Path(tmp) / "search.sqlite"
-        base = _previous_copy(out, previous, max_file_bytes) if previous and changed is not None else None
-        if base is not None:
-            copy.write_bytes(base)
-            updated = _update(copy, db_path, sorted(set(changed or ())))
-        if not updated:
-            copy.unlink(missing_ok=True)
-            _copy_search_tables(db_path, copy)
-        data = copy.read_bytes()
-    report = SearchIndexReport(bytes=len(data), updated=updated, sha256=hashlib.sha256(data).hexdigest())
-    chunks = [data[at : at + max_file_bytes] for at in range(0, len(data), max_file_bytes)]
-    for n, chunk in enumerate(chunks):
-        report.files_written += site_files.write_bytes(out, chunk_name(n), chunk)
-    report.files = len(chunks)
-    report.largest_file = max(map(len, chunks), default=0)
-    n = len(chunks)
-    while (out / chunk_name(n)).exists() or (out / chunk_name(n)).is_symlink():
-        site_files.unlink(out, chunk_name(n))
-        n += 1
+    """Write `_search/` for `db_path` into the site `out` (see the module docstring). `previous`: the
+    manifest hash the last render recorded; `changed`: the source paths whose rows may differ since
+    (None: unknown, written whole)."""
+    limit = max(64 << 10, int(max_file_bytes))
+    conn = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+    try:
+        rows, tokens = _fts_totals(conn)
+        index = None
+        if previous and changed is not None:
+            index = _updated(out, conn, previous, sorted(set(changed)), limit, (rows, tokens))
+        updated = index is not None
+        if index is None:
+            index = _whole(conn, limit)
+    finally:
+        conn.close()
     manifest = {
         "format": FORMAT,
-        "serverMode": "chunked",
-        "urlPrefix": CHUNK_PREFIX,
-        "suffixLength": SUFFIX_LENGTH,
-        "serverChunkSize": max_file_bytes,
-        "databaseLengthBytes": len(data),
-        "requestChunkSize": PAGE_SIZE,
-        "files": len(chunks),
-        "cacheBust": report.sha256[:16],
+        "rows": rows,
+        "tokens": tokens,
+        "bucket": BUCKET,
+        "fragment": FRAGMENT,
+        "terms": index.shards,
+        "buckets": {str(k): v for k, v in sorted(index.buckets.items())},
     }
-    site_files.write_text(out, MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    report = SearchIndexReport(updated=updated)
+    sizes = []
+    for name, data in index.files.items():
+        if name not in index.kept:
+            report.files_written += site_files.write_bytes(out, f"{SEARCH_DIR}/{name}", data)
+        sizes.append(len(data))
+    for name in index.kept - index.files.keys():
+        sizes.append((out / SEARCH_DIR / name).stat().st_size)
+    text = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    report.files_written += site_files.write_bytes(out, MANIFEST, text)
+    report.sha256 = hashlib.sha256(text).hexdigest()
+    sizes.append(len(text))
+    _remove_others(out, {MANIFEST} | {f"{SEARCH_DIR}/{n}" for n in (*index.files, *index.kept)})
+    report.files, report.bytes, report.largest_file = len(sizes), sum(sizes), max(sizes)
     return report
 
 
-def chunk_name(n: int) -> str:
-    return f"{SEARCH_DIR}/{CHUNK_PREFIX}{n:0{SUFFIX_LENGTH}d}"
+def _remove_others(out: Path, live: set[str]) -> None:
+    """Remove the files of `_search/` the new index does not name (not the writes still being staged,
+    whose names start with a dot), and the folders that leaves empty."""
+    folder = out / SEARCH_DIR
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for path in sorted(folder.rglob("*"), reverse=True):
+        rel = path.relative_to(out).as_posix()
+        if rel in live or path.name.startswith("."):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            if not any(path.iterdir()):
+                path.rmdir()
+        else:
+            site_files.unlink(out, rel)
 
 
-def _copy_search_tables(db_path: Path, dest: Path) -> None:
-    """A compact database at `dest` holding `TABLES`, `INDEXES`, `VIEWS` and the FTS index of `db_path`,
-    row for row (same rowids, the FTS index's own b-trees copied, not rebuilt)."""
-    conn = sqlite3.connect(f"file:{quote(str(dest))}", uri=True)
+class Records:
+    """Terms' postings encoded as they arrive (rowids ascending per term), cut into records of at most
+    `target` bytes: a larger term continues in further records, whose rowid deltas restart."""
+
+    def __init__(self, limit: int) -> None:
+        self.target = min(SHARD_BYTES, limit // 2)
+        self.parts: dict[str, list[bytearray]] = {}
+        self.last: dict[str, int] = {}
+
+    def add(self, term: str, postings: list[Posting]) -> None:
+        parts = self.parts.setdefault(term, [bytearray()])
+        last = self.last.get(term, 0)
+        for rowid, size, positions in postings:
+            one = bytearray()
+            varint(rowid - last, one)
+            varint(size, one)
+            varint(len(positions), one)
+            prev = 0
+            for p in positions:
+                varint(p - prev, one)
+                prev = p
+            if parts[-1] and len(parts[-1]) + len(one) > self.target:
+                parts.append(bytearray())
+                one = _encode_postings([(rowid, size, positions)])
+            parts[-1] += one
+            last = rowid
+        self.last[term] = last
+
+    def shards(self, index: _Index) -> list[list]:
+        """The records in term order, cut into shards added to `index`: [[first term, name, continues]]."""
+        out: list[list] = []
+        part: list[tuple[str, bytes]] = []
+        size, previous = 0, None
+
+        def flush() -> None:
+            nonlocal part, size
+            if part:
+                data = _gz(_shard_bytes(part))
+                name = _name("t", data)
+                index.files[name] = data
+                out.append([part[0][0], name, 1 if part[0][0] == previous else 0])
+            part, size = [], 0
+
+        for term in sorted(self.parts, key=term_key):
+            for chunk in self.parts[term]:
+                if not chunk:
+                    continue
+                if size and size + len(chunk) > self.target:
+                    last = part[-1][0]
+                    flush()
+                    previous = last
+                part.append((term, bytes(chunk)))
+                size += len(chunk) + len(term) + 8
+        flush()
+        return out
+
+
+def _whole(conn: sqlite3.Connection, limit: int) -> _Index:
+    index = _Index()
+    tokens = Tokens()
     try:
-        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("ATTACH DATABASE ? AS src", [f"file:{quote(str(db_path))}?mode=ro"])
-        names = [*TABLES, *INDEXES, *VIEWS, FTS]
-        marks = ",".join("?" * len(names))
-        schema = dict(
-            conn.execute(f"SELECT name, sql FROM src.sqlite_schema WHERE name IN ({marks})", names).fetchall()
-        )
-        with conn:
-            for table in TABLES:
-                conn.execute(RESOURCE if table == "evidence_resource" else schema[table])
-                columns = COLUMNS.get(table, "*")
-                conn.execute(f"INSERT INTO main.{table} SELECT {columns} FROM src.{table} ORDER BY rowid")
-            for name in (*INDEXES, *VIEWS):
-                conn.execute(schema[name])
-            conn.execute(schema[FTS])
-            for shadow in FTS_SHADOWS:  # the index as built: same segments, same bm25 statistics
-                table = f"{FTS}_{shadow}"
-                conn.execute(f"DELETE FROM main.{table}")
-                conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
-        conn.execute("DETACH DATABASE src")
-        conn.execute("VACUUM")
+        records = Records(limit)
+        lo = -1
+        while True:
+            rows = conn.execute(
+                "SELECT id, text FROM evidence_block_row WHERE id > ? ORDER BY id LIMIT ?", [lo, BATCH]
+            ).fetchall()
+            if not rows:
+                break
+            for term, found in tokens.postings(rows).items():
+                records.add(term, found)
+            lo = rows[-1][0]
     finally:
-        conn.close()
+        tokens.close()
+    index.shards = records.shards(index)
+    top = conn.execute("SELECT max(id) FROM evidence_block_row").fetchone()[0] or 0
+    for k in range(top // BUCKET + 1):
+        _write_bucket(conn, k, index)
+    return index
 
 
-def _previous_copy(out: Path, sha256: str, max_file_bytes: int) -> bytes | None:
-    """The bytes of `_search/db.000`, `db.001`, … (regular files of at most `max_file_bytes` below `out`,
-    never through a link) if they hash to `sha256`; None otherwise."""
-    parts = []
-    for n in range(10**SUFFIX_LENGTH):
-        part = read_inside(out, out / chunk_name(n), max_file_bytes)
-        if part is None:
-            break
-        parts.append(part)
-    data = b"".join(parts)
-    return data if data and hashlib.sha256(data).hexdigest() == sha256 else None
+def _write_bucket(conn: sqlite3.Connection, k: int, index: _Index) -> None:
+    fragments: dict[int, str] = {}
+    for f, data in _fragments(conn, k).items():
+        name = _name("f", data)
+        index.files[name] = data
+        fragments[f] = name
+    data = _bucket(conn, k, fragments)
+    index.buckets.pop(k, None)
+    if data is not None:
+        name = _name("b", data)
+        index.files[name] = data
+        index.buckets[k] = name
 
 
-def _rows(conn: sqlite3.Connection, schema: str, table: str, path: str) -> list[tuple]:
-    """The rows of `table` (a `TABLES` one) of the resource at source path `path`, by rowid."""
-    return conn.execute(
-        f"SELECT {_columns(table)} FROM {schema}.{table} t JOIN {schema}.evidence_resource r USING "
-        "(resource_id) WHERE r.source_root_relative_path = ? ORDER BY t.rowid",
-        [path],
+# -- the update ----------------------------------------------------------------------------------------------
+def _read(out: Path, name: str, limit: int) -> bytes | None:
+    """The bytes of `_search/<name>` when they hash to the name (never through a link); else None."""
+    if not isinstance(name, str) or "/" not in name or ".." in name:
+        return None
+    data = read_inside(out, out / SEARCH_DIR / name, limit)
+    if data is None or _name(name.split("/")[0], data) != name:
+        return None
+    return data
+
+
+def _updated(
+    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int, totals: tuple[int, int]
+) -> _Index | None:
+    """The previous index brought in line with `conn` for the resources at `paths`; None when the
+    previous index does not check out or the result's totals differ from the database's."""
+    try:
+        return _update(out, conn, previous, paths, limit, totals)
+    except (OSError, ValueError, KeyError, IndexError, TypeError, UnicodeDecodeError, EOFError):
+        return None
+
+
+def _update(
+    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int, totals: tuple[int, int]
+) -> _Index | None:
+    text = read_inside(out, out / MANIFEST, 1 << 26)
+    if text is None or hashlib.sha256(text).hexdigest() != previous:
+        return None
+    manifest = json.loads(text)
+    if (
+        manifest.get("format") != FORMAT
+        or manifest.get("bucket") != BUCKET
+        or manifest.get("fragment") != FRAGMENT
+    ):
+        return None
+    index = _Index()
+    buckets = {int(k): v for k, v in manifest["buckets"].items()}
+    # the previous buckets: every fragment still named, and the old rows of the changed paths
+    wanted = set(paths)
+    old_rows: list[int] = []
+    fragments_of: dict[int, dict[int, str]] = {}
+    for k, name in buckets.items():
+        data = _read(out, name, limit)
+        if data is None:
+            return None
+        body = json.loads(gzip.decompress(data))
+        fragments_of[k] = dict(body["fragments"])
+        rowid = k * BUCKET
+        for delta, res in zip(body["id"], body["res"], strict=True):
+            rowid += delta
+            if body["resources"][res][0] in wanted:
+                old_rows.append(rowid)
+    old_text: list[tuple[int, str]] = []
+    old_set = set(old_rows)
+    for f in sorted({r // FRAGMENT for r in old_rows}):
+        data = _read(out, fragments_of[f * FRAGMENT // BUCKET][f], limit)
+        if data is None:
+            return None
+        old_text += [(i, t) for i, _, t, _ in json.loads(gzip.decompress(data)) if i in old_set]
+    marks = ",".join("?" * len(paths))
+    new_rows = conn.execute(
+        "SELECT b.id, b.text FROM evidence_block_row b JOIN evidence_resource r USING (resource_id) "
+        f"WHERE r.source_root_relative_path IN ({marks}) ORDER BY b.id",
+        paths,
     ).fetchall()
-
-
-def _columns(table: str) -> str:
-    """`table`'s columns in the copy, as `t.` columns of a join."""
-    return ", ".join(f"t.{c.strip()}" for c in COLUMNS[table].split(",")) if table in COLUMNS else "t.*"
-
-
-def _update(copy: Path, db_path: Path, paths: list[str]) -> bool:
-    """Bring the copy at `copy` in line with `db_path` for the resources at `paths` (rows deleted and
-    inserted, FTS rows with them); whether it then holds what `db_path` does (row counts, FTS totals)."""
-    conn = sqlite3.connect(f"file:{quote(str(copy))}", uri=True)
+    tokens = Tokens()
     try:
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("ATTACH DATABASE ? AS src", [f"file:{quote(str(db_path))}?mode=ro"])
-        differ = [
-            path
-            for path in paths
-            if any(_rows(conn, "main", t, path) != _rows(conn, "src", t, path) for t in TABLES)
-        ]
-        with conn:  # every old row out before any new one goes in: a rowid may pass from one file to another
-            for path in differ:
-                conn.executemany(
-                    f"INSERT INTO {FTS} ({FTS}, rowid, text, block_id) VALUES ('delete', ?, ?, '')",
-                    _fts_values(conn, "main", path),
-                )
-                for table in reversed(TABLES):
-                    conn.execute(
-                        f"DELETE FROM main.{table} WHERE resource_id IN (SELECT resource_id FROM "
-                        "main.evidence_resource WHERE source_root_relative_path = ?)",
-                        [path],
-                    )
-            for path in differ:
-                for table in TABLES:
-                    conn.execute(
-                        f"INSERT INTO main.{table} SELECT {_columns(table)} FROM src.{table} t JOIN "
-                        "src.evidence_resource r USING (resource_id) WHERE r.source_root_relative_path = ? "
-                        "ORDER BY t.rowid",
-                        [path],
-                    )
-                conn.executemany(
-                    f"INSERT INTO {FTS} (rowid, text, block_id) VALUES (?, ?, '')",
-                    _fts_values(conn, "main", path),
-                )
-            if differ:  # the segments small writes add stay few, as in evidence.sqlite (`layout.py`)
-                merge_step(conn)
-        same = all(
-            conn.execute(f"SELECT count(*) FROM main.{t}").fetchone()
-            == conn.execute(f"SELECT count(*) FROM src.{t}").fetchone()
-            for t in TABLES
-        ) and _fts_totals(conn, "main") == _fts_totals(conn, "src")
-        conn.execute("DETACH DATABASE src")
-        if same and wants_vacuum(conn):
-            conn.execute("VACUUM")
-        return same
-    except sqlite3.DatabaseError:
-        return False
+        old_postings = tokens.postings(sorted(old_text))
+        new_postings = tokens.postings(new_rows)
     finally:
-        conn.close()
+        tokens.close()
+    rows, toks = manifest["rows"], manifest["tokens"]
+    rows += len(new_rows) - len(old_text)
+    toks += _token_total(new_postings) - _token_total(old_postings)
+    if (rows, toks) != totals:
+        return None
+    gone = old_set | {r for r, _ in new_rows}
+    # the shards holding any word of the old or new rows, re-derived; the others kept as they are
+    shards = manifest["terms"]
+    firsts = [term_key(s[0]) for s in shards]
+    touched = sorted({_shard_of(firsts, term_key(t)) for t in (*old_postings, *new_postings)})
+    groups = _runs(touched, shards)
+    result: list[list] = []
+    at = 0
+    for first, last in groups:
+        for s in shards[at:first]:
+            result.append(s)
+            index.kept.add(s[1])
+        merged: dict[str, list[Posting]] = {}
+        for s in shards[first : last + 1]:
+            data = _read(out, s[1], limit)
+            if data is None:
+                return None
+            for term, raw in _shard_records(gzip.decompress(data)):
+                merged.setdefault(term, []).extend(p for p in _decode_postings(raw) if p[0] not in gone)
+        lo = firsts[first] if first else b""
+        hi = firsts[last + 1] if last + 1 < len(firsts) else None
+        for term, found in new_postings.items():
+            if lo <= term_key(term) and (hi is None or term_key(term) < hi):
+                merged.setdefault(term, []).extend(found)
+        records = Records(limit)
+        for term, found in merged.items():
+            if found:
+                records.add(term, sorted(found))
+        result += records.shards(index)
+        at = last + 1
+    for s in shards[at:]:
+        result.append(s)
+        index.kept.add(s[1])
+    index.shards = result
+    # buckets and fragments of the rows that changed, from the database; the rest kept
+    redo = {r // BUCKET for r in gone}
+    for k, name in buckets.items():
+        if k not in redo:
+            index.buckets[k] = name
+            index.kept.add(name)
+            index.kept.update(fragments_of[k].values())
+    for k in sorted(redo):
+        _write_bucket(conn, k, index)
+    return index
 
 
-def _fts_values(conn: sqlite3.Connection, schema: str, path: str) -> list[tuple[int, str]]:
-    """(rowid, indexed text) of the blocks of the resource at `path`: the segmented text the FTS index
-    holds for each (`segment_for_index`, as the index writer indexes it)."""
-    return [
-        (rowid, segment_for_index(body))
-        for rowid, body in conn.execute(
-            f"SELECT b.id, b.text FROM {schema}.evidence_block_row b JOIN {schema}.evidence_resource r "
-            "USING (resource_id) WHERE r.source_root_relative_path = ?",
-            [path],
-        ).fetchall()
-    ]
+def _token_total(postings: dict[str, list[Posting]]) -> int:
+    return sum(len(p[2]) for found in postings.values() for p in found)
 
 
-def _fts_totals(conn: sqlite3.Connection, schema: str) -> bytes | None:
-    """FTS5's averages record (rows and tokens per column: what bm25 reads besides the doclists)."""
-    row = conn.execute(f"SELECT block FROM {schema}.{FTS}_data WHERE id = 1").fetchone()
-    return row[0] if row else None
+def _shard_of(firsts: list[bytes], key: bytes) -> int:
+    """The shard a term belongs in: the last whose first term is at most it (the first for any before)."""
+    lo, hi = 0, len(firsts)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if firsts[mid] <= key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return max(0, lo - 1)
+
+
+def _runs(touched: list[int], shards: list[list]) -> list[tuple[int, int]]:
+    """`touched` shard numbers as runs, each widened over the shards its terms continue into (a term is
+    re-derived whole) and back to the shard a continuation starts in."""
+    out: list[tuple[int, int]] = []
+    for n in touched:
+        first = last = n
+        while first > 0 and shards[first][2]:
+            first -= 1
+        while last + 1 < len(shards) and shards[last + 1][2]:
+            last += 1
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
