@@ -33,10 +33,9 @@ from mnote_evidence.build.core.assets import asset_dir
 from mnote_evidence.build.core.trust import seal
 from mnote_evidence.build.core.urls import MOVED_FILES_DIR, SEARCH_DIR, STATIC_DIR, inline_type
 
-# every page's <meta> CSP (a <meta> cannot say frame-ancestors); 'wasm-unsafe-eval' compiles the SQLite wasm
+# every page's <meta> CSP (a <meta> cannot say frame-ancestors)
 PAGE_CSP = (
-    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src "
-    "'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'"
 )
 SITE_CSP = PAGE_CSP + "; frame-ancestors 'self'"

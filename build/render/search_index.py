@@ -550,38 +550,46 @@ def _update(
     if (rows, toks) != totals:
         return None
     gone = old_set | {r for r, _ in new_rows}
-    # the shards holding any word of the old or new rows, re-derived; the others kept as they are
+    # the shards holding a word of the old or new rows, each re-encoded on its own (a new row's postings at
+    # the end of its word's last shard); the others, and the cuts between shards, kept
     shards = manifest["terms"]
     firsts = [term_key(s[0]) for s in shards]
-    touched = sorted({_shard_of(firsts, term_key(t)) for t in (*old_postings, *new_postings)})
-    groups = _runs(touched, shards)
+    adds: dict[int, list[str]] = {}
+    for term in new_postings:
+        adds.setdefault(_shard_of(firsts, term_key(term)), []).append(term)
+    touched = set(adds)
+    for term in old_postings:
+        n = _shard_of(firsts, term_key(term))
+        touched.add(n)
+        while n > 0 and shards[n][2] and shards[n][0] == term:  # its earlier parts
+            n -= 1
+            touched.add(n)
     result: list[list] = []
-    at = 0
-    for first, last in groups:
-        for s in shards[at:first]:
-            result.append(s)
-            index.kept.add(s[1])
-        merged: dict[str, list[Posting]] = {}
-        for s in shards[first : last + 1]:
-            data = _read(out, s[1], limit)
-            if data is None:
-                return None
-            for term, raw in _shard_records(gzip.decompress(data)):
-                merged.setdefault(term, []).extend(p for p in _decode_postings(raw) if p[0] not in gone)
-        lo = firsts[first] if first else b""
-        hi = firsts[last + 1] if last + 1 < len(firsts) else None
-        for term, found in new_postings.items():
-            if lo <= term_key(term) and (hi is None or term_key(term) < hi):
-                merged.setdefault(term, []).extend(found)
+    lasts: list[str | None] = []  # the last term of each shard re-encoded (None: kept, unknown)
+    for n, shard in enumerate(shards):
+        if n not in touched:
+            cont = shard[2] and (not lasts or lasts[-1] is None or lasts[-1] == shard[0])
+            result.append([shard[0], shard[1], 1 if cont else 0])
+            lasts.append(None)
+            index.kept.add(shard[1])
+            continue
+        data = _read(out, shard[1], limit)
+        if data is None:
+            return None
+        held: dict[str, list[Posting]] = {}
+        for term, raw in _shard_records(gzip.decompress(data)):
+            held[term] = [p for p in _decode_postings(raw) if p[0] not in gone]
+        for term in adds.get(n, ()):
+            held[term] = sorted(held.get(term, []) + new_postings[term])
         records = Records(limit)
-        for term, found in merged.items():
-            if found:
-                records.add(term, sorted(found))
-        result += records.shards(index)
-        at = last + 1
-    for s in shards[at:]:
-        result.append(s)
-        index.kept.add(s[1])
+        for term in sorted(held, key=term_key):
+            if held[term]:
+                records.add(term, held[term])
+        parts = records.shards(index)
+        if parts:
+            parts[0][2] = 1 if shard[2] and parts[0][0] == shard[0] else 0
+            result += parts
+            lasts += [None] * (len(parts) - 1) + [max((t for t in held if held[t]), key=term_key)]
     index.shards = result
     # buckets and fragments of the rows that changed, from the database; the rest kept
     redo = {r // BUCKET for r in gone}
@@ -609,20 +617,3 @@ def _shard_of(firsts: list[bytes], key: bytes) -> int:
         else:
             hi = mid
     return max(0, lo - 1)
-
-
-def _runs(touched: list[int], shards: list[list]) -> list[tuple[int, int]]:
-    """`touched` shard numbers as runs, each widened over the shards its terms continue into (a term is
-    re-derived whole) and back to the shard a continuation starts in."""
-    out: list[tuple[int, int]] = []
-    for n in touched:
-        first = last = n
-        while first > 0 and shards[first][2]:
-            first -= 1
-        while last + 1 < len(shards) and shards[last + 1][2]:
-            last += 1
-        if out and first <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], last))
-        else:
-            out.append((first, last))
-    return out

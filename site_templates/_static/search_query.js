@@ -569,7 +569,7 @@
   // chunkSize(topK) matches: the rows the box's ask has just ranked, so a static host has their pages already
   // (counting every match reads a block row per match: megabytes for a frequent word). `matched` over `cap`:
   // more matched, both counts are lower bounds. One statement with named parameters ({sql, params, cap}):
-  // sql.js runs it on a static host, Datasette's JSON API when served, so both paths count alike.
+  // Datasette's JSON API runs it when served; on a static host staticCount answers the same from the index.
   function countQuery(request, mode) {
     var cap = chunkSize(request.topK || DEFAULT_TOP_K);
     var params = { match: matchOf(request.query, mode, !!request.prefixLast)[0] };
