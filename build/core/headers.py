@@ -48,7 +48,10 @@ ATTACHMENT = {
 }
 HEADERS_FILE = "_headers"
 # one rule per file name: a host joins the values of one header from several matching rules
-SEARCH_CACHE = {"manifest.json": "no-cache", "db.*": "public, max-age=31536000, immutable"}
+# the manifest names this build's files; every other `_search/` file is named by its bytes
+SEARCH_CACHE = {"manifest.json": "no-cache"} | {
+    f"{folder}/*": "public, max-age=31536000, immutable" for folder in ("t", "b", "f")
+}
 
 
 def headers_file(base: str = "/") -> str:

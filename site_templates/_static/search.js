@@ -67,9 +67,8 @@
     if (dbPromise) return dbPromise;
     var manifestUrl = new URL(form.dataset.search, document.baseURI).href;
     var base = new URL(form.dataset.static + "/", document.baseURI).href;
-    dbPromise = loadScript(base + "search_fold.js").then(function () {
-      return loadScript(base + "search_index.js");
-    }).then(function () {
+    var scripts = [loadScript(base + "search_fold.js"), loadScript(base + "search_index.js")];
+    dbPromise = Promise.all(scripts).then(function () {
       var index = window.mnoteSearchIndex.open(manifestUrl);
       return index.ready.then(function (m) {
         if (m.format !== "mnote-search-2") throw new Error("the search index (_search/) is of another version");

@@ -7,7 +7,7 @@
 // operation, over the index's own statistics; only the shards a query's words need are fetched, each once.
 (function () {
   "use strict";
-  var T = window.mnoteSearchFold;
+  var T = null, folds = null;  // search_fold.js's table, read at the first word (the two load in any order)
 
   // -- tokenizer: unicode61 (remove_diacritics 2), then porter ----------------------------------------------
   function inRanges(ranges, cp) {
@@ -18,13 +18,18 @@
     }
     return false;
   }
-  var folds = new Map();
-  T.fold.forEach(function (run) {
-    for (var i = 0; i < run[1]; i++) {
-      var cp = run[0] + i * run[2];
-      folds.set(cp, run[3] === null ? 0 : cp + run[3]);
-    }
-  });
+  function table() {
+    if (T) return;
+    T = window.mnoteSearchFold;
+    if (!T) throw new Error("search_fold.js is not loaded");
+    folds = new Map();
+    T.fold.forEach(function (run) {
+      for (var i = 0; i < run[1]; i++) {
+        var cp = run[0] + i * run[2];
+        folds.set(cp, run[3] === null ? 0 : cp + run[3]);
+      }
+    });
+  }
   function asciiAlnum(cp) { return (cp >= 48 && cp <= 57) || (cp >= 65 && cp <= 90) || (cp >= 97 && cp <= 122); }
   function isAlnum(cp) { return cp < 128 ? asciiAlnum(cp) : inRanges(T.alnum, cp); }
   function fold(cp) {
@@ -34,6 +39,7 @@
   }
 
   function tokens(text) {  // the stemmed tokens of `text`, in order
+    table();
     var out = [], word = null;
     for (var ch of text) {
       var cp = ch.codePointAt(0);
@@ -165,7 +171,7 @@
     };
   }
 
-  function open(manifestUrl, fetchOptions) {
+  function open(manifestUrl) {
     var stats = { requests: 0, bytes: 0 };
     var files = new Map(), terms = new Map(), phrases = new Map(), ranked = new Map();
     var manifestPromise = get(manifestUrl, { cache: "no-store" }).then(function (b) {
@@ -174,7 +180,7 @@
 
     function get(url, options) {
       stats.requests++;
-      return fetch(url, Object.assign({}, fetchOptions || {}, options || {})).then(function (resp) {
+      return fetch(url, options).then(function (resp) {
         if (!resp.ok) throw new Error("the search index (_search/) is not on this host (HTTP " + resp.status + ")");
         return resp.arrayBuffer();
       }).then(function (buf) {
@@ -391,10 +397,7 @@
 
     function info(ids) {  // rowid -> light columns, for the rows that exist
       return manifestPromise.then(function (m) {
-        var ks = Array.from(new Set(ids.map(function (id) { return Math.floor(id / m.bucket); })));
-        return Promise.all(ks.map(bucket)).then(function () {
-          return Promise.all(ids.map(function (id) { return bucket(Math.floor(id / m.bucket)); }));
-        }).then(function (bs) {
+        return Promise.all(ids.map(function (id) { return bucket(Math.floor(id / m.bucket)); })).then(function (bs) {
           var out = {};
           ids.forEach(function (id, i) { var r = bs[i].rows.get(id); if (r) out[id] = r; });
           return out;
@@ -423,8 +426,10 @@
 
     return {
       ready: manifestPromise, rank: rank, info: info, texts: texts, flankWeights: flankWeights, stats: stats,
-      rowids: function (expr) {
-        return rank(expr).then(function (rows) { return rows.map(function (r) { return r.id; }).sort(function (a, b) { return a - b; }); });
+      rowids: function (expr) {  // every match's rowid, ascending
+        return rank(expr).then(function (rows) {
+          return rows.map(function (r) { return r.id; }).sort(function (a, b) { return a - b; });
+        });
       }
     };
   }
