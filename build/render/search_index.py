@@ -15,12 +15,13 @@
   buckets; written last, the only file whose name does not change with its bytes.
 
 Every other file is named by the hash of its bytes (immutable: cached for good, never mixed across
-builds), and none exceeds `max_file_bytes`. A build that changed a few files re-derives only the shards
-holding the words of their old and new rows (the old rows' text is read from the previous fragments,
-each checked against its name) and the buckets and fragments of their rowids; everything else keeps its
-file. A previous index that does not check out, or whose totals then differ from `evidence.sqlite`'s,
-is written whole, and so is a build that left a source out (`.mnoteignore`, `publish: false`). Files no
-longer named are removed.
+builds), and none exceeds `max_file_bytes`. A build that changed a few files re-encodes only the shards
+holding the words of their old and new rows, each on its own (the old rows' text is read from the
+previous fragments, each checked against its name; new postings go to the end of their word), and the
+buckets and fragments of their rowids; every other file, and the cuts between shards, stay. A previous
+index that does not check out, or whose totals then differ from `evidence.sqlite`'s, is written whole,
+and so is a build that left a source out (`.mnoteignore`, `publish: false`). Files no longer named are
+removed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import gzip
 import hashlib
 import json
 import sqlite3
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -112,18 +114,19 @@ def _name(folder: str, data: bytes) -> str:
 Posting = tuple[int, int, list[int]]
 
 
-def _encode_postings(postings: list[Posting]) -> bytes:
-    out, last = bytearray(), 0
-    for rowid, size, positions in postings:
-        varint(rowid - last, out)
-        varint(size, out)
-        varint(len(positions), out)
-        prev = 0
-        for p in positions:
-            varint(p - prev, out)
-            prev = p
-        last = rowid
-    return bytes(out)
+def _encode_posting(posting: Posting, last: int) -> bytearray:
+    """One posting after the rowid `last` (0: the first of a record): rowid delta, token count, and its
+    positions' count and deltas."""
+    rowid, size, positions = posting
+    out = bytearray()
+    varint(rowid - last, out)
+    varint(size, out)
+    varint(len(positions), out)
+    prev = 0
+    for p in positions:
+        varint(p - prev, out)
+        prev = p
+    return out
 
 
 def _decode_postings(data: bytes) -> list[Posting]:
@@ -390,20 +393,13 @@ class Records:
     def add(self, term: str, postings: list[Posting]) -> None:
         parts = self.parts.setdefault(term, [bytearray()])
         last = self.last.get(term, 0)
-        for rowid, size, positions in postings:
-            one = bytearray()
-            varint(rowid - last, one)
-            varint(size, one)
-            varint(len(positions), one)
-            prev = 0
-            for p in positions:
-                varint(p - prev, one)
-                prev = p
+        for posting in postings:
+            one = _encode_posting(posting, last)
             if parts[-1] and len(parts[-1]) + len(one) > self.target:
                 parts.append(bytearray())
-                one = _encode_postings([(rowid, size, positions)])
+                one = _encode_posting(posting, 0)
             parts[-1] += one
-            last = rowid
+            last = posting[0]
         self.last[term] = last
 
     def shards(self, index: _Index) -> list[list]:
@@ -491,7 +487,7 @@ def _updated(
     previous index does not check out or the result's totals differ from the database's."""
     try:
         return _update(out, conn, previous, paths, limit, totals)
-    except (OSError, ValueError, KeyError, IndexError, TypeError, UnicodeDecodeError, EOFError):
+    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError, zlib.error):
         return None
 
 

@@ -8,6 +8,7 @@ API's order with the same URLs, and its JavaScript must build the same FTS query
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 import sys
 import time
@@ -376,6 +377,69 @@ def test_static_phrase_page_and_section_matches_are_the_apis(pages_site, page):
         )
         assert seconds >= 3
         assert page.console_errors == []
+    finally:
+        stop(proc)
+
+
+REAL = Path(__file__).resolve().parents[1] / "real_documents"
+
+
+@pytest.fixture(scope="module")
+def manuals_site(tmp_path_factory) -> Path:
+    """Real documents nobody here wrote: three PDF manuals (R FAQ, libtasn1, shared-mime-info), Word
+    files and vimtutor's Chinese translation (GB2312), with the site."""
+    from tests.conftest import run_build
+
+    root = tmp_path_factory.mktemp("manuals") / "ws"
+    for folder in ("manuals", "docx"):
+        for path in sorted((REAL / folder).glob("*.*")):
+            if path.suffix in (".pdf", ".docx"):
+                (root / folder).mkdir(parents=True, exist_ok=True)
+                (root / folder / path.name).write_bytes(path.read_bytes())
+    (root / "vimtutor.md").write_bytes((REAL / "encodings/vimtutor-zh-gb2312.md").read_bytes())
+    run_build(root, root.parent / "out", site=True)
+    return root.parent / "out"
+
+
+def sampled_queries(db: Path, seed: int = 5) -> list[str]:
+    """Words, two-word phrases and Chinese substrings (two and four characters) of the indexed text."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    texts = [
+        t for (t,) in conn.execute("SELECT text FROM evidence_block_row WHERE role = 'body' ORDER BY id")
+    ]
+    conn.close()
+    rnd = random.Random(seed)
+    words = [w for t in texts for w in re.findall(r"[A-Za-z]{4,}", t)]
+    pairs = [m for t in texts for m in re.findall(r"[A-Za-z]{3,} [A-Za-z]{3,}", t)]
+    runs = [r for t in texts for r in re.findall(r"[\u4e00-\u9fff]{4,}", t)]
+    chinese = [
+        r[i : i + n] for r in rnd.sample(runs, 6) for n in (2, 4) for i in [rnd.randrange(len(r) - n + 1)]
+    ]
+    return rnd.sample(words, 6) + rnd.sample(pairs, 4) + chinese
+
+
+def test_static_answers_are_the_apis_on_real_manuals(manuals_site, page):
+    """On real PDF manuals, Word files and a Chinese text, sampled words, phrases and Chinese substrings
+    get the handler's pages, totals, snippets and groups from the static index."""
+    queries = sampled_queries(manuals_site / "evidence.sqlite")
+    assert len(queries) == 22 and sum(bool(re.search(r"[\u4e00-\u9fff]", q)) for q in queries) == 12
+    ctx = Context(db=EvidenceDB(manuals_site / "evidence.sqlite"), site_base="")
+    kinds = {r["source"]["resourceKind"] for q in queries for r in search({"query": q}, ctx)["results"]}
+    assert {"pdf", "markdown"} <= kinds, kinds
+    proc, base = static_host(manuals_site, True)
+    try:
+        quiet(page)
+        page.goto(base + "index.html")
+        assert_same_pages(
+            page,
+            manuals_site,
+            queries,
+            [
+                {"topK": 10},
+                {"topK": 5, "prefixLast": True},
+                {"topK": 5, "groupBy": "document", "perDocument": 2},
+            ],
+        )
     finally:
         stop(proc)
 
