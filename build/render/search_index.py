@@ -31,9 +31,11 @@ import hashlib
 import json
 import sqlite3
 import zlib
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain, groupby, repeat
+from operator import add, itemgetter, lshift, not_, or_, sub
 from pathlib import Path
 from urllib.parse import quote
 
@@ -114,19 +116,40 @@ def _name(folder: str, data: bytes) -> str:
 Posting = tuple[int, int, list[int]]
 
 
-def _encode_posting(posting: Posting, last: int) -> bytearray:
-    """One posting after the rowid `last` (0: the first of a record): rowid delta, token count, and its
-    positions' count and deltas."""
-    rowid, size, positions = posting
+RUN = 128  # postings encoded together
+
+
+def _encode_run(postings: list[Posting], last: int) -> bytes:
+    """Postings after the rowid `last` (0: the first of a record), each as varints: rowid delta, token
+    count, its positions' count and deltas."""
+    flat: list[int] = []
+    add, prev = flat.extend, last
+    for rowid, size, positions in postings:
+        add((rowid - prev, size, len(positions)))
+        add(map(sub, positions, chain((0,), positions)))
+        prev = rowid
+    return _varints(flat)
+
+
+_VARINT = [bytes([n]) for n in range(0x80)] + [
+    bytes([(n & 0x7F) | 0x80, n >> 7]) for n in range(0x80, 0x4000)
+]
+
+
+def _varint_bytes(n: int) -> bytes:
+    if n < 0x4000:
+        return _VARINT[n]
     out = bytearray()
-    varint(rowid - last, out)
-    varint(size, out)
-    varint(len(positions), out)
-    prev = 0
-    for p in positions:
-        varint(p - prev, out)
-        prev = p
-    return out
+    varint(n, out)
+    return bytes(out)
+
+
+def _varints(numbers: list[int]) -> bytes:
+    """`numbers` as varints, a table lookup each (most are below 128: then the bytes themselves)."""
+    top = max(numbers, default=0)
+    if top < 0x80:
+        return bytes(numbers)
+    return b"".join(map(_VARINT.__getitem__ if top < 0x4000 else _varint_bytes, numbers))
 
 
 def _decode_postings(data: bytes) -> list[Posting]:
@@ -194,23 +217,33 @@ class Tokens:
                 [(r, segment_for_index(t or "")) for r, t in rows],
             )
         found = conn.execute("SELECT term, doc, offset FROM v").fetchall()  # by term, doc, offset
-        size: dict[int, int] = defaultdict(int)
-        bigram: set[tuple[int, int]] = set()
-        for term, doc, offset in found:
-            size[doc] += 1
+        size = Counter(map(itemgetter(1), found))
+        groups = [(term, list(g)) for term, g in groupby(found, key=itemgetter(0))]
+        bigram: set[int] = set()  # doc << 32 | offset of every CJK bigram: what tells a run's ends
+        for term, g in groups:
             if len(term) == 2 and is_cjk(term[0]) and is_cjk(term[1]):
-                bigram.add((doc, offset))
-        current: tuple[str, int] | None = None
-        for term, doc, offset in found:
-            if is_cjk(term[0]):
-                flags = (doc, offset - 1) not in bigram
-                if len(term) == 2 and (doc, offset) in bigram:
-                    flags |= ((doc, offset + 1) not in bigram) << 1
-                offset = offset << 2 | flags
-            if current != (term, doc):
-                current = (term, doc)
-                out.setdefault(term, []).append((doc, size[doc], []))
-            out[term][-1][2].append(offset)
+                bigram.update(map(add, map(lshift, map(itemgetter(1), g), repeat(32)), map(itemgetter(2), g)))
+        for term, g in groups:  # C-level maps: this runs once per token of the workspace
+            postings = out.setdefault(term, [])
+            docs, offsets = list(map(itemgetter(1), g)), list(map(itemgetter(2), g))
+            if is_cjk(term[0]):  # position << 2 | first of its run | last of its run << 1
+                keys = list(map(add, map(lshift, docs, repeat(32)), offsets))
+                first = map(not_, map(bigram.__contains__, map(sub, keys, repeat(1))))
+                values = map(or_, map(lshift, offsets, repeat(2)), first)
+                if len(term) == 2:
+                    last_ = map(not_, map(bigram.__contains__, map(add, keys, repeat(1))))
+                    values = map(or_, values, map(lshift, last_, repeat(1)))
+                offsets = list(values)
+            if len(set(docs)) == len(docs):  # once in each block: a posting per instance
+                postings += zip(docs, map(size.__getitem__, docs), ([o] for o in offsets))
+                continue
+            last = -1
+            for doc, o in zip(docs, offsets):
+                if doc != last:
+                    positions: list[int] = []
+                    postings.append((doc, size[doc], positions))
+                    last = doc
+                positions.append(o)
 
     def close(self) -> None:
         self.conn.close()
@@ -295,14 +328,16 @@ def _bucket(conn: sqlite3.Connection, k: int, fragments: dict[int, str]) -> byte
 
 
 def _fragments(conn: sqlite3.Connection, k: int) -> dict[int, bytes]:
-    """The fragments of bucket `k`: fragment number -> [[rowid, block id, text, locator], …] (gzip'd)."""
-    groups: dict[int, list] = {}
+    """The fragments of bucket `k`: fragment number -> [[rowid, block id, text, locator], …] (gzip'd; the
+    locator as the database's JSON)."""
+    groups: dict[int, list[str]] = {}
     for i, b, t, loc in conn.execute(
         "SELECT id, block_id, text, locator_json FROM evidence_block WHERE id BETWEEN ? AND ? ORDER BY id",
         [k * BUCKET, (k + 1) * BUCKET - 1],
     ):
-        groups.setdefault(i // FRAGMENT, []).append([i, b, t, json.loads(loc)])
-    return {f: _gz(_json_bytes(rows)) for f, rows in groups.items()}
+        row = f"[{i},{json.dumps(b, ensure_ascii=False)},{json.dumps(t, ensure_ascii=False)},{loc}]"
+        groups.setdefault(i // FRAGMENT, []).append(row)
+    return {f: _gz(("[" + ",".join(rows) + "]").encode("utf-8")) for f, rows in groups.items()}
 
 
 # -- the index -----------------------------------------------------------------------------------------------
@@ -314,25 +349,27 @@ class _Index:
     shards: list[list] = field(default_factory=list)  # [first term, name, continues the previous]
     buckets: dict[int, str] = field(default_factory=dict)
     kept: set[str] = field(default_factory=set)  # names whose bytes are already there
+    old: set[str] | None = None  # an update: the previous index's names (what may now go)
+    old_manifest: int = 0  # and its manifest's size
 
 
 def write(
     out: Path,
     db_path: Path,
     max_file_bytes: int,
-    previous: str | None = None,
+    previous: SearchIndexReport | None = None,
     changed: Iterable[str] | None = None,
 ) -> SearchIndexReport:
     """Write `_search/` for `db_path` into the site `out` (see the module docstring). `previous`: the
-    manifest hash the last render recorded; `changed`: the source paths whose rows may differ since
-    (None: unknown, written whole)."""
+    report of the index the last render wrote (its manifest hash and sizes); `changed`: the source paths
+    whose rows may differ since (None: unknown, written whole)."""
     limit = max(64 << 10, int(max_file_bytes))
     conn = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
     try:
         rows, tokens = _fts_totals(conn)
         index = None
-        if previous and changed is not None:
-            index = _updated(out, conn, previous, sorted(set(changed)), limit, (rows, tokens))
+        if previous and previous.sha256 and changed is not None:
+            index = _updated(out, conn, previous.sha256, sorted(set(changed)), limit, (rows, tokens))
         updated = index is not None
         if index is None:
             index = _whole(conn, limit)
@@ -348,20 +385,39 @@ def write(
         "buckets": {str(k): v for k, v in sorted(index.buckets.items())},
     }
     report = SearchIndexReport(updated=updated)
-    sizes = []
-    for name, data in index.files.items():
-        if name not in index.kept:
-            report.files_written += site_files.write_bytes(out, f"{SEARCH_DIR}/{name}", data)
-        sizes.append(len(data))
-    for name in index.kept - index.files.keys():
-        sizes.append((out / SEARCH_DIR / name).stat().st_size)
+    new = [name for name in index.files if name not in index.kept]
+    for name in new:
+        report.files_written += site_files.write_bytes(out, f"{SEARCH_DIR}/{name}", index.files[name])
     text = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     report.files_written += site_files.write_bytes(out, MANIFEST, text)
     report.sha256 = hashlib.sha256(text).hexdigest()
-    sizes.append(len(text))
-    _remove_others(out, {MANIFEST} | {f"{SEARCH_DIR}/{n}" for n in (*index.files, *index.kept)})
-    report.files, report.bytes, report.largest_file = len(sizes), sum(sizes), max(sizes)
+    live = set(index.files) | index.kept
+    if index.old is None or previous is None:  # written whole: whatever else is there goes
+        _remove_others(out, {MANIFEST} | {f"{SEARCH_DIR}/{n}" for n in live})
+        sizes = [len(index.files[n]) for n in index.files] + [len(text)]
+        sizes += [(out / SEARCH_DIR / n).stat().st_size for n in index.kept - index.files.keys()]
+        report.files, report.bytes, report.largest_file = len(sizes), sum(sizes), max(sizes)
+        return report
+    # an update: the previous figures, less what went, plus what came (no walk over every file)
+    gone = index.old - live
+    gone_sizes = [_size(out, n) for n in gone]
+    for name in gone:
+        site_files.unlink(out, f"{SEARCH_DIR}/{name}")
+    came = [len(index.files[n]) for n in index.files if n not in index.old]
+    report.files = previous.files - len(gone) + len(came)
+    report.bytes = previous.bytes - sum(gone_sizes) - index.old_manifest + sum(came) + len(text)
+    report.largest_file = max([previous.largest_file, *came, len(text)])
+    if max(gone_sizes, default=0) >= previous.largest_file:  # the largest went: measure again
+        sizes = (len(index.files[n]) if n in index.files else _size(out, n) for n in live)
+        report.largest_file = max([len(text), *sizes])
     return report
+
+
+def _size(out: Path, name: str) -> int:
+    try:
+        return (out / SEARCH_DIR / name).lstat().st_size
+    except OSError:
+        return 0
 
 
 def _remove_others(out: Path, live: set[str]) -> None:
@@ -393,13 +449,23 @@ class Records:
     def add(self, term: str, postings: list[Posting]) -> None:
         parts = self.parts.setdefault(term, [bytearray()])
         last = self.last.get(term, 0)
-        for posting in postings:
-            one = _encode_posting(posting, last)
-            if parts[-1] and len(parts[-1]) + len(one) > self.target:
+        for at in range(0, len(postings), RUN):  # encoded a run at a time; records cut between runs
+            run = postings[at : at + RUN]
+            data = _encode_run(run, last)
+            if parts[-1] and len(parts[-1]) + len(data) > self.target:
                 parts.append(bytearray())
-                one = _encode_posting(posting, 0)
-            parts[-1] += one
-            last = posting[0]
+                data = _encode_run(run, 0)
+            if len(data) <= self.target or len(run) == 1:
+                parts[-1] += data
+            else:  # a run larger than a record (many positions): a posting at a time
+                for posting in run:
+                    one = _encode_run([posting], last if parts[-1] else 0)
+                    if parts[-1] and len(parts[-1]) + len(one) > self.target:
+                        parts.append(bytearray())
+                        one = _encode_run([posting], 0)
+                    parts[-1] += one
+                    last = posting[0]
+            last = run[-1][0]
         self.last[term] = last
 
     def shards(self, index: _Index) -> list[list]:
@@ -414,7 +480,10 @@ class Records:
                 data = _gz(_shard_bytes(part))
                 name = _name("t", data)
                 index.files[name] = data
-                out.append([part[0][0], name, 1 if part[0][0] == previous else 0])
+                if part[0][0] == previous:  # a continuation: from which rowid on
+                    out.append([part[0][0], name, 1, _read_varint(part[0][1], 0)[0]])
+                else:
+                    out.append([part[0][0], name, 0])
             part, size = [], 0
 
         for term in sorted(self.parts, key=term_key):
@@ -504,7 +573,7 @@ def _update(
         or manifest.get("fragment") != FRAGMENT
     ):
         return None
-    index = _Index()
+    index = _Index(old_manifest=len(text))
     buckets = {int(k): v for k, v in manifest["buckets"].items()}
     # the previous buckets: every fragment still named, and the old rows of the changed paths
     wanted = set(paths)
@@ -554,39 +623,51 @@ def _update(
     for term in new_postings:
         adds.setdefault(_shard_of(firsts, term_key(term)), []).append(term)
     touched = set(adds)
-    for term in old_postings:
+    for term, found in old_postings.items():  # the part of the word that held each old row
         n = _shard_of(firsts, term_key(term))
-        touched.add(n)
-        while n > 0 and shards[n][2] and shards[n][0] == term:  # its earlier parts
-            n -= 1
-            touched.add(n)
+        chain = [n]
+        while chain[0] > 0 and shards[chain[0]][2] and shards[chain[0]][0] == term:
+            chain.insert(0, chain[0] - 1)
+        for rowid, _, _ in found:
+            touched.add(next(k for k in reversed(chain) if k == chain[0] or shards[k][3] <= rowid))
     result: list[list] = []
     lasts: list[str | None] = []  # the last term of each shard re-encoded (None: kept, unknown)
     for n, shard in enumerate(shards):
         if n not in touched:
             cont = shard[2] and (not lasts or lasts[-1] is None or lasts[-1] == shard[0])
-            result.append([shard[0], shard[1], 1 if cont else 0])
+            result.append([shard[0], shard[1], 1, shard[3]] if cont else [shard[0], shard[1], 0])
             lasts.append(None)
             index.kept.add(shard[1])
             continue
         data = _read(out, shard[1], limit)
         if data is None:
             return None
-        held: dict[str, list[Posting]] = {}
+        records, news = Records(limit), set(adds.get(n, ()))
         for term, raw in _shard_records(gzip.decompress(data)):
-            held[term] = [p for p in _decode_postings(raw) if p[0] not in gone]
-        for term in adds.get(n, ()):
-            held[term] = sorted(held.get(term, []) + new_postings[term])
-        records = Records(limit)
-        for term in sorted(held, key=term_key):
-            if held[term]:
-                records.add(term, held[term])
+            if term in old_postings or term in news:  # only the edited rows' words change
+                found = [p for p in _decode_postings(raw) if p[0] not in gone]
+                if term in news:
+                    news.discard(term)
+                    found = sorted(found + new_postings[term])
+                records.add(term, found)
+            else:
+                records.parts[term] = [bytearray(raw)]
+        for term in news:
+            records.add(term, sorted(new_postings[term]))
         parts = records.shards(index)
         if parts:
-            parts[0][2] = 1 if shard[2] and parts[0][0] == shard[0] else 0
+            if shard[2] and parts[0][0] == shard[0]:  # still the continuation it was
+                start = next(bytes(b) for b in records.parts[shard[0]] if b)
+                parts[0][2:] = [1, _read_varint(start, 0)[0]]
+            else:
+                parts[0][2:] = [0]
             result += parts
-            lasts += [None] * (len(parts) - 1) + [max((t for t in held if held[t]), key=term_key)]
+            lasts += [None] * (len(parts) - 1) + [
+                max((t for t, v in records.parts.items() if any(v)), key=term_key)
+            ]
     index.shards = result
+    index.old = {s[1] for s in shards} | set(buckets.values())
+    index.old |= {name for names in fragments_of.values() for name in names.values()}
     # buckets and fragments of the rows that changed, from the database; the rest kept
     redo = {r // BUCKET for r in gone}
     for k, name in buckets.items():

@@ -793,7 +793,7 @@ def render_site(
             out,
             db_path,
             options.search_file_bytes,
-            search_index.SearchIndexReport.unchanged(state.get("search")).sha256 or None,
+            search_index.SearchIndexReport.unchanged(state.get("search")),
             # an excluded source leaves nothing behind: a fresh copy, no freed page or FTS segment holds it
             None if since is None or options.excluded else since["resources"],
         )

@@ -372,7 +372,11 @@
       if (!longEnough(input.value.trim())) { clear(); return; }
       timer = setTimeout(function () { run(true); }, DEBOUNCE_MS);
     });
-    input.addEventListener("focus", open);
+    input.addEventListener("focus", function () {
+      open();
+      // on a static host, the index's engine and manifest load while the query is typed
+      if (!served(form) && window.location.protocol !== "file:") openDb(form).catch(function () {});
+    });
     input.addEventListener("keydown", function (ev) {
       if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
         if (panel.hidden) open();

@@ -66,7 +66,7 @@ def search_contents(out: Path) -> dict[str, list]:
     updated in place and one written whole may cut their files elsewhere, never differ in these."""
     manifest = json.loads((out / MANIFEST).read_text())
     postings: list[tuple] = []
-    for _, name, _ in manifest["terms"]:
+    for name in (shard[1] for shard in manifest["terms"]):
         for term, raw in _shard_records(gzip.decompress((out / "_search" / name).read_bytes())):
             postings += [(term, rowid, size, tuple(pos)) for rowid, size, pos in _decode_postings(raw)]
     blocks, texts = [], []
@@ -160,6 +160,12 @@ def assert_same_as_the_database(out: Path) -> None:
     assert search_contents(out) == database_contents(out / "evidence.sqlite")
 
 
+def measured(out: Path) -> tuple[int, int, int]:
+    """(files, bytes, largest file) of `_search/`, the manifest included."""
+    sizes = [f.stat().st_size for f in (out / "_search").rglob("*") if f.is_file()]
+    return len(sizes), sum(sizes), max(sizes)
+
+
 def assert_named_by_their_bytes(out: Path, limit: int) -> None:
     for name, data in index_files(out).items():
         assert len(data) <= limit, name
@@ -181,7 +187,7 @@ def test_files_stay_under_the_limit_and_hold_the_fts_index(workspace):
     manifest = json.loads((out / MANIFEST).read_text())
     schema_validator("search_manifest.schema.json").validate(manifest)
     files = index_files(out)
-    assert report.files == len(files) + 1 and len(manifest["terms"]) >= 3
+    assert (report.files, report.bytes, report.largest_file) == measured(out) and len(manifest["terms"]) >= 3
     assert report.largest_file <= int(LIMIT_MIB * (1 << 20))
     assert_named_by_their_bytes(out, int(LIMIT_MIB * (1 << 20)))
     named = {s[1] for s in manifest["terms"]} | set(manifest["buckets"].values())
@@ -200,9 +206,16 @@ def test_a_term_larger_than_a_shard_continues_in_the_next(tmp_path):
     out = tmp_path / "out"
     run_build(root, out, site=True, search_file_mib=LIMIT_MIB)
     shards = json.loads((out / MANIFEST).read_text())["terms"]
-    assert any(cont for _, _, cont in shards) and [s[0] for s in shards if s[2]] == ["ledger"] * sum(
-        s[2] for s in shards
-    )
+    continued = [s for s in shards if s[2]]
+    assert len(continued) >= 3 and {s[0] for s in continued} == {"ledger"}
+    assert [s[3] for s in continued] == sorted(s[3] for s in continued)  # each part's first rowid
+    assert_same_as_the_database(out)
+    before = index_files(out)
+    note = root / "many/n30.md"  # rows in the middle of the word's parts: its part there, and its last
+    note.write_text(note.read_text("utf-8") + "\n\nledger closing entry\n", "utf-8")
+    run_build(root, out, site=True, search_file_mib=LIMIT_MIB)
+    written = [n for n in set(index_files(out)) - set(before) if n.startswith("t/")]
+    assert 0 < len(written) <= 4, written
     assert_same_as_the_database(out)
 
 
@@ -215,6 +228,7 @@ def test_an_edit_rewrites_only_the_files_it_touches_and_the_index_stays_the_data
     edited = build(root, out)
     after = index_files(out)
     assert edited.updated and edited.sha256 != first.sha256
+    assert (edited.files, edited.bytes, edited.largest_file) == measured(out)  # counted, not walked
     written = set(after) - set(before)
     assert edited.files_written == len(written) + 1  # and the manifest
     assert 0 < len(written) < len(after) // 4, (len(written), len(after))
@@ -224,7 +238,8 @@ def test_an_edit_rewrites_only_the_files_it_touches_and_the_index_stays_the_data
     (root / "gen/n01/note-021.md").unlink()  # a removed note's rows leave the index
     (root / "gen/n02/note-045.md").rename(root / "gen/n02/moved-045.md")
     for _ in range(2):  # the build that sees a file gone marks it, the next one removes its rows
-        assert build(root, out).updated
+        report = build(root, out)
+        assert report.updated and (report.files, report.bytes, report.largest_file) == measured(out)
         assert_same_as_the_database(out)
     settled = build(root, out)
     again = build(root, out)  # nothing changed: nothing written
