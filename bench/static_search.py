@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import baseline_tree, before_added, results_path
 from bench.fts_recall import TERMS, corpus
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
+from mnote_evidence.build.core.fsutil import durable_batch
 from mnote_evidence.build.core.text import CJK_RUN
 from mnote_evidence.build.render import search_index
 from mnote_evidence.functions.core.contracts import Context
@@ -144,7 +145,8 @@ def built(label: str, make, **kw) -> tuple[Path, Path, dict]:
     db = sites[1] / "evidence.sqlite"
     with tempfile.TemporaryDirectory() as tmp:  # the `_search/` write alone, as the render does it
         t = time.perf_counter()
-        search_index.write(Path(tmp), db, int(DEFAULT_SEARCH_FILE_MIB * 2**20))
+        with durable_batch():  # its files committed together, as in a build
+            search_index.write(Path(tmp), db, int(DEFAULT_SEARCH_FILE_MIB * 2**20))
         write_s = time.perf_counter() - t
     conn = sqlite3.connect(db)
     stats = {
