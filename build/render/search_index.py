@@ -294,25 +294,29 @@ def _bucket(conn: sqlite3.Connection, k: int, fragments: dict[int, str]) -> byte
         return None
     resources: dict[str, int] = {}
     res_rows: list[list] = []
-    starts: dict[tuple[str, str], int] = {}
+    bucket = [k * BUCKET, (k + 1) * BUCKET - 1]
+    inside = "resource_id IN (SELECT resource_id FROM evidence_block_row WHERE id BETWEEN ? AND ?)"
+    spans = {
+        rid: (lo, hi)
+        for rid, lo, hi in conn.execute(
+            f"SELECT resource_id, min(id), max(id) FROM evidence_block_row WHERE {inside} GROUP BY 1", bucket
+        )
+    }
+    starts = {  # (resource, section) -> the rowid of the section's first block
+        (rid, sid): first
+        for rid, sid, first in conn.execute(
+            f"SELECT resource_id, section_id, min(id) FROM evidence_block_row WHERE {inside} "
+            "AND section_id IS NOT NULL GROUP BY 1, 2",
+            bucket,
+        )
+    }
     cols: dict[str, list] = {"id": [], "res": [], "role": [], "ordinal": [], "page": [], "section": []}
     roles: list[str] = []
     last = k * BUCKET
     for rowid, rid, path, kind, status, role, ordinal, page, sid in rows:
         if rid not in resources:
             resources[rid] = len(res_rows)
-            lo, hi = conn.execute(
-                "SELECT min(id), max(id) FROM evidence_block_row WHERE resource_id = ?", [rid]
-            ).fetchone()
-            res_rows.append([path, kind, status, lo, hi])
-            starts.update(
-                ((rid, s), first)
-                for s, first in conn.execute(
-                    "SELECT section_id, min(id) FROM evidence_block_row WHERE resource_id = ? "
-                    "AND section_id IS NOT NULL GROUP BY section_id",
-                    [rid],
-                )
-            )
+            res_rows.append([path, kind, status, *spans[rid]])
         if role not in roles:
             roles.append(role)
         cols["id"].append(rowid - last)
