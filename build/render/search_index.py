@@ -32,7 +32,7 @@ import json
 import sqlite3
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from itertools import chain, groupby, repeat
 from operator import add, itemgetter, lshift, not_, or_, sub
@@ -40,17 +40,17 @@ from pathlib import Path
 from urllib.parse import quote
 
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
-from mnote_evidence.build.core.fsutil import read_inside
+from mnote_evidence.build.core.fsutil import read_inside, write_named
 from mnote_evidence.build.core.text import is_cjk, segment_for_index
 from mnote_evidence.build.core.urls import SEARCH_DIR
-from mnote_evidence.build.render import site_files
+from mnote_evidence.build.render import search_postings, site_files
 
 MANIFEST = f"{SEARCH_DIR}/manifest.json"
-FORMAT = "mnote-search-2"
+FORMAT = "mnote-search-3"
 DEFAULT_MAX_FILE_BYTES = int(DEFAULT_SEARCH_FILE_MIB * (1 << 20))
 SHARD_BYTES = 12 << 10  # a term shard's postings before gzip: one or two per query word
 BUCKET = 2048  # rowids per block bucket
-FRAGMENT = 8  # rowids per fragment: a hit shown costs one small file
+FRAGMENT = 16  # rowids per fragment: a hit shown costs one small file (about 2 KB)
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # evidence_fts's (build/index)
 BATCH = 4000  # rows tokenized at a time
 HASH_CHARS = 12
@@ -99,12 +99,12 @@ def _read_varint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def term_key(term: str) -> bytes:
-    """The browser's order of strings (UTF-16 code units), in which shards are cut and searched."""
-    return term.encode("utf-16-be", "surrogatepass")
+    """The order of terms (Unicode code points: FTS5's own), in which shards are cut and searched."""
+    return term.encode("utf-8", "surrogatepass")
 
 
 def _gz(data: bytes) -> bytes:
-    return gzip.compress(data, compresslevel=9, mtime=0)
+    return gzip.compress(data, compresslevel=6, mtime=0)  # 9 saves under 1 % here, at 1.5x the time
 
 
 def _name(folder: str, data: bytes) -> str:
@@ -331,16 +331,20 @@ def _bucket(conn: sqlite3.Connection, k: int, fragments: dict[int, str]) -> byte
     return _gz(_json_bytes(body))
 
 
-def _fragments(conn: sqlite3.Connection, k: int) -> dict[int, bytes]:
-    """The fragments of bucket `k`: fragment number -> [[rowid, block id, text, locator], …] (gzip'd; the
-    locator as the database's JSON)."""
+def _fragments(conn: sqlite3.Connection, k: int, only: set[int] | None = None) -> dict[int, bytes]:
+    """The fragments of bucket `k` (those in `only`, when given): fragment number -> [[rowid, block id,
+    text, locator], …] (gzip'd JSON, built by SQLite)."""
     groups: dict[int, list[str]] = {}
-    for i, b, t, loc in conn.execute(
-        "SELECT id, block_id, text, locator_json FROM evidence_block WHERE id BETWEEN ? AND ? ORDER BY id",
-        [k * BUCKET, (k + 1) * BUCKET - 1],
-    ):
-        row = f"[{i},{json.dumps(b, ensure_ascii=False)},{json.dumps(t, ensure_ascii=False)},{loc}]"
-        groups.setdefault(i // FRAGMENT, []).append(row)
+    spans = [(k * BUCKET, (k + 1) * BUCKET - 1)]
+    if only is not None:
+        spans = [(f * FRAGMENT, (f + 1) * FRAGMENT - 1) for f in sorted(only)]
+    for lo, hi in spans:
+        for i, row in conn.execute(
+            "SELECT id, json_array(id, block_id, text, json(locator_json)) FROM evidence_block "
+            "WHERE id BETWEEN ? AND ? ORDER BY id",
+            [lo, hi],
+        ):
+            groups.setdefault(i // FRAGMENT, []).append(row)
     return {f: _gz(("[" + ",".join(rows) + "]").encode("utf-8")) for f, rows in groups.items()}
 
 
@@ -353,8 +357,10 @@ class _Index:
     shards: list[list] = field(default_factory=list)  # [first term, name, continues the previous]
     buckets: dict[int, str] = field(default_factory=dict)
     kept: set[str] = field(default_factory=set)  # names whose bytes are already there
-    old: set[str] | None = None  # an update: the previous index's names (what may now go)
+    old: set[str] | None = None  # an update: the previous index's names it replaces (what may now go)
     old_manifest: int = 0  # and its manifest's size
+    resources: str = ""  # the name of the map of each source's rows in `shards`: path -> [first, last]
+    delta: dict | None = None  # the rows changed since `shards` were written (see `_update`)
 
 
 def write(
@@ -373,7 +379,7 @@ def write(
         rows, tokens = _fts_totals(conn)
         index = None
         if previous and previous.sha256 and changed is not None:
-            index = _updated(out, conn, previous.sha256, sorted(set(changed)), limit, (rows, tokens))
+            index = _updated(out, conn, previous.sha256, sorted(set(changed)), limit)
         updated = index is not None
         if index is None:
             index = _whole(conn, limit)
@@ -387,11 +393,18 @@ def write(
         "fragment": FRAGMENT,
         "terms": index.shards,
         "buckets": {str(k): v for k, v in sorted(index.buckets.items())},
+        "resources": index.resources,
     }
+    if index.delta is not None:
+        manifest["delta"] = index.delta
     report = SearchIndexReport(updated=updated)
-    new = [name for name in index.files if name not in index.kept]
-    for name in new:
-        report.files_written += site_files.write_bytes(out, f"{SEARCH_DIR}/{name}", index.files[name])
+    by_folder: dict[str, list[tuple[str, bytes]]] = {}
+    for name, data in index.files.items():
+        if name not in index.kept:
+            folder, _, file = name.partition("/")
+            by_folder.setdefault(folder, []).append((file, data))
+    for folder, files in sorted(by_folder.items()):
+        report.files_written += write_named(site_files.folder(out, f"{SEARCH_DIR}/{folder}"), files)
     text = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     report.files_written += site_files.write_bytes(out, MANIFEST, text)
     report.sha256 = hashlib.sha256(text).hexdigest()
@@ -506,31 +519,65 @@ class Records:
 
 def _whole(conn: sqlite3.Connection, limit: int) -> _Index:
     index = _Index()
-    tokens = Tokens()
-    try:
-        records = Records(limit)
-        lo = -1
-        while True:
-            rows = conn.execute(
-                "SELECT id, text FROM evidence_block_row WHERE id > ? ORDER BY id LIMIT ?", [lo, BATCH]
-            ).fetchall()
-            if not rows:
-                break
-            for term, found in tokens.postings(rows).items():
-                records.add(term, found)
-            lo = rows[-1][0]
-    finally:
-        tokens.close()
-    index.shards = records.shards(index)
+    shards = _Shards(index, min(SHARD_BYTES, limit // 2))
+    for record in search_postings.records(conn, shards.target):
+        shards.add(record)
+    shards.flush()
+    index.shards = shards.entries
+    spans = conn.execute(
+        "SELECT r.source_root_relative_path, min(b.id), max(b.id) FROM evidence_block_row b "
+        "JOIN evidence_resource r USING (resource_id) GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    data = _gz(_json_bytes({path: [lo, hi] for path, lo, hi in spans}))
+    index.resources = _name("r", data)
+    index.files[index.resources] = data
     top = conn.execute("SELECT max(id) FROM evidence_block_row").fetchone()[0] or 0
     for k in range(top // BUCKET + 1):
         _write_bucket(conn, k, index)
     return index
 
 
-def _write_bucket(conn: sqlite3.Connection, k: int, index: _Index) -> None:
-    fragments: dict[int, str] = {}
-    for f, data in _fragments(conn, k).items():
+class _Shards:
+    """Records in term order, cut into shards of about `target` bytes added to `index`; `entries`: the
+    manifest's [first term, name, 0] or, for a shard that goes on with the last term of the one before,
+    [that term, name, 1, the rowid it goes on from]."""
+
+    def __init__(self, index: _Index, target: int) -> None:
+        self.index, self.target = index, target
+        self.entries: list[list] = []
+        self.part: list[search_postings.Record] = []
+        self.size, self.previous = 0, None
+
+    def add(self, record: search_postings.Record) -> None:
+        if self.size and self.size + len(record.data) > self.target:
+            self.flush()
+        self.part.append(record)
+        self.size += len(record.data) + len(record.term) + 8
+
+    def flush(self) -> None:
+        if not self.part:
+            return
+        data = _gz(_shard_bytes([(r.term, r.data) for r in self.part]))
+        name = _name("t", data)
+        self.index.files[name] = data
+        first = self.part[0]
+        cont = first.term == self.previous
+        self.entries.append([first.term, name, 1, first.first] if cont else [first.term, name, 0])
+        self.previous = self.part[-1].term
+        self.part, self.size = [], 0
+
+
+def _write_bucket(
+    conn: sqlite3.Connection,
+    k: int,
+    index: _Index,
+    kept: dict[int, str] | None = None,
+    redo: Set[int] = frozenset(),
+) -> None:
+    """Bucket `k` and its fragments into `index`; with `kept` (the previous bucket's fragments), only the
+    fragments in `redo` are read again."""
+    fragments = {f: name for f, name in (kept or {}).items() if f not in redo}
+    for f, data in _fragments(conn, k, None if kept is None else redo).items():
         name = _name("f", data)
         index.files[name] = data
         fragments[f] = name
@@ -543,6 +590,9 @@ def _write_bucket(conn: sqlite3.Connection, k: int, index: _Index) -> None:
 
 
 # -- the update ----------------------------------------------------------------------------------------------
+DELTA_ROWS = 1024  # a delta of more rows (or of more than an eighth of them) is written whole again
+
+
 def _read(out: Path, name: str, limit: int) -> bytes | None:
     """The bytes of `_search/<name>` when they hash to the name (never through a link); else None."""
     if not isinstance(name, str) or "/" not in name or ".." in name:
@@ -554,147 +604,81 @@ def _read(out: Path, name: str, limit: int) -> bytes | None:
 
 
 def _updated(
-    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int, totals: tuple[int, int]
+    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int
 ) -> _Index | None:
-    """The previous index brought in line with `conn` for the resources at `paths`; None when the
-    previous index does not check out or the result's totals differ from the database's."""
+    """The previous index brought in line with `conn` for the sources at `paths`; None when the previous
+    index does not check out or its delta outgrew `DELTA_ROWS`."""
     try:
-        return _update(out, conn, previous, paths, limit, totals)
-    except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError, zlib.error):
+        return _update(out, conn, previous, paths, limit)
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, EOFError, zlib.error):
         return None
 
 
 def _update(
-    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int, totals: tuple[int, int]
+    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int
 ) -> _Index | None:
+    """An edit leaves the term shards as they are and rewrites the delta (`delta` in the manifest): every
+    current row of every source changed since the shards were written, as shards of its own (`terms`),
+    with the shards' rows of those sources (`dead`: [first, last] rowids) that the browser drops, and
+    each source's rows now (`paths`). The buckets holding rows that changed, and their fragments that
+    did, are read again from the database."""
     text = read_inside(out, out / MANIFEST, 1 << 26)
     if text is None or hashlib.sha256(text).hexdigest() != previous:
         return None
     manifest = json.loads(text)
-    if (
-        manifest.get("format") != FORMAT
-        or manifest.get("bucket") != BUCKET
-        or manifest.get("fragment") != FRAGMENT
+    if (manifest.get("format"), manifest.get("bucket"), manifest.get("fragment")) != (
+        FORMAT,
+        BUCKET,
+        FRAGMENT,
     ):
         return None
-    index = _Index(old_manifest=len(text))
-    buckets = {int(k): v for k, v in manifest["buckets"].items()}
-    # the previous buckets: every fragment still named, and the old rows of the changed paths
-    wanted = set(paths)
-    old_rows: list[int] = []
-    fragments_of: dict[int, dict[int, str]] = {}
-    for k, name in buckets.items():
-        data = _read(out, name, limit)
-        if data is None:
-            return None
-        body = json.loads(gzip.decompress(data))
-        fragments_of[k] = dict(body["fragments"])
-        rowid = k * BUCKET
-        for delta, res in zip(body["id"], body["res"], strict=True):
-            rowid += delta
-            if body["resources"][res][0] in wanted:
-                old_rows.append(rowid)
-    old_text: list[tuple[int, str]] = []
-    old_set = set(old_rows)
-    for f in sorted({r // FRAGMENT for r in old_rows}):
-        data = _read(out, fragments_of[f * FRAGMENT // BUCKET][f], limit)
-        if data is None:
-            return None
-        old_text += [(i, t) for i, _, t, _ in json.loads(gzip.decompress(data)) if i in old_set]
-    marks = ",".join("?" * len(paths))
-    new_rows = conn.execute(
-        "SELECT b.id, b.text FROM evidence_block_row b JOIN evidence_resource r USING (resource_id) "
-        f"WHERE r.source_root_relative_path IN ({marks}) ORDER BY b.id",
-        paths,
+    data = _read(out, manifest["resources"], limit)
+    if data is None:
+        return None
+    spans = json.loads(gzip.decompress(data))
+    before = manifest.get("delta") or {"paths": {}, "dead": [], "terms": []}
+    changed = sorted(set(before["paths"]) | set(paths))
+    marks = ",".join("?" * len(changed))
+    rows = conn.execute(
+        "SELECT b.id, b.text, r.source_root_relative_path FROM evidence_block_row b JOIN evidence_resource r "
+        f"USING (resource_id) WHERE r.source_root_relative_path IN ({marks}) ORDER BY b.id",
+        changed,
     ).fetchall()
+    now: dict[str, list[int]] = {}
+    for rowid, _, path in rows:
+        now.setdefault(path, [rowid, rowid])[1] = rowid
+    if len(rows) > min(DELTA_ROWS, manifest["rows"] // 8):  # an edit costs its delta: fold it in
+        return None
     tokens = Tokens()
     try:
-        old_postings = tokens.postings(sorted(old_text))
-        new_postings = tokens.postings(new_rows)
+        postings = tokens.postings([(rowid, text) for rowid, text, _ in rows])
     finally:
         tokens.close()
-    rows, toks = manifest["rows"], manifest["tokens"]
-    rows += len(new_rows) - len(old_text)
-    toks += _token_total(new_postings) - _token_total(old_postings)
-    if (rows, toks) != totals:
-        return None
-    gone = old_set | {r for r, _ in new_rows}
-    # the shards holding a word of the old or new rows, each re-encoded on its own (a new row's postings at
-    # the end of its word's last shard); the others, and the cuts between shards, kept
-    shards = manifest["terms"]
-    firsts = [term_key(s[0]) for s in shards]
-    adds: dict[int, list[str]] = {}
-    for term in new_postings:
-        adds.setdefault(_shard_of(firsts, term_key(term)), []).append(term)
-    touched = set(adds)
-    for term, found in old_postings.items():  # the part of the word that held each old row
-        n = _shard_of(firsts, term_key(term))
-        chain = [n]
-        while chain[0] > 0 and shards[chain[0]][2] and shards[chain[0]][0] == term:
-            chain.insert(0, chain[0] - 1)
-        for rowid, _, _ in found:
-            touched.add(next(k for k in reversed(chain) if k == chain[0] or shards[k][3] <= rowid))
-    result: list[list] = []
-    lasts: list[str | None] = []  # the last term of each shard re-encoded (None: kept, unknown)
-    for n, shard in enumerate(shards):
-        if n not in touched:
-            cont = shard[2] and (not lasts or lasts[-1] is None or lasts[-1] == shard[0])
-            result.append([shard[0], shard[1], 1, shard[3]] if cont else [shard[0], shard[1], 0])
-            lasts.append(None)
-            index.kept.add(shard[1])
-            continue
-        data = _read(out, shard[1], limit)
-        if data is None:
-            return None
-        records, news = Records(limit), set(adds.get(n, ()))
-        for term, raw in _shard_records(gzip.decompress(data)):
-            if term in old_postings or term in news:  # only the edited rows' words change
-                found = [p for p in _decode_postings(raw) if p[0] not in gone]
-                if term in news:
-                    news.discard(term)
-                    found = sorted(found + new_postings[term])
-                records.add(term, found)
-            else:
-                records.parts[term] = [bytearray(raw)]
-        for term in news:
-            records.add(term, sorted(new_postings[term]))
-        parts = records.shards(index)
-        if parts:
-            if shard[2] and parts[0][0] == shard[0]:  # still the continuation it was
-                start = next(bytes(b) for b in records.parts[shard[0]] if b)
-                parts[0][2:] = [1, _read_varint(start, 0)[0]]
-            else:
-                parts[0][2:] = [0]
-            result += parts
-            lasts += [None] * (len(parts) - 1) + [
-                max((t for t, v in records.parts.items() if any(v)), key=term_key)
-            ]
-    index.shards = result
-    index.old = {s[1] for s in shards} | set(buckets.values())
-    index.old |= {name for names in fragments_of.values() for name in names.values()}
-    # buckets and fragments of the rows that changed, from the database; the rest kept
-    redo = {r // BUCKET for r in gone}
-    for k, name in buckets.items():
-        if k not in redo:
-            index.buckets[k] = name
-            index.kept.add(name)
-            index.kept.update(fragments_of[k].values())
-    for k in sorted(redo):
-        _write_bucket(conn, k, index)
+    index = _Index(old_manifest=len(text), resources=manifest["resources"])
+    records = Records(limit)
+    for term in sorted(postings, key=term_key):
+        records.add(term, postings[term])
+    terms = records.shards(index)
+    index.shards = manifest["terms"]
+    dead = sorted(spans[p] for p in changed if p in spans)
+    index.delta = {"paths": {p: now.get(p) for p in changed}, "dead": dead, "terms": terms}
+    index.old = {s[1] for s in before["terms"]}
+    # the buckets and fragments of the rows these paths held before and hold now
+    moved: set[int] = set()
+    for p in paths:
+        for span in (before["paths"].get(p) if p in before["paths"] else spans.get(p), now.get(p)):
+            if span:
+                moved.update(range(span[0] // FRAGMENT, span[1] // FRAGMENT + 1))
+    buckets = {int(k): v for k, v in manifest["buckets"].items()}
+    index.buckets = dict(buckets)
+    for k in sorted({f * FRAGMENT // BUCKET for f in moved}):
+        kept = None
+        if k in buckets:
+            data = _read(out, buckets[k], limit)
+            if data is None:
+                return None
+            kept = dict(json.loads(gzip.decompress(data))["fragments"])
+            index.old.add(buckets[k])
+            index.old.update(kept[f] for f in moved if f in kept)
+        _write_bucket(conn, k, index, kept or {}, {f for f in moved if f * FRAGMENT // BUCKET == k})
     return index
-
-
-def _token_total(postings: dict[str, list[Posting]]) -> int:
-    return sum(len(p[2]) for found in postings.values() for p in found)
-
-
-def _shard_of(firsts: list[bytes], key: bytes) -> int:
-    """The shard a term belongs in: the last whose first term is at most it (the first for any before)."""
-    lo, hi = 0, len(firsts)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if firsts[mid] <= key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return max(0, lo - 1)

@@ -71,7 +71,7 @@
     dbPromise = Promise.all(scripts).then(function () {
       var index = window.mnoteSearchIndex.open(manifestUrl);
       return index.ready.then(function (m) {
-        if (m.format !== "mnote-search-2") throw new Error("the search index (_search/) is of another version");
+        if (m.format !== "mnote-search-3") throw new Error("the search index (_search/) is of another version");
         return index;
       });
     });

@@ -204,47 +204,65 @@
       return file(name).then(function (b) { return JSON.parse(fromUtf8.decode(b)); });
     }
 
-    // The shards that may hold terms in [lo, hiEx): from the last whose first term is at most lo (back
-    // over the shards a term of the range continues from) to the last whose first term is below hiEx.
-    function shardsFor(m, lo, hiEx) {
-      var list = m.terms, start = 0, end = -1;
+    // The shards of `list` that may hold `tok` (or, with `prefix`, the terms starting with it): from the last
+    // whose first term is at most tok (back over the shards a term continues from) to the last whose first
+    // term is at most tok or starts with it.
+    function shardsFor(list, tok, prefix) {
+      var start = 0, end = -1;
       for (var j = 0; j < list.length; j++) {
-        if (list[j][0] <= lo) start = j;
-        if (list[j][0] < hiEx) end = j;
+        var c = cmp(list[j][0], tok);
+        if (c <= 0) start = j;
+        if (c <= 0 || (prefix && list[j][0].startsWith(tok))) end = j;
       }
-      while (start > 0 && list[start][2] && list[start][0] >= lo) start--;
+      while (start > 0 && list[start][2] && cmp(list[start][0], tok) >= 0) start--;
       return end < start ? [] : list.slice(start, end + 1);
     }
 
-    // term -> postings {ids, sizes, pos: [positions]} of every term in [lo, hiEx), records concatenated
-    function postingsIn(lo, hiEx) {
+    // term -> postings {ids, sizes, pos: [positions]} of `tok` (with `prefix`: of every term starting with it),
+    // rowids ascending: the term shards' (less the rows the delta replaces) and the delta's
+    function postingsIn(tok, prefix) {
+      var wanted = prefix ? function (t) { return t.startsWith(tok); } : function (t) { return t === tok; };
       return manifestPromise.then(function (m) {
-        return Promise.all(shardsFor(m, lo, hiEx).map(function (s) { return file(s[1]); }));
-      }).then(function (shards) {
-        var out = new Map();
-        shards.forEach(function (bytes) {
-          var r = varints(bytes);
-          while (r.more(bytes.length)) {
-            var n = r.next(), term = fromUtf8.decode(bytes.subarray(r.at(), r.at() + n));
-            r.skip(n);
-            var len = r.next(), end = r.at() + len;
-            if (term >= lo && term < hiEx) {
-              var p = out.get(term) || { ids: [], sizes: [], pos: [] };
-              out.set(term, p);
-              var cjk = isCjkChar(term), last = 0;
-              while (r.more(end)) {
-                last += r.next();
-                p.ids.push(last);
-                p.sizes.push(r.next());
-                var count = r.next(), prev = 0, list = new Array(count);
-                for (var i = 0; i < count; i++) { prev += r.next(); list[i] = prev; }
-                p.pos.push(cjk ? list : list.map(function (v) { return v << 2; }));
-              }
-            }
-            r.skip(end - r.at());
-          }
+        var delta = m.delta || { terms: [], dead: [] };
+        return Promise.all([m.terms, delta.terms].map(function (list) {
+          return Promise.all(shardsFor(list, tok, prefix).map(function (s) { return file(s[1]); }));
+        })).then(function (both) {
+          var out = new Map(), dead = delta.dead;
+          read(both[0], wanted, out, function (id) { return inSpans(dead, id); });
+          if (!both[1].length) return out;
+          read(both[1], wanted, out, function () { return false; });
+          out.forEach(function (p) {
+            var order = p.ids.map(function (_, i) { return i; }).sort(function (a, b) { return p.ids[a] - p.ids[b]; });
+            ["ids", "sizes", "pos"].forEach(function (k) { var v = p[k]; p[k] = order.map(function (i) { return v[i]; }); });
+          });
+          return out;
         });
-        return out;
+      });
+    }
+
+    function read(shards, wanted, out, dropped) {  // the records of `shards` for the wanted terms into `out`
+      shards.forEach(function (bytes) {
+        var r = varints(bytes);
+        while (r.more(bytes.length)) {
+          var n = r.next(), term = fromUtf8.decode(bytes.subarray(r.at(), r.at() + n));
+          r.skip(n);
+          var len = r.next(), end = r.at() + len;
+          if (wanted(term)) {
+            var p = out.get(term) || { ids: [], sizes: [], pos: [] };
+            out.set(term, p);
+            var cjk = isCjkChar(term), last = 0;
+            while (r.more(end)) {
+              last += r.next();
+              var size = r.next(), count = r.next(), prev = 0, list = new Array(count);
+              for (var i = 0; i < count; i++) { prev += r.next(); list[i] = prev; }
+              if (dropped(last)) continue;
+              p.ids.push(last);
+              p.sizes.push(size);
+              p.pos.push(cjk ? list : list.map(function (v) { return v << 2; }));
+            }
+          }
+          r.skip(end - r.at());
+        }
       });
     }
 
@@ -253,8 +271,7 @@
     function token(tok, prefix) {
       var key = (prefix ? "*" : "=") + tok;
       if (!terms.has(key)) {
-        var hiEx = prefix ? tok.slice(0, -1) + String.fromCharCode(tok.charCodeAt(tok.length - 1) + 1) : tok + "\u0000";
-        terms.set(key, postingsIn(tok, hiEx).then(function (found) {
+        terms.set(key, postingsIn(tok, prefix).then(function (found) {
           var rows = new Map();
           found.forEach(function (p, term) {
             if (!prefix && term !== tok) return;
@@ -432,6 +449,18 @@
         });
       }
     };
+  }
+
+  function cmp(a, b) {  // the order of terms: Unicode code points (FTS5's), not UTF-16 code units
+    var n = Math.min(a.length, b.length), i = 0;
+    while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+    return i === n ? a.length - b.length : a.codePointAt(i) - b.codePointAt(i);
+  }
+
+  function inSpans(spans, id) {  // whether `id` lies in one of the sorted [first, last] spans
+    var lo = 0, hi = spans.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (spans[mid][1] < id) lo = mid + 1; else hi = mid; }
+    return lo < spans.length && spans[lo][0] <= id;
   }
 
   var FLANK = [1.0, 0.6, 0.25];

@@ -6,12 +6,14 @@ handler does from the index's files alone, fetched whole, on each of them.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
+from mnote_evidence.build.render.search_index import MANIFEST
 from tests.conftest import copy_workspace, run_build
 from tests.render.test_search_index import index_files, notes
 from tests.render.test_static_search import (
@@ -156,3 +158,42 @@ def test_a_one_note_edit_rewrites_some_of_the_index_files(tmp_path):
     kinds = [name.split("/")[0] for name in written]
     assert kinds.count("b") <= 2 and kinds.count("f") <= 4 and kinds.count("t") <= 2 * 14, sorted(written)
     assert 0 < len(written) < len(after) / 10
+
+
+def test_after_edits_the_box_answers_from_the_shards_and_their_delta_as_the_api_does(tmp_path, page):
+    """Edits leave the term shards and write a delta (the changed sources' rows, and the shards' rows they
+    replace): a note edited twice, one removed, one added. The box's answers are the handler's on the
+    database the edits left, and a delta too large is folded into shards written whole."""
+    root, out = workspace(tmp_path / "ws"), tmp_path / "out"
+    run_build(root, out, site=True, search_file_mib=FILE_MIB)
+    shards = json.loads((out / MANIFEST).read_text())["terms"]
+    edited = root / "gen/n05/note-100.md"
+    for line in ("A quartz harbor ledger 密钥吊销.", "Then a beacon 线程 meadow."):
+        edited.write_text(edited.read_text("utf-8") + f"\n{line}\n", "utf-8")
+        run_build(root, out, site=True, search_file_mib=FILE_MIB)
+    (root / "gen/n06/note-120.md").unlink()
+    (root / "gen/new.md").write_text("# New\n\nA new note on the quartz ledger and 签名证书.\n", "utf-8")
+    for _ in range(2):  # the build that sees a file gone marks it, the next one removes its rows
+        report = run_build(root, out, site=True, search_file_mib=FILE_MIB).site.search
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert report.updated and manifest["terms"] == shards and manifest["delta"]["terms"]
+    assert {"gen/n05/note-100.md", "gen/n06/note-120.md", "gen/new.md"} <= set(manifest["delta"]["paths"])
+    proc, base = host(out)
+    try:
+        quiet(page)
+        page.goto(base + "index.html")
+        assert_same_pages(
+            page,
+            out,
+            ["quartz ledger", "harbor", "密钥", "签名证书", "beacon meadow", "new note"],
+            [{"topK": 5}, {"topK": 3, "groupBy": "document", "perDocument": 2}],
+        )
+        assert page.console_errors == []
+    finally:
+        stop(proc)
+    for i in range(100):  # many notes changed: the delta outgrows its bound and the index is written whole
+        note = root / f"gen/n{i // 20:02d}/note-{i:03d}.md"
+        note.write_text(note.read_text("utf-8") + f"\nRewritten {i} about the harbor.\n", "utf-8")
+    report = run_build(root, out, site=True, search_file_mib=FILE_MIB).site.search
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert not report.updated and "delta" not in manifest

@@ -65,10 +65,14 @@ def search_contents(out: Path) -> dict[str, list]:
     CJK flank bits), every block's light columns, text and locator, and the totals bm25 reads. An index
     updated in place and one written whole may cut their files elsewhere, never differ in these."""
     manifest = json.loads((out / MANIFEST).read_text())
+    delta = manifest.get("delta") or {"terms": [], "dead": []}
+    dead = {rowid for lo, hi in delta["dead"] for rowid in range(lo, hi + 1)}
     postings: list[tuple] = []
-    for name in (shard[1] for shard in manifest["terms"]):
-        for term, raw in _shard_records(gzip.decompress((out / "_search" / name).read_bytes())):
-            postings += [(term, rowid, size, tuple(pos)) for rowid, size, pos in _decode_postings(raw)]
+    for shards, dropped in ((manifest["terms"], dead), (delta["terms"], set())):
+        for name in (shard[1] for shard in shards):
+            for term, raw in _shard_records(gzip.decompress((out / "_search" / name).read_bytes())):
+                found = _decode_postings(raw)
+                postings += [(term, r, size, tuple(pos)) for r, size, pos in found if r not in dropped]
     blocks, texts = [], []
     for k, name in manifest["buckets"].items():
         body = _json(out, name)
@@ -190,7 +194,7 @@ def test_files_stay_under_the_limit_and_hold_the_fts_index(workspace):
     assert (report.files, report.bytes, report.largest_file) == measured(out) and len(manifest["terms"]) >= 3
     assert report.largest_file <= int(LIMIT_MIB * (1 << 20))
     assert_named_by_their_bytes(out, int(LIMIT_MIB * (1 << 20)))
-    named = {s[1] for s in manifest["terms"]} | set(manifest["buckets"].values())
+    named = {s[1] for s in manifest["terms"]} | set(manifest["buckets"].values()) | {manifest["resources"]}
     named |= {f for b in manifest["buckets"].values() for _, f in _json(out, b)["fragments"]}
     assert named == set(files)  # every file named, none left over
     assert sum(map(len, files.values())) < (out / "evidence.sqlite").stat().st_size
@@ -253,8 +257,8 @@ def test_a_tampered_or_linked_index_file_is_not_the_previous_index(workspace, tm
     root, out = workspace
     build(root, out)
     manifest = json.loads((out / MANIFEST).read_text())
-    target = out / "_search" / manifest["terms"][1][1]
-    target.write_bytes(gzip.compress(b"\x03abc\x00"))  # a shard that does not hash to its name
+    target = out / "_search" / manifest["resources"]  # what an edit reads: here, not hashing to its name
+    target.write_bytes(gzip.compress(b'{"gen/n00/note-003.md": [0, 0]}'))
     note = root / "gen/n00/note-003.md"
     note.write_text(note.read_text("utf-8") + "\nA first edited line about a beacon.\n", "utf-8")
     report = build(root, out)
