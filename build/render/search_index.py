@@ -32,8 +32,10 @@ import json
 import sqlite3
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Set
+from collections.abc import Callable, Iterable, Iterator, Set
+from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain, groupby, repeat
 from operator import add, itemgetter, lshift, not_, or_, sub
 from pathlib import Path
@@ -351,16 +353,40 @@ def _fragments(conn: sqlite3.Connection, k: int, only: set[int] | None = None) -
 # -- the index -----------------------------------------------------------------------------------------------
 @dataclass
 class _Index:
-    """The files of one index: name -> bytes (new or kept), and the manifest's parts."""
+    """The files of one index as they are made (`put`: written a batch at a time, `sizes` then holds
+    each one's size), and the manifest's parts."""
 
-    files: dict[str, bytes] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)  # every file of this index made so far
+    written: int = 0  # of those, how many were not on disk with their bytes
     shards: list[list] = field(default_factory=list)  # [first term, name, continues the previous]
     buckets: dict[int, str] = field(default_factory=dict)
-    kept: set[str] = field(default_factory=set)  # names whose bytes are already there
     old: set[str] | None = None  # an update: the previous index's names it replaces (what may now go)
     old_manifest: int = 0  # and its manifest's size
     resources: str = ""  # the name of the map of each source's rows in `shards`: path -> [first, last]
     delta: dict | None = None  # the rows changed since `shards` were written (see `_update`)
+    pending: dict[str, bytes] = field(default_factory=dict)
+    pending_bytes: int = 0
+
+    def put(self, name: str, data: bytes) -> None:
+        self.pending[name] = data
+        self.sizes[name] = len(data)
+        self.pending_bytes += len(data)
+
+    def flush(self, out: Path, at_least: int = 0) -> None:
+        """Write the pending files (when they hold `at_least` bytes), each folder's together."""
+        if self.pending_bytes < at_least or not self.pending:
+            return
+        by_folder: dict[str, list[tuple[str, bytes]]] = {}
+        for name, data in self.pending.items():
+            folder, _, file = name.partition("/")
+            by_folder.setdefault(folder, []).append((file, data))
+        for folder, files in sorted(by_folder.items()):
+            self.written += write_named(site_files.folder(out, f"{SEARCH_DIR}/{folder}"), files)
+        self.pending, self.pending_bytes = {}, 0
+
+
+FLUSH_BYTES = 16 << 20  # a whole write holds at most about this many bytes of files before writing them
+WORKER_ROWS = 50_000  # a whole write of at least this many rows runs in a worker process, beside the pages
 
 
 def write(
@@ -373,22 +399,69 @@ def write(
     """Write `_search/` for `db_path` into the site `out` (see the module docstring). `previous`: the
     report of the index the last render wrote (its manifest hash and sizes); `changed`: the source paths
     whose rows may differ since (None: unknown, written whole)."""
+    return start(out, db_path, max_file_bytes, previous, changed)()
+
+
+def start(
+    out: Path,
+    db_path: Path,
+    max_file_bytes: int,
+    previous: SearchIndexReport | None = None,
+    changed: Iterable[str] | None = None,
+    jobs: int = 1,
+) -> Callable[[], SearchIndexReport]:
+    """`write`, begun: an update is made now; a whole write of `WORKER_ROWS` rows or more, with `jobs`
+    above 1, runs in a worker process while the caller goes on (the site's pages). Returns what
+    finishes it: the manifest, last, and the files no longer named removed."""
     limit = max(64 << 10, int(max_file_bytes))
-    conn = sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+    conn = _connect(db_path)
     try:
-        rows, tokens = _fts_totals(conn)
-        index = None
+        totals = _fts_totals(conn)
         if previous and previous.sha256 and changed is not None:
             index = _updated(out, conn, previous.sha256, sorted(set(changed)), limit)
-        updated = index is not None
-        if index is None:
-            index = _whole(conn, limit)
+            if index is not None:
+                index.flush(out)
+                return partial(_finish, out, index, totals, previous)
+        if jobs <= 1 or totals[0] < WORKER_ROWS:
+            return partial(_finish, out, _whole(conn, out, limit), totals, None)
     finally:
         conn.close()
+    from mnote_evidence.build.parse.workers import worker_pool
+
+    pool = worker_pool(1)
+    future = pool.submit(_whole_at, out, db_path, limit)
+
+    def finish() -> SearchIndexReport:
+        try:
+            index = future.result()
+        except (BrokenExecutor, OSError, MemoryError):  # the worker died: written here
+            index = _whole_at(out, db_path, limit)
+        finally:
+            pool.shutdown()
+        return _finish(out, index, totals, None)
+
+    return finish
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+
+
+def _whole_at(out: Path, db_path: Path, limit: int) -> _Index:
+    conn = _connect(db_path)
+    try:
+        return _whole(conn, out, limit)
+    finally:
+        conn.close()
+
+
+def _finish(
+    out: Path, index: _Index, totals: tuple[int, int], previous: SearchIndexReport | None
+) -> SearchIndexReport:
     manifest = {
         "format": FORMAT,
-        "rows": rows,
-        "tokens": tokens,
+        "rows": totals[0],
+        "tokens": totals[1],
         "bucket": BUCKET,
         "fragment": FRAGMENT,
         "terms": index.shards,
@@ -397,37 +470,32 @@ def write(
     }
     if index.delta is not None:
         manifest["delta"] = index.delta
-    report = SearchIndexReport(updated=updated)
-    by_folder: dict[str, list[tuple[str, bytes]]] = {}
-    for name, data in index.files.items():
-        if name not in index.kept:
-            folder, _, file = name.partition("/")
-            by_folder.setdefault(folder, []).append((file, data))
-    for folder, files in sorted(by_folder.items()):
-        report.files_written += write_named(site_files.folder(out, f"{SEARCH_DIR}/{folder}"), files)
+    report = SearchIndexReport(updated=index.old is not None, files_written=index.written)
     text = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     report.files_written += site_files.write_bytes(out, MANIFEST, text)
     report.sha256 = hashlib.sha256(text).hexdigest()
-    live = set(index.files) | index.kept
     if index.old is None or previous is None:  # written whole: whatever else is there goes
-        _remove_others(out, {MANIFEST} | {f"{SEARCH_DIR}/{n}" for n in live})
-        sizes = [len(index.files[n]) for n in index.files] + [len(text)]
-        sizes += [(out / SEARCH_DIR / n).stat().st_size for n in index.kept - index.files.keys()]
+        _remove_others(out, {MANIFEST} | {f"{SEARCH_DIR}/{n}" for n in index.sizes})
+        sizes = [*index.sizes.values(), len(text)]
         report.files, report.bytes, report.largest_file = len(sizes), sum(sizes), max(sizes)
         return report
     # an update: the previous figures, less what went, plus what came (no walk over every file)
-    gone = index.old - live
+    gone = index.old - index.sizes.keys()
     gone_sizes = [_size(out, n) for n in gone]
     for name in gone:
         site_files.unlink(out, f"{SEARCH_DIR}/{name}")
-    came = [len(index.files[n]) for n in index.files if n not in index.old]
+    came = [size for n, size in index.sizes.items() if n not in index.old]
     report.files = previous.files - len(gone) + len(came)
     report.bytes = previous.bytes - sum(gone_sizes) - index.old_manifest + sum(came) + len(text)
     report.largest_file = max([previous.largest_file, *came, len(text)])
-    if max(gone_sizes, default=0) >= previous.largest_file:  # the largest went: measure again
-        sizes = (len(index.files[n]) if n in index.files else _size(out, n) for n in live)
-        report.largest_file = max([len(text), *sizes])
+    if max(gone_sizes, default=0) >= previous.largest_file:  # the largest went: measure all again
+        report.files, report.bytes, report.largest_file = _measure(out)
     return report
+
+
+def _measure(out: Path) -> tuple[int, int, int]:
+    sizes = [p.lstat().st_size for p in (out / SEARCH_DIR).rglob("*") if p.is_file()]
+    return len(sizes), sum(sizes), max(sizes, default=0)
 
 
 def _size(out: Path, name: str) -> int:
@@ -496,7 +564,7 @@ class Records:
             if part:
                 data = _gz(_shard_bytes(part))
                 name = _name("t", data)
-                index.files[name] = data
+                index.put(name, data)
                 if part[0][0] == previous:  # a continuation: from which rowid on
                     out.append([part[0][0], name, 1, _read_varint(part[0][1], 0)[0]])
                 else:
@@ -517,11 +585,12 @@ class Records:
         return out
 
 
-def _whole(conn: sqlite3.Connection, limit: int) -> _Index:
+def _whole(conn: sqlite3.Connection, out: Path, limit: int) -> _Index:
     index = _Index()
     shards = _Shards(index, min(SHARD_BYTES, limit // 2))
     for record in search_postings.records(conn, shards.target):
         shards.add(record)
+        index.flush(out, FLUSH_BYTES)
     shards.flush()
     index.shards = shards.entries
     spans = conn.execute(
@@ -530,10 +599,12 @@ def _whole(conn: sqlite3.Connection, limit: int) -> _Index:
     ).fetchall()
     data = _gz(_json_bytes({path: [lo, hi] for path, lo, hi in spans}))
     index.resources = _name("r", data)
-    index.files[index.resources] = data
+    index.put(index.resources, data)
     top = conn.execute("SELECT max(id) FROM evidence_block_row").fetchone()[0] or 0
     for k in range(top // BUCKET + 1):
         _write_bucket(conn, k, index)
+        index.flush(out, FLUSH_BYTES)
+    index.flush(out)
     return index
 
 
@@ -559,7 +630,7 @@ class _Shards:
             return
         data = _gz(_shard_bytes([(r.term, r.data) for r in self.part]))
         name = _name("t", data)
-        self.index.files[name] = data
+        self.index.put(name, data)
         first = self.part[0]
         cont = first.term == self.previous
         self.entries.append([first.term, name, 1, first.first] if cont else [first.term, name, 0])
@@ -579,13 +650,13 @@ def _write_bucket(
     fragments = {f: name for f, name in (kept or {}).items() if f not in redo}
     for f, data in _fragments(conn, k, None if kept is None else redo).items():
         name = _name("f", data)
-        index.files[name] = data
+        index.put(name, data)
         fragments[f] = name
     data = _bucket(conn, k, fragments)
     index.buckets.pop(k, None)
     if data is not None:
         name = _name("b", data)
-        index.files[name] = data
+        index.put(name, data)
         index.buckets[k] = name
 
 

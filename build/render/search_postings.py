@@ -108,11 +108,9 @@ class _Bigrams:
         np.cumsum(sizes, out=self.base[1:])
         self.bits = np.zeros(int(self.base[-1]) + 1, bool)
         two = _bigram_terms(terms, cjk)
-        for lo, hi in _batches(counts, cjk):
-            if two[lo:hi].any():
-                docs, offsets = _instances(conn, terms, counts, lo, hi)
-                mine = np.repeat(two[lo:hi], counts[lo:hi])
-                self.bits[self.base[docs[mine]] + offsets[mine]] = True
+        for lo, hi in _batches(counts, two):  # runs of bigrams (a run's last character sorts between)
+            docs, offsets = _instances(conn, terms, counts, lo, hi)
+            self.bits[self.base[docs] + offsets] = True
 
     def flags(self, docs: np.ndarray, offsets: np.ndarray, two: np.ndarray) -> np.ndarray:
         """`first | last << 1` of the CJK tokens at (docs, offsets); `two`: each is a bigram (only a
