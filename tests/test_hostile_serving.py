@@ -346,10 +346,10 @@ def test_the_search_index_is_served_as_data_its_manifest_revalidated_its_files_c
     assert "Content-Type: application/octet-stream" in folder and "Content-Disposition: attachment" in folder
     assert "Content-Security-Policy: sandbox" in folder and "Cache-Control" not in folder
     assert rules["site/_search/manifest.json"].split("\n")[1:] == ["  Cache-Control: no-cache"]
-    for folder in ("t", "b", "f"):
+    for folder in ("t", "b", "f", "r"):
         assert rules[f"site/_search/{folder}/*"].split("\n")[1:] == [
             "  Cache-Control: public, max-age=31536000, immutable"
         ]
-    assert sum("Cache-Control" in rule for rule in rules.values()) == 4  # no rule adds another value
+    assert sum("Cache-Control" in rule for rule in rules.values()) == 5  # no rule adds another value
     for name in ("_search/manifest.json", "_search/t/0123456789ab", "_SEARCH/f/0123456789ab"):
         assert site_file_headers(name, Path("/nonexistent"))["Content-Type"] == "application/octet-stream"

@@ -263,31 +263,31 @@ def adopt(tmp: Path, path: Path) -> None:
     batch.add(tmp, path, tmp.stat().st_size)
 
 
-def write_named(folder: Path, files: Iterable[tuple[str, bytes]]) -> int:
-    """Files named by their bytes' hash (`name -> bytes`) into `folder`, a real folder the caller has
-    checked: each one missing (or not holding its bytes) is written to a temp beside it, all are made
-    durable by one sync, then renamed into place (a link at a name is replaced, never followed), and the
-    folder synced. A reader never sees part of a file under its name. Returns how many were written."""
+def write_named(files: Iterable[tuple[Path, bytes]]) -> int:
+    """Files named by their bytes' hash, each `(path, bytes)` in a real folder the caller has checked:
+    each one missing (or not holding its bytes) is written to a temp beside it, all are made durable by
+    one sync, then renamed into place (a link at a name is replaced, never followed), and their folders
+    synced. A reader never sees part of a file under its name. Returns how many were written."""
     mode = 0o666 & ~current_umask()
-    moves: list[tuple[str, str]] = []
+    moves: list[tuple[Path, Path]] = []
     try:
-        for name, data in files:
-            path = os.path.join(folder, name)
-            if _holds(Path(path), data):
+        for path, data in files:
+            if _holds(path, data):
                 continue
-            tmp = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
+            tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
             moves.append((tmp, path))
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         if moves:
-            _sync([Path(tmp) for tmp, _ in moves])
+            _sync([tmp for tmp, _ in moves])
             for tmp, path in moves:
                 os.replace(tmp, path)
-            fsync_path(folder)
+            for folder in {path.parent for _, path in moves}:
+                fsync_path(folder)
     except BaseException:
         for tmp, _ in moves:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
         raise
     return len(moves)
 

@@ -50,7 +50,7 @@ HEADERS_FILE = "_headers"
 # one rule per file name: a host joins the values of one header from several matching rules
 # the manifest names this build's files; every other `_search/` file is named by its bytes
 SEARCH_CACHE = {"manifest.json": "no-cache"} | {
-    f"{folder}/*": "public, max-age=31536000, immutable" for folder in ("t", "b", "f")
+    f"{folder}/*": "public, max-age=31536000, immutable" for folder in ("t", "b", "f", "r")
 }
 
 

@@ -2,26 +2,24 @@
 
 `_search/` holds what `search_query.js` ranks with, cut so that a query fetches only what its words need:
 
-- **term shards** (`t/`): every FTS token of `evidence_fts` (the same text, the same `porter unicode61
-  remove_diacritics 2` tokenizer, so exactly the index's tokens) with its postings: block rowid, the
-  block's token count and each position (CJK tokens also carry whether they start or end their run, the
-  flank the ranking's term precision weighs). Terms are in UTF-16 order (the browser's string order), cut
-  into gzip'd shards of about `SHARD_BYTES`; a term larger than that continues over several shards.
+- **term shards** (`t/`): every FTS token of `evidence_fts` with its postings (`search_postings.py`:
+  block rowid, the block's token count and each position; CJK tokens also carry whether they start or
+  end their run, the flank the ranking's term precision weighs), in FTS5's term order (Unicode code
+  points), cut into gzip'd shards of about `SHARD_BYTES`; a term larger than that continues over several.
 - **block buckets** (`b/`): the light columns of `BUCKET` consecutive rowids (resource path, kind and
   status, role, ordinal, page, section), what filtering and tie order read.
 - **fragments** (`f/`): block id, text and locator of `FRAGMENT` consecutive rowids, read for the hits
   shown.
-- **`manifest.json`**: the FTS statistics bm25 needs (rows, tokens), the shards' first terms and the
-  buckets; written last, the only file whose name does not change with its bytes.
+- **the rows map** (`r/`): each source's rowids in the term shards, [first, last], which an edit reads.
+- **`manifest.json`**: the FTS statistics bm25 needs (rows, tokens), the shards' first terms, the
+  buckets and the delta; written last, the only file whose name does not change with its bytes.
 
 Every other file is named by the hash of its bytes (immutable: cached for good, never mixed across
-builds), and none exceeds `max_file_bytes`. A build that changed a few files re-encodes only the shards
-holding the words of their old and new rows, each on its own (the old rows' text is read from the
-previous fragments, each checked against its name; new postings go to the end of their word), and the
-buckets and fragments of their rowids; every other file, and the cuts between shards, stay. A previous
-index that does not check out, or whose totals then differ from `evidence.sqlite`'s, is written whole,
-and so is a build that left a source out (`.mnoteignore`, `publish: false`). Files no longer named are
-removed.
+builds), and none exceeds `max_file_bytes`. A build that changed a few sources leaves the term shards
+as they are and writes the delta (`_update`): their rows in shards of their own, and the shards' rows
+they replace; with the buckets and fragments of the rows that changed. A previous index that does not
+check out, a delta past `DELTA_ROWS`, and a build that left a source out (`.mnoteignore`,
+`publish: false`) are written whole. Files no longer named are removed.
 """
 
 from __future__ import annotations
@@ -342,8 +340,9 @@ def _fragments(conn: sqlite3.Connection, k: int, only: set[int] | None = None) -
         spans = [(f * FRAGMENT, (f + 1) * FRAGMENT - 1) for f in sorted(only)]
     for lo, hi in spans:
         for i, row in conn.execute(
-            "SELECT id, json_array(id, block_id, text, json(locator_json)) FROM evidence_block "
-            "WHERE id BETWEEN ? AND ? ORDER BY id",
+            # the locator is JSON already: spliced in, not parsed again
+            "SELECT id, '[' || id || ',' || json_quote(block_id) || ',' || json_quote(text) || ',' || "
+            "locator_json || ']' FROM evidence_block WHERE id BETWEEN ? AND ? ORDER BY id",
             [lo, hi],
         ):
             groups.setdefault(i // FRAGMENT, []).append(row)
@@ -376,12 +375,11 @@ class _Index:
         """Write the pending files (when they hold `at_least` bytes), each folder's together."""
         if self.pending_bytes < at_least or not self.pending:
             return
-        by_folder: dict[str, list[tuple[str, bytes]]] = {}
-        for name, data in self.pending.items():
-            folder, _, file = name.partition("/")
-            by_folder.setdefault(folder, []).append((file, data))
-        for folder, files in sorted(by_folder.items()):
-            self.written += write_named(site_files.folder(out, f"{SEARCH_DIR}/{folder}"), files)
+        folders = {name.split("/")[0] for name in self.pending}
+        at = {f: site_files.folder(out, f"{SEARCH_DIR}/{f}") for f in sorted(folders)}
+        self.written += write_named(
+            (at[name.split("/")[0]] / name.split("/")[1], data) for name, data in self.pending.items()
+        )
         self.pending, self.pending_bytes = {}, 0
 
 

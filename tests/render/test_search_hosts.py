@@ -165,8 +165,12 @@ def test_after_edits_the_box_answers_from_the_shards_and_their_delta_as_the_api_
     replace): a note edited twice, one removed, one added. The box's answers are the handler's on the
     database the edits left, and a delta too large is folded into shards written whole."""
     root, out = workspace(tmp_path / "ws"), tmp_path / "out"
+    # terms past U+FFFF and in U+F900: code point order (the index's) is not UTF-16's (JavaScript's)
+    (root / "gen/astral.md").write_text("# Astral\n\n𠮷野家 豈 fish 𠀀 quartz.\n", "utf-8")
     run_build(root, out, site=True, search_file_mib=FILE_MIB)
     shards = json.loads((out / MANIFEST).read_text())["terms"]
+    firsts = [s[0] for s in shards]
+    assert firsts == sorted(firsts)  # Python compares code points
     edited = root / "gen/n05/note-100.md"
     for line in ("A quartz harbor ledger 密钥吊销.", "Then a beacon 线程 meadow."):
         edited.write_text(edited.read_text("utf-8") + f"\n{line}\n", "utf-8")
@@ -185,7 +189,7 @@ def test_after_edits_the_box_answers_from_the_shards_and_their_delta_as_the_api_
         assert_same_pages(
             page,
             out,
-            ["quartz ledger", "harbor", "密钥", "签名证书", "beacon meadow", "new note"],
+            ["quartz ledger", "harbor", "密钥", "签名证书", "beacon meadow", "new note", "𠮷", "豈", "𠀀"],
             [{"topK": 5}, {"topK": 3, "groupBy": "document", "perDocument": 2}],
         )
         assert page.console_errors == []
