@@ -361,7 +361,8 @@ class _Index:
     buckets: dict[int, str] = field(default_factory=dict)
     old: set[str] | None = None  # an update: the previous index's names it replaces (what may now go)
     old_manifest: int = 0  # and its manifest's size
-    resources: str = ""  # the name of the map of each source's rows in `shards`: path -> [first, last]
+    resources: list[str] = field(default_factory=list)  # the parts of the map path -> [first, last]
+    # of each source's rows in `shards`
     delta: dict | None = None  # the rows changed since `shards` were written (see `_update`)
     pending: dict[str, bytes] = field(default_factory=dict)
     pending_bytes: int = 0
@@ -595,9 +596,16 @@ def _whole(conn: sqlite3.Connection, out: Path, limit: int) -> _Index:
         "SELECT r.source_root_relative_path, min(b.id), max(b.id) FROM evidence_block_row b "
         "JOIN evidence_resource r USING (resource_id) GROUP BY 1 ORDER BY 1"
     ).fetchall()
-    data = _gz(_json_bytes({path: [lo, hi] for path, lo, hi in spans}))
-    index.resources = _name("r", data)
-    index.put(index.resources, data)
+    entries = [_json_bytes(path) + b":" + _json_bytes([lo, hi]) for path, lo, hi in spans]
+    start = 0
+    while start < len(entries):  # parts of at most half the limit before gzip
+        end, size = start + 1, 2 + len(entries[start])
+        while end < len(entries) and size + len(entries[end]) + 1 <= limit // 2:
+            size, end = size + len(entries[end]) + 1, end + 1
+        data = _gz(b"{" + b",".join(entries[start:end]) + b"}")
+        index.resources.append(_name("r", data))
+        index.put(index.resources[-1], data)
+        start = end
     top = conn.execute("SELECT max(id) FROM evidence_block_row").fetchone()[0] or 0
     for k in range(top // BUCKET + 1):
         _write_bucket(conn, k, index)
@@ -701,10 +709,12 @@ def _update(
         FRAGMENT,
     ):
         return None
-    data = _read(out, manifest["resources"], limit)
-    if data is None:
-        return None
-    spans = json.loads(gzip.decompress(data))
+    spans: dict[str, list[int]] = {}
+    for name in manifest["resources"]:
+        data = _read(out, name, limit)
+        if data is None:
+            return None
+        spans |= json.loads(gzip.decompress(data))
     before = manifest.get("delta") or {"paths": {}, "dead": [], "terms": []}
     changed = sorted(set(before["paths"]) | set(paths))
     marks = ",".join("?" * len(changed))

@@ -194,7 +194,7 @@ def test_files_stay_under_the_limit_and_hold_the_fts_index(workspace):
     assert (report.files, report.bytes, report.largest_file) == measured(out) and len(manifest["terms"]) >= 3
     assert report.largest_file <= int(LIMIT_MIB * (1 << 20))
     assert_named_by_their_bytes(out, int(LIMIT_MIB * (1 << 20)))
-    named = {s[1] for s in manifest["terms"]} | set(manifest["buckets"].values()) | {manifest["resources"]}
+    named = {s[1] for s in manifest["terms"]} | set(manifest["buckets"].values()) | set(manifest["resources"])
     named |= {f for b in manifest["buckets"].values() for _, f in _json(out, b)["fragments"]}
     assert named == set(files)  # every file named, none left over
     assert sum(map(len, files.values())) < (out / "evidence.sqlite").stat().st_size
@@ -257,7 +257,7 @@ def test_a_tampered_or_linked_index_file_is_not_the_previous_index(workspace, tm
     root, out = workspace
     build(root, out)
     manifest = json.loads((out / MANIFEST).read_text())
-    target = out / "_search" / manifest["resources"]  # what an edit reads: here, not hashing to its name
+    target = out / "_search" / manifest["resources"][0]  # what an edit reads: here, not hashing to its name
     target.write_bytes(gzip.compress(b'{"gen/n00/note-003.md": [0, 0]}'))
     note = root / "gen/n00/note-003.md"
     note.write_text(note.read_text("utf-8") + "\nA first edited line about a beacon.\n", "utf-8")
@@ -285,3 +285,23 @@ def test_the_same_workspace_gives_the_same_files(workspace, tmp_path):
     assert build(root, a).sha256 == build(root, b).sha256
     assert (a / MANIFEST).read_bytes() == (b / MANIFEST).read_bytes()
     assert index_files(a) == index_files(b)
+
+
+def test_the_rows_map_is_cut_under_the_limit_and_an_edit_reads_every_part(tmp_path):
+    root = tmp_path / "ws"
+    folder = root / ("long-folder-name-" * 6)
+    folder.mkdir(parents=True)
+    for i in range(300):  # paths of ~150 bytes: a map of ~50 KB, over half the smallest limit
+        name = f"{'a-rather-long-note-name-' * 2}{i:03d}.md"
+        (folder / name).write_text(f"# N{i}\n\nledger {i}\n", "utf-8")
+    out = tmp_path / "out"
+    run_build(root, out, site=True, search_file_mib=LIMIT_MIB)
+    parts = json.loads((out / MANIFEST).read_text())["resources"]
+    assert len(parts) >= 2
+    assert all(len((out / "_search" / name).read_bytes()) <= int(LIMIT_MIB * (1 << 20)) for name in parts)
+    last = sorted(folder.iterdir())[-1]  # in the last part of the map
+    last.write_text(last.read_text("utf-8") + "\nquartz\n", "utf-8")
+    report = run_build(root, out, site=True, search_file_mib=LIMIT_MIB).site.search
+    delta = json.loads((out / MANIFEST).read_text())["delta"]
+    assert report.updated and len(delta["dead"]) == 1
+    assert_same_as_the_database(out)
