@@ -37,13 +37,17 @@ from functools import partial
 from itertools import chain, groupby, repeat
 from operator import add, itemgetter, lshift, not_, or_, sub
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
 from mnote_evidence.build.core.fsutil import read_inside, write_named
 from mnote_evidence.build.core.text import is_cjk, segment_for_index
 from mnote_evidence.build.core.urls import SEARCH_DIR
-from mnote_evidence.build.render import search_postings, site_files
+from mnote_evidence.build.render import site_files
+
+if TYPE_CHECKING:
+    from mnote_evidence.build.render.search_postings import Record
 
 MANIFEST = f"{SEARCH_DIR}/manifest.json"
 FORMAT = "mnote-search-3"
@@ -585,6 +589,8 @@ class Records:
 
 
 def _whole(conn: sqlite3.Connection, out: Path, limit: int) -> _Index:
+    from mnote_evidence.build.render import search_postings  # numpy: only when the index is written whole
+
     index = _Index()
     shards = _Shards(index, min(SHARD_BYTES, limit // 2))
     for record in search_postings.records(conn, shards.target):
@@ -622,10 +628,10 @@ class _Shards:
     def __init__(self, index: _Index, target: int) -> None:
         self.index, self.target = index, target
         self.entries: list[list] = []
-        self.part: list[search_postings.Record] = []
+        self.part: list[Record] = []
         self.size, self.previous = 0, None
 
-    def add(self, record: search_postings.Record) -> None:
+    def add(self, record: Record) -> None:
         if self.size and self.size + len(record.data) > self.target:
             self.flush()
         self.part.append(record)
