@@ -9,10 +9,11 @@ this checkout's site_templates/_static copied over it), served by tests/range_se
 that honours Range, like GitHub Pages / S3 / nginx). In Debian's Chromium (Playwright, `executable_path`),
 per query, each in a fresh page:
   search        - `window.mnoteEvidence.search(request)`: what the box asks (topK 20, prefixLast, as typed);
-  search+count  - the same search, then `window.mnoteEvidence.countMatches(request, matchMode)`: the
-                  statement of search_query.js `countQuery`, run by the worker on the pages it has read.
-Bytes and requests: the worker's sql.js-httpvfs stats (`searchStats`), the search's and the count's share.
-Check: the count the browser gives equals the same statement run by Python's sqlite3 on the same file.
+  search+count  - the same search, then `window.mnoteEvidence.countMatches(request, matchMode)`: what
+                  search_query.js `staticCount` reads of the index for search_query.js `countQuery`.
+Bytes and requests: the index's (`searchStats`: every `_search/` file fetched), the search's and the
+count's share. Check: the count the browser gives equals the `countQuery` statement run by Python's
+sqlite3 on evidence.sqlite.
 Results: bench/results/search_count.json.
 """
 
@@ -80,8 +81,8 @@ def measure_query(browser, base: str, db: Path, query: str) -> dict:
         s1 = page.evaluate("window.mnoteEvidence.searchStats()")
         if label == "search":
             row.update(
-                search_bytes=s1["totalFetchedBytes"],
-                search_requests=s1["totalRequests"],
+                search_bytes=s1["bytes"],
+                search_requests=s1["requests"],
                 search_ms=round(search_ms),
                 results=len(data["results"]),
                 total=data["total"],
@@ -99,11 +100,11 @@ def measure_query(browser, base: str, db: Path, query: str) -> dict:
                 "([r, mode]) => window.mnoteSearchQuery.countQuery(r, mode)", [request, data["matchMode"]]
             )
             row.update(
-                with_count_search_bytes=s1["totalFetchedBytes"],
-                count_bytes=s2["totalFetchedBytes"] - s1["totalFetchedBytes"],
-                count_requests=s2["totalRequests"] - s1["totalRequests"],
-                total_bytes=s2["totalFetchedBytes"],
-                total_requests=s2["totalRequests"],
+                with_count_search_bytes=s1["bytes"],
+                count_bytes=s2["bytes"] - s1["bytes"],
+                count_requests=s2["requests"] - s1["requests"],
+                total_bytes=s2["bytes"],
+                total_requests=s2["requests"],
                 count_ms=round(count_ms, 1),
                 counted=counted,
                 python_counted=python_count(db, statement),

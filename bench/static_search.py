@@ -12,21 +12,24 @@ Each workspace is built twice with `mnote-evidence build --no-ocr` in a child pr
   build/render/search_index.py (`bench/_util.py` `before_added`, `baseline_tree`, PYTHONPATH), whose
   pages and `_static/search.js` open the whole `evidence.sqlite` with sql.js-httpvfs (one file, 4 KiB
   range requests);
-- **_search/**: built by this checkout, whose box reads `_search/` (the search tables in files of at most
-  `--search-file-mib`, default 8 MiB; build/render/search_index.py); its write is also timed alone;
+- **_search/**: built by this checkout, whose box reads `_search/` (term shards, block buckets and text
+  fragments, each fetched whole, only those a query needs; build/render/search_index.py) with
+  `_static/search_index.js`; its write is also timed alone;
 - **Pagefind** (PyPI `pagefind[extended]`, `--force-language zh` so Chinese is segmented) indexes the
   second build's pages (timed); its JS API runs in the same pages.
 
 Network: every browser context gets CDP `Network.emulateNetworkConditions` (latency, down/up
-throughput). sql.js-httpvfs and Pagefind fetch from dedicated workers; the emulation covers them (a
-worker's 1 MB range read is timed against its floor, `network.worker_check`). Servers: tests/range_server.py
-(honours Range, like GitHub Pages / S3 / nginx) for everything; `python -m http.server` (no ranges: each
-file fetched whole) for the first query of the two sql.js contenders (Pagefind fetches whole files anyway).
+throughput). sql.js-httpvfs (the baseline) and Pagefind fetch from dedicated workers; the emulation covers
+them (a worker's 1 MB range read is timed against its floor, `network.worker_check`). Servers:
+tests/range_server.py (honours Range, like GitHub Pages / S3 / nginx) for everything; `python -m
+http.server` (no ranges: each file fetched whole) for the first query of the baseline and ours (Pagefind
+fetches whole files anyway).
 
 Per contender: the first query on a fresh page (new context, empty cache): Enter pressed in the box ->
 first result shown (Pagefind: `search()` and its top 10 results' `data()`, as its UI needs them), and the
-bytes and requests of the search machinery (engine: sql.js-httpvfs / pagefind.js and wasm; index: the
-database's files / Pagefind's index and fragments) until the network is quiet; then the query set in one
+bytes and requests of the search machinery (engine: sql.js-httpvfs / search_index.js and its tokenizer
+table / pagefind.js and wasm; index: the database's files / Pagefind's index and fragments) until the
+network is quiet; then the query set in one
 warm page, later queries alone (median, p95: bytes, requests, ms). Queries (`--queries`, seeded): Chinese
 substrings of two and four characters, English words and two-word phrases sampled from the indexed text,
 plus fixed terms. Agreement: the box's top 10 (ids in order) against `mnote-evidence search`'s handler
@@ -57,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._util import baseline_tree, before_added, results_path
 from bench.fts_recall import TERMS, corpus
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
+from mnote_evidence.build.core.fsutil import durable_batch
 from mnote_evidence.build.core.text import CJK_RUN
 from mnote_evidence.build.render import search_index
 from mnote_evidence.functions.core.contracts import Context
@@ -141,7 +145,8 @@ def built(label: str, make, **kw) -> tuple[Path, Path, dict]:
     db = sites[1] / "evidence.sqlite"
     with tempfile.TemporaryDirectory() as tmp:  # the `_search/` write alone, as the render does it
         t = time.perf_counter()
-        search_index.write(Path(tmp), db, int(DEFAULT_SEARCH_FILE_MIB * 2**20))
+        with durable_batch():  # its files committed together, as in a build
+            search_index.write(Path(tmp), db, int(DEFAULT_SEARCH_FILE_MIB * 2**20))
         write_s = time.perf_counter() - t
     conn = sqlite3.connect(db)
     stats = {
@@ -302,7 +307,7 @@ def worker_check(browser, net: dict, base: str, path: str) -> dict:
 def kind_of(url: str, index: str) -> str | None:
     """'engine', 'index' or None (the page itself) for a request of the search machinery."""
     path = url.split("?")[0]
-    if "/_static/vendor/" in path:
+    if "/_static/vendor/" in path or path.endswith(("/_static/search_index.js", "/_static/search_fold.js")):
         return "engine"
     if "/_pagefind/" in path:
         return "engine" if path.endswith(".js") or "/wasm." in path else "index"
@@ -442,7 +447,7 @@ def measure(label: str, sites: tuple[Path, Path], stats: dict, args) -> dict:
     out = {"corpus": label, **stats, "queries": qs, "known_items": known}
     out["sizes"] = {
         "baseline": files_of([baseline / "evidence.sqlite"]),
-        "search_index": files_of(sorted((current / "_search").glob("db.*"))),
+        "search_index": files_of(sorted(f for f in (current / "_search").rglob("*") if f.is_file())),
     }
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])

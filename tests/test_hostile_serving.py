@@ -334,7 +334,7 @@ def test_every_mcp_request_with_an_id_is_answered_however_unreadable(served):
 
 def test_the_search_index_is_served_as_data_its_manifest_revalidated_its_files_cached():
     """`_search/` on a static host (`_headers`) and by `serve`: inert downloads, never a page or a script; the
-    manifest asked again on every load, the `db.NNN` files (URLs with the build's hash) kept."""
+    manifest asked again on every load, every other file (named by its bytes) kept."""
     from mnote_evidence.build.core.headers import headers_file, site_file_headers
 
     rules = {
@@ -346,9 +346,10 @@ def test_the_search_index_is_served_as_data_its_manifest_revalidated_its_files_c
     assert "Content-Type: application/octet-stream" in folder and "Content-Disposition: attachment" in folder
     assert "Content-Security-Policy: sandbox" in folder and "Cache-Control" not in folder
     assert rules["site/_search/manifest.json"].split("\n")[1:] == ["  Cache-Control: no-cache"]
-    assert rules["site/_search/db.*"].split("\n")[1:] == [
-        "  Cache-Control: public, max-age=31536000, immutable"
-    ]
-    assert sum("Cache-Control" in rule for rule in rules.values()) == 2  # no rule adds another value
-    for name in ("_search/manifest.json", "_search/db.000", "_SEARCH/db.001"):
+    for folder in ("t", "b", "f", "r"):
+        assert rules[f"site/_search/{folder}/*"].split("\n")[1:] == [
+            "  Cache-Control: public, max-age=31536000, immutable"
+        ]
+    assert sum("Cache-Control" in rule for rule in rules.values()) == 5  # no rule adds another value
+    for name in ("_search/manifest.json", "_search/t/0123456789ab", "_SEARCH/f/0123456789ab"):
         assert site_file_headers(name, Path("/nonexistent"))["Content-Type"] == "application/octet-stream"

@@ -20,7 +20,7 @@ import shutil
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache, wraps
@@ -261,6 +261,35 @@ def adopt(tmp: Path, path: Path) -> None:
     if path in batch.pending:
         batch.commit()
     batch.add(tmp, path, tmp.stat().st_size)
+
+
+def write_named(files: Iterable[tuple[Path, bytes]]) -> int:
+    """Files named by their bytes' hash, each `(path, bytes)` in a real folder the caller has checked:
+    each one missing (or not holding its bytes) is written to a temp beside it, all are made durable by
+    one sync, then renamed into place (a link at a name is replaced, never followed), and their folders
+    synced. A reader never sees part of a file under its name. Returns how many were written."""
+    mode = 0o666 & ~current_umask()
+    moves: list[tuple[Path, Path]] = []
+    try:
+        for path, data in files:
+            if _holds(path, data):
+                continue
+            tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            moves.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        if moves:
+            _sync([tmp for tmp, _ in moves])
+            for tmp, path in moves:
+                os.replace(tmp, path)
+            for folder in {path.parent for _, path in moves}:
+                fsync_path(folder)
+    except BaseException:
+        for tmp, _ in moves:
+            tmp.unlink(missing_ok=True)
+        raise
+    return len(moves)
 
 
 class _Batch:

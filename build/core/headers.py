@@ -33,10 +33,9 @@ from mnote_evidence.build.core.assets import asset_dir
 from mnote_evidence.build.core.trust import seal
 from mnote_evidence.build.core.urls import MOVED_FILES_DIR, SEARCH_DIR, STATIC_DIR, inline_type
 
-# every page's <meta> CSP (a <meta> cannot say frame-ancestors); 'wasm-unsafe-eval' compiles the SQLite wasm
+# every page's <meta> CSP (a <meta> cannot say frame-ancestors)
 PAGE_CSP = (
-    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src "
-    "'self' data:; "
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'"
 )
 SITE_CSP = PAGE_CSP + "; frame-ancestors 'self'"
@@ -49,7 +48,10 @@ ATTACHMENT = {
 }
 HEADERS_FILE = "_headers"
 # one rule per file name: a host joins the values of one header from several matching rules
-SEARCH_CACHE = {"manifest.json": "no-cache", "db.*": "public, max-age=31536000, immutable"}
+# the manifest names this build's files; every other `_search/` file is named by its bytes
+SEARCH_CACHE = {"manifest.json": "no-cache"} | {
+    f"{folder}/*": "public, max-age=31536000, immutable" for folder in ("t", "b", "f", "r")
+}
 
 
 def headers_file(base: str = "/") -> str:

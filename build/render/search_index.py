@@ -1,79 +1,73 @@
 """The static site's search index: what the search box reads on a static host (SPEC §9), beside the site.
 
-`_search/` holds a copy of only the tables the box queries (`search_query.js`: the FTS index, the block
-rows, their resources and sections, and the `evidence_block` view that derives locators), split into
-files of at most `max_file_bytes` (`_search/db.000`, `db.001`, …) for hosts with a per-file limit, and
-`manifest.json`: sql.js-httpvfs's "chunked" configuration plus the copy's hash (its `cacheBust`, so a
-browser never mixes files of two builds). The copy holds the rows and rowids of `evidence.sqlite` and an
-FTS index of the same segmented text, so the box ranks with the same bm25 statistics as the API: same
-answers.
+`_search/` holds what `search_query.js` ranks with, cut so that a query fetches only what its words need:
 
-A build that changed a few files updates the previous copy in place (the files the build names, the
-render's `dirty_since`), so only the pages those rows live on change and only the files holding them are
-written again; the previous copy is the `_search/` files themselves, used only when their hash is the
-one the site's sealed state recorded. Anything else, or a copy whose row count or FTS statistics then
-differ from `evidence.sqlite`'s, is copied whole (compact, FTS segments as built); so is a build that
-left a source out (`.mnoteignore`, `publish: false`), whose text no freed page or FTS segment may keep.
-Invariants: every file is written atomically and only when its bytes changed; files past the new end are
-removed; the manifest is written last.
+- **term shards** (`t/`): every FTS token of `evidence_fts` with its postings (`search_postings.py`:
+  block rowid, the block's token count and each position; CJK tokens also carry whether they start or
+  end their run, the flank the ranking's term precision weighs), in FTS5's term order (Unicode code
+  points), cut into gzip'd shards of about `SHARD_BYTES`; a term larger than that continues over several.
+- **block buckets** (`b/`): the light columns of `BUCKET` consecutive rowids (resource path, kind and
+  status, role, ordinal, page, section), what filtering and tie order read.
+- **fragments** (`f/`): block id, text and locator of `FRAGMENT` consecutive rowids, read for the hits
+  shown.
+- **the rows map** (`r/`): each source's rowids in the term shards, [first, last], which an edit reads.
+- **`manifest.json`**: the FTS statistics bm25 needs (rows, tokens), the shards' first terms, the
+  buckets and the delta; written last, the only file whose name does not change with its bytes.
+
+Every other file is named by the hash of its bytes (immutable: cached for good, never mixed across
+builds), and none exceeds `max_file_bytes`. A build that changed a few sources leaves the term shards
+as they are and writes the delta (`_update`): their rows in shards of their own, and the shards' rows
+they replace; with the buckets and fragments of the rows that changed. A previous index that does not
+check out, a delta past `DELTA_ROWS`, and a build that left a source out (`.mnoteignore`,
+`publish: false`) are written whole. Files no longer named are removed.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import sqlite3
-import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Set
+from concurrent.futures import BrokenExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain, groupby, repeat
+from operator import add, itemgetter, lshift, not_, or_, sub
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
-from mnote_evidence.build.core.fsutil import read_inside
-from mnote_evidence.build.core.text import segment_for_index
+from mnote_evidence.build.core.fsutil import read_inside, write_named
+from mnote_evidence.build.core.text import is_cjk, segment_for_index
 from mnote_evidence.build.core.urls import SEARCH_DIR
-from mnote_evidence.build.index.layout import PAGE_SIZE, merge_step, wants_vacuum
 from mnote_evidence.build.render import site_files
 
-MANIFEST = f"{SEARCH_DIR}/manifest.json"
-CHUNK_PREFIX = "db."
-SUFFIX_LENGTH = 3  # db.000 … db.999: 1,000 files of 8 MiB are 8 GiB of index
-DEFAULT_MAX_FILE_BYTES = int(DEFAULT_SEARCH_FILE_MIB * (1 << 20))
-FORMAT = "mnote-search-sqlite-1"
+if TYPE_CHECKING:
+    from mnote_evidence.build.render.search_postings import Record
 
-# The tables the box reads, in the order they are laid out; their indexes come along (the box's
-# queries use each: blocks of a resource by (resource_id, ordinal), a resource by its path).
-TABLES = ("evidence_resource", "evidence_section", "evidence_block_row")
-# Of a resource, the columns the box and the `evidence_block` view read (`build/core/locator.py`): not its
-# hashes, times or counts, which change on a rebuild of an unchanged file and would move pages for nothing.
-RESOURCE = """CREATE TABLE evidence_resource (
-    resource_id TEXT PRIMARY KEY,
-    owner_document_path TEXT,
-    source_root_relative_path TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    status TEXT NOT NULL,
-    source_map_path TEXT,
-    page_url TEXT
-)"""
-COLUMNS = {
-    "evidence_resource": "resource_id, owner_document_path, source_root_relative_path, kind, status, "
-    "source_map_path, page_url"
-}
-INDEXES = ("evidence_block_resource", "evidence_section_resource")
-VIEWS = ("evidence_block",)
-FTS = "evidence_fts"
-FTS_SHADOWS = ("data", "idx", "docsize", "config")
+MANIFEST = f"{SEARCH_DIR}/manifest.json"
+FORMAT = "mnote-search-3"
+DEFAULT_MAX_FILE_BYTES = int(DEFAULT_SEARCH_FILE_MIB * (1 << 20))
+SHARD_BYTES = 12 << 10  # a term shard's postings before gzip: one or two per query word
+BUCKET = 2048  # rowids per block bucket
+FRAGMENT = 16  # rowids per fragment: a hit shown costs one small file (about 2 KB)
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # evidence_fts's (build/index)
+BATCH = 4000  # rows tokenized at a time
+HASH_CHARS = 12
 
 
 @dataclass
 class SearchIndexReport:
-    files: int = 0  # database files in `_search/`
+    files: int = 0  # files in `_search/`, the manifest included
     files_written: int = 0  # of those, written by this build (the rest were unchanged)
-    bytes: int = 0  # the database's size
+    bytes: int = 0  # their size
     largest_file: int = 0
-    updated: bool = False  # the previous copy was updated in place (else: copied whole)
-    sha256: str = ""  # the copy's (the site state records it: the next build's `previous`)
+    updated: bool = False  # the previous index was updated (else: written whole)
+    sha256: str = ""  # the manifest's (the site state records it: the next build's `previous`)
 
     @classmethod
     def unchanged(cls, recorded: object) -> SearchIndexReport:
@@ -89,182 +83,687 @@ class SearchIndexReport:
             return cls()
 
 
+# -- encoding ----------------------------------------------------------------------------------------------
+def varint(n: int, out: bytearray) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = data[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, at
+        shift += 7
+
+
+def term_key(term: str) -> bytes:
+    """The order of terms (Unicode code points: FTS5's own), in which shards are cut and searched."""
+    return term.encode("utf-8", "surrogatepass")
+
+
+def _gz(data: bytes) -> bytes:
+    return gzip.compress(data, compresslevel=6, mtime=0)  # 9 saves under 1 % here, at 1.5x the time
+
+
+def _name(folder: str, data: bytes) -> str:
+    return f"{folder}/{hashlib.sha256(data).hexdigest()[:HASH_CHARS]}"
+
+
+# A posting: (rowid, the block's token count, positions); a CJK token's position is `pos << 2 | flags`
+# (bit 0: first bigram of its run, or a run of one character; bit 1: last bigram of its run).
+Posting = tuple[int, int, list[int]]
+
+
+RUN = 128  # postings encoded together
+
+
+def _encode_run(postings: list[Posting], last: int) -> bytes:
+    """Postings after the rowid `last` (0: the first of a record), each as varints: rowid delta, token
+    count, its positions' count and deltas."""
+    flat: list[int] = []
+    add, prev = flat.extend, last
+    for rowid, size, positions in postings:
+        add((rowid - prev, size, len(positions)))
+        add(map(sub, positions, chain((0,), positions)))
+        prev = rowid
+    return _varints(flat)
+
+
+_VARINT = [bytes([n]) for n in range(0x80)] + [
+    bytes([(n & 0x7F) | 0x80, n >> 7]) for n in range(0x80, 0x4000)
+]
+
+
+def _varint_bytes(n: int) -> bytes:
+    if n < 0x4000:
+        return _VARINT[n]
+    out = bytearray()
+    varint(n, out)
+    return bytes(out)
+
+
+def _varints(numbers: list[int]) -> bytes:
+    """`numbers` as varints, a table lookup each (most are below 128: then the bytes themselves)."""
+    top = max(numbers, default=0)
+    if top < 0x80:
+        return bytes(numbers)
+    return b"".join(map(_VARINT.__getitem__ if top < 0x4000 else _varint_bytes, numbers))
+
+
+def _decode_postings(data: bytes) -> list[Posting]:
+    out, at, last = [], 0, 0
+    while at < len(data):
+        delta, at = _read_varint(data, at)
+        size, at = _read_varint(data, at)
+        count, at = _read_varint(data, at)
+        positions, prev = [], 0
+        for _ in range(count):
+            d, at = _read_varint(data, at)
+            prev += d
+            positions.append(prev)
+        last += delta
+        out.append((last, size, positions))
+    return out
+
+
+def _shard_bytes(records: list[tuple[str, bytes]]) -> bytes:
+    """A term shard: per term, its UTF-8 length and bytes, its postings' length and bytes."""
+    out = bytearray()
+    for term, postings in records:
+        raw = term.encode("utf-8", "surrogatepass")
+        varint(len(raw), out)
+        out += raw
+        varint(len(postings), out)
+        out += postings
+    return bytes(out)
+
+
+def _shard_records(data: bytes) -> Iterator[tuple[str, bytes]]:
+    at = 0
+    while at < len(data):
+        n, at = _read_varint(data, at)
+        term = data[at : at + n].decode("utf-8", "surrogatepass")
+        at += n
+        n, at = _read_varint(data, at)
+        yield term, data[at : at + n]
+        at += n
+
+
+# -- tokens --------------------------------------------------------------------------------------------------
+class Tokens:
+    """Rows' FTS tokens, by the index's own tokenizer: an in-memory FTS5 table of the same segmented text,
+    read back through `fts5vocab` (term, row, position): exactly `evidence_fts`'s tokens."""
+
+    def __init__(self) -> None:
+        self.conn = sqlite3.connect(":memory:")
+        self.conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZER}')")
+        self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+
+    def postings(self, rows: list[tuple[int, str]]) -> dict[str, list[Posting]]:
+        """term -> its postings among `rows` ((rowid, block text)), rowids ascending."""
+        out: dict[str, list[Posting]] = {}
+        for at in range(0, len(rows), BATCH):
+            self._batch(rows[at : at + BATCH], out)
+        return out
+
+    def _batch(self, rows: list[tuple[int, str]], out: dict[str, list[Posting]]) -> None:
+        conn = self.conn
+        with conn:
+            conn.execute("DELETE FROM t")
+            conn.executemany(
+                "INSERT INTO t (rowid, text) VALUES (?, ?)",
+                [(r, segment_for_index(t or "")) for r, t in rows],
+            )
+        found = conn.execute("SELECT term, doc, offset FROM v").fetchall()  # by term, doc, offset
+        size = Counter(map(itemgetter(1), found))
+        groups = [(term, list(g)) for term, g in groupby(found, key=itemgetter(0))]
+        bigram: set[int] = set()  # doc << 32 | offset of every CJK bigram: what tells a run's ends
+        for term, g in groups:
+            if len(term) == 2 and is_cjk(term[0]) and is_cjk(term[1]):
+                bigram.update(map(add, map(lshift, map(itemgetter(1), g), repeat(32)), map(itemgetter(2), g)))
+        for term, g in groups:  # C-level maps: this runs once per token of the workspace
+            postings = out.setdefault(term, [])
+            docs, offsets = list(map(itemgetter(1), g)), list(map(itemgetter(2), g))
+            if is_cjk(term[0]):  # position << 2 | first of its run | last of its run << 1
+                keys = list(map(add, map(lshift, docs, repeat(32)), offsets))
+                first = map(not_, map(bigram.__contains__, map(sub, keys, repeat(1))))
+                values = map(or_, map(lshift, offsets, repeat(2)), first)
+                if len(term) == 2:
+                    last_ = map(not_, map(bigram.__contains__, map(add, keys, repeat(1))))
+                    values = map(or_, values, map(lshift, last_, repeat(1)))
+                offsets = list(values)
+            if len(set(docs)) == len(docs):  # once in each block: a posting per instance
+                postings += zip(docs, map(size.__getitem__, docs), ([o] for o in offsets))
+                continue
+            last = -1
+            for doc, o in zip(docs, offsets):
+                if doc != last:
+                    positions: list[int] = []
+                    postings.append((doc, size[doc], positions))
+                    last = doc
+                positions.append(o)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _fts_totals(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(rows, tokens) of `evidence_fts`: its averages record, what bm25 divides by."""
+    row = conn.execute("SELECT block FROM evidence_fts_data WHERE id = 1").fetchone()
+    if not row or not row[0]:
+        return 0, 0
+    rows, at = _sqlite_varint(row[0], 0)
+    tokens, _ = _sqlite_varint(row[0], at)
+    return rows, tokens
+
+
+def _sqlite_varint(data: bytes, at: int) -> tuple[int, int]:
+    """SQLite's varint (big-endian, 7 bits a byte, a ninth byte of 8)."""
+    n = 0
+    for i in range(9):
+        b = data[at + i]
+        if i == 8:
+            return (n << 8) | b, at + 9
+        n = (n << 7) | (b & 0x7F)
+        if b < 0x80:
+            return n, at + i + 1
+    raise ValueError("bad varint")
+
+
+# -- blocks --------------------------------------------------------------------------------------------------
+BLOCK_SQL = (
+    "SELECT b.id, r.resource_id, r.source_root_relative_path, r.kind, r.status, b.role, b.ordinal, b.page, "
+    "b.section_id FROM evidence_block_row b JOIN evidence_resource r USING (resource_id) "
+    "WHERE b.id BETWEEN ? AND ? ORDER BY b.id"
+)
+
+
+def _json_bytes(value: object) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _bucket(conn: sqlite3.Connection, k: int, fragments: dict[int, str]) -> bytes | None:
+    """Bucket `k` (rowids k*BUCKET …): its resources ([path, kind, status, first rowid, last rowid]; the
+    first rowid is the resource's key), a column per light field (`id` and `section` as deltas: a
+    block's section is the rowid of the section's first block), and its fragments' names; None when it
+    holds no block."""
+    rows = conn.execute(BLOCK_SQL, [k * BUCKET, (k + 1) * BUCKET - 1]).fetchall()
+    if not rows:
+        return None
+    resources: dict[str, int] = {}
+    res_rows: list[list] = []
+    bucket = [k * BUCKET, (k + 1) * BUCKET - 1]
+    inside = "resource_id IN (SELECT resource_id FROM evidence_block_row WHERE id BETWEEN ? AND ?)"
+    spans = {
+        rid: (lo, hi)
+        for rid, lo, hi in conn.execute(
+            f"SELECT resource_id, min(id), max(id) FROM evidence_block_row WHERE {inside} GROUP BY 1", bucket
+        )
+    }
+    starts = {  # (resource, section) -> the rowid of the section's first block
+        (rid, sid): first
+        for rid, sid, first in conn.execute(
+            f"SELECT resource_id, section_id, min(id) FROM evidence_block_row WHERE {inside} "
+            "AND section_id IS NOT NULL GROUP BY 1, 2",
+            bucket,
+        )
+    }
+    cols: dict[str, list] = {"id": [], "res": [], "role": [], "ordinal": [], "page": [], "section": []}
+    roles: list[str] = []
+    last = k * BUCKET
+    for rowid, rid, path, kind, status, role, ordinal, page, sid in rows:
+        if rid not in resources:
+            resources[rid] = len(res_rows)
+            res_rows.append([path, kind, status, *spans[rid]])
+        if role not in roles:
+            roles.append(role)
+        cols["id"].append(rowid - last)
+        last = rowid
+        cols["res"].append(resources[rid])
+        cols["role"].append(roles.index(role))
+        cols["ordinal"].append(ordinal)
+        cols["page"].append(page)
+        cols["section"].append(rowid - starts[(rid, sid)] if sid is not None else None)
+    names = [[f, fragments[f]] for f in sorted(fragments)]
+    body = {"resources": res_rows, "roles": roles, **cols, "fragments": names}
+    return _gz(_json_bytes(body))
+
+
+def _fragments(conn: sqlite3.Connection, k: int, only: set[int] | None = None) -> dict[int, bytes]:
+    """The fragments of bucket `k` (those in `only`, when given): fragment number -> [[rowid, block id,
+    text, locator], …] (gzip'd JSON, built by SQLite)."""
+    groups: dict[int, list[str]] = {}
+    spans = [(k * BUCKET, (k + 1) * BUCKET - 1)]
+    if only is not None:
+        spans = [(f * FRAGMENT, (f + 1) * FRAGMENT - 1) for f in sorted(only)]
+    for lo, hi in spans:
+        for i, row in conn.execute(
+            # the locator is JSON already: spliced in, not parsed again
+            "SELECT id, '[' || id || ',' || json_quote(block_id) || ',' || json_quote(text) || ',' || "
+            "locator_json || ']' FROM evidence_block WHERE id BETWEEN ? AND ? ORDER BY id",
+            [lo, hi],
+        ):
+            groups.setdefault(i // FRAGMENT, []).append(row)
+    return {f: _gz(("[" + ",".join(rows) + "]").encode("utf-8")) for f, rows in groups.items()}
+
+
+# -- the index -----------------------------------------------------------------------------------------------
+@dataclass
+class _Index:
+    """The files of one index as they are made (`put`: written a batch at a time, `sizes` then holds
+    each one's size), and the manifest's parts."""
+
+    sizes: dict[str, int] = field(default_factory=dict)  # every file of this index made so far
+    written: int = 0  # of those, how many were not on disk with their bytes
+    shards: list[list] = field(default_factory=list)  # [first term, name, continues the previous]
+    buckets: dict[int, str] = field(default_factory=dict)
+    old: set[str] | None = None  # an update: the previous index's names it replaces (what may now go)
+    old_manifest: int = 0  # and its manifest's size
+    resources: list[str] = field(default_factory=list)  # the parts of the map path -> [first, last]
+    # of each source's rows in `shards`
+    delta: dict | None = None  # the rows changed since `shards` were written (see `_update`)
+    pending: dict[str, bytes] = field(default_factory=dict)
+    pending_bytes: int = 0
+
+    def put(self, name: str, data: bytes) -> None:
+        self.pending[name] = data
+        self.sizes[name] = len(data)
+        self.pending_bytes += len(data)
+
+    def flush(self, out: Path, at_least: int = 0) -> None:
+        """Write the pending files (when they hold `at_least` bytes), each folder's together."""
+        if self.pending_bytes < at_least or not self.pending:
+            return
+        folders = {name.split("/")[0] for name in self.pending}
+        at = {f: site_files.folder(out, f"{SEARCH_DIR}/{f}") for f in sorted(folders)}
+        self.written += write_named(
+            (at[name.split("/")[0]] / name.split("/")[1], data) for name, data in self.pending.items()
+        )
+        self.pending, self.pending_bytes = {}, 0
+
+
+FLUSH_BYTES = 16 << 20  # a whole write holds at most about this many bytes of files before writing them
+WORKER_ROWS = 50_000  # a whole write of at least this many rows runs in a worker process, beside the pages
+
+
 def write(
     out: Path,
     db_path: Path,
     max_file_bytes: int,
-    previous: str | None = None,
+    previous: SearchIndexReport | None = None,
     changed: Iterable[str] | None = None,
 ) -> SearchIndexReport:
-    """Write `_search/` for `db_path` into the site `out` (see the module docstring). `previous`: the hash
-    of the copy the last render wrote; `changed`: the source paths whose rows may differ since (None:
-    unknown, copied whole)."""
-    max_file_bytes = max(PAGE_SIZE, max_file_bytes // PAGE_SIZE * PAGE_SIZE)  # whole pages per file
-    updated = False
-    with tempfile.TemporaryDirectory(prefix="mnote-search-") as tmp:
-        copy = Path(tmp) / "search.sqlite"
-        base = _previous_copy(out, previous, max_file_bytes) if previous and changed is not None else None
-        if base is not None:
-            copy.write_bytes(base)
-            updated = _update(copy, db_path, sorted(set(changed or ())))
-        if not updated:
-            copy.unlink(missing_ok=True)
-            _copy_search_tables(db_path, copy)
-        data = copy.read_bytes()
-    report = SearchIndexReport(bytes=len(data), updated=updated, sha256=hashlib.sha256(data).hexdigest())
-    chunks = [data[at : at + max_file_bytes] for at in range(0, len(data), max_file_bytes)]
-    for n, chunk in enumerate(chunks):
-        report.files_written += site_files.write_bytes(out, chunk_name(n), chunk)
-    report.files = len(chunks)
-    report.largest_file = max(map(len, chunks), default=0)
-    n = len(chunks)
-    while (out / chunk_name(n)).exists() or (out / chunk_name(n)).is_symlink():
-        site_files.unlink(out, chunk_name(n))
-        n += 1
+    """Write `_search/` for `db_path` into the site `out` (see the module docstring). `previous`: the
+    report of the index the last render wrote (its manifest hash and sizes); `changed`: the source paths
+    whose rows may differ since (None: unknown, written whole)."""
+    return start(out, db_path, max_file_bytes, previous, changed)()
+
+
+def start(
+    out: Path,
+    db_path: Path,
+    max_file_bytes: int,
+    previous: SearchIndexReport | None = None,
+    changed: Iterable[str] | None = None,
+    jobs: int = 1,
+) -> Callable[[], SearchIndexReport]:
+    """`write`, begun: an update is made now; a whole write of `WORKER_ROWS` rows or more, with `jobs`
+    above 1, runs in a worker process while the caller goes on (the site's pages). Returns what
+    finishes it: the manifest, last, and the files no longer named removed."""
+    limit = max(64 << 10, int(max_file_bytes))
+    conn = _connect(db_path)
+    try:
+        totals = _fts_totals(conn)
+        if previous and previous.sha256 and changed is not None:
+            index = _updated(out, conn, previous.sha256, sorted(set(changed)), limit)
+            if index is not None:
+                index.flush(out)
+                return partial(_finish, out, index, totals, previous)
+        if jobs <= 1 or totals[0] < WORKER_ROWS:
+            return partial(_finish, out, _whole(conn, out, limit), totals, None)
+    finally:
+        conn.close()
+    from mnote_evidence.build.parse.workers import worker_pool
+
+    pool = worker_pool(1)
+    future = pool.submit(_whole_at, out, db_path, limit)
+
+    def finish() -> SearchIndexReport:
+        try:
+            index = future.result()
+        except (BrokenExecutor, OSError, MemoryError):  # the worker died: written here
+            index = _whole_at(out, db_path, limit)
+        finally:
+            pool.shutdown()
+        return _finish(out, index, totals, None)
+
+    return finish
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{quote(str(db_path))}?mode=ro", uri=True)
+
+
+def _whole_at(out: Path, db_path: Path, limit: int) -> _Index:
+    conn = _connect(db_path)
+    try:
+        return _whole(conn, out, limit)
+    finally:
+        conn.close()
+
+
+def _finish(
+    out: Path, index: _Index, totals: tuple[int, int], previous: SearchIndexReport | None
+) -> SearchIndexReport:
     manifest = {
         "format": FORMAT,
-        "serverMode": "chunked",
-        "urlPrefix": CHUNK_PREFIX,
-        "suffixLength": SUFFIX_LENGTH,
-        "serverChunkSize": max_file_bytes,
-        "databaseLengthBytes": len(data),
-        "requestChunkSize": PAGE_SIZE,
-        "files": len(chunks),
-        "cacheBust": report.sha256[:16],
+        "rows": totals[0],
+        "tokens": totals[1],
+        "bucket": BUCKET,
+        "fragment": FRAGMENT,
+        "terms": index.shards,
+        "buckets": {str(k): v for k, v in sorted(index.buckets.items())},
+        "resources": index.resources,
     }
-    site_files.write_text(out, MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    if index.delta is not None:
+        manifest["delta"] = index.delta
+    report = SearchIndexReport(updated=index.old is not None, files_written=index.written)
+    text = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    report.files_written += site_files.write_bytes(out, MANIFEST, text)
+    report.sha256 = hashlib.sha256(text).hexdigest()
+    if index.old is None or previous is None:  # written whole: whatever else is there goes
+        _remove_others(out, {MANIFEST} | {f"{SEARCH_DIR}/{n}" for n in index.sizes})
+        sizes = [*index.sizes.values(), len(text)]
+        report.files, report.bytes, report.largest_file = len(sizes), sum(sizes), max(sizes)
+        return report
+    # an update: the previous figures, less what went, plus what came (no walk over every file)
+    gone = index.old - index.sizes.keys()
+    gone_sizes = [_size(out, n) for n in gone]
+    for name in gone:
+        site_files.unlink(out, f"{SEARCH_DIR}/{name}")
+    came = [size for n, size in index.sizes.items() if n not in index.old]
+    report.files = previous.files - len(gone) + len(came)
+    report.bytes = previous.bytes - sum(gone_sizes) - index.old_manifest + sum(came) + len(text)
+    report.largest_file = max([previous.largest_file, *came, len(text)])
+    if max(gone_sizes, default=0) >= previous.largest_file:  # the largest went: measure all again
+        report.files, report.bytes, report.largest_file = _measure(out)
     return report
 
 
-def chunk_name(n: int) -> str:
-    return f"{SEARCH_DIR}/{CHUNK_PREFIX}{n:0{SUFFIX_LENGTH}d}"
+def _measure(out: Path) -> tuple[int, int, int]:
+    sizes = [p.lstat().st_size for p in (out / SEARCH_DIR).rglob("*") if p.is_file()]
+    return len(sizes), sum(sizes), max(sizes, default=0)
 
 
-def _copy_search_tables(db_path: Path, dest: Path) -> None:
-    """A compact database at `dest` holding `TABLES`, `INDEXES`, `VIEWS` and the FTS index of `db_path`,
-    row for row (same rowids, the FTS index's own b-trees copied, not rebuilt)."""
-    conn = sqlite3.connect(f"file:{quote(str(dest))}", uri=True)
+def _size(out: Path, name: str) -> int:
     try:
-        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("ATTACH DATABASE ? AS src", [f"file:{quote(str(db_path))}?mode=ro"])
-        names = [*TABLES, *INDEXES, *VIEWS, FTS]
-        marks = ",".join("?" * len(names))
-        schema = dict(
-            conn.execute(f"SELECT name, sql FROM src.sqlite_schema WHERE name IN ({marks})", names).fetchall()
-        )
-        with conn:
-            for table in TABLES:
-                conn.execute(RESOURCE if table == "evidence_resource" else schema[table])
-                columns = COLUMNS.get(table, "*")
-                conn.execute(f"INSERT INTO main.{table} SELECT {columns} FROM src.{table} ORDER BY rowid")
-            for name in (*INDEXES, *VIEWS):
-                conn.execute(schema[name])
-            conn.execute(schema[FTS])
-            for shadow in FTS_SHADOWS:  # the index as built: same segments, same bm25 statistics
-                table = f"{FTS}_{shadow}"
-                conn.execute(f"DELETE FROM main.{table}")
-                conn.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
-        conn.execute("DETACH DATABASE src")
-        conn.execute("VACUUM")
-    finally:
-        conn.close()
+        return (out / SEARCH_DIR / name).lstat().st_size
+    except OSError:
+        return 0
 
 
-def _previous_copy(out: Path, sha256: str, max_file_bytes: int) -> bytes | None:
-    """The bytes of `_search/db.000`, `db.001`, … (regular files of at most `max_file_bytes` below `out`,
-    never through a link) if they hash to `sha256`; None otherwise."""
-    parts = []
-    for n in range(10**SUFFIX_LENGTH):
-        part = read_inside(out, out / chunk_name(n), max_file_bytes)
-        if part is None:
-            break
-        parts.append(part)
-    data = b"".join(parts)
-    return data if data and hashlib.sha256(data).hexdigest() == sha256 else None
+def _remove_others(out: Path, live: set[str]) -> None:
+    """Remove the files of `_search/` the new index does not name (not the writes still being staged,
+    whose names start with a dot), and the folders that leaves empty."""
+    folder = out / SEARCH_DIR
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    for path in sorted(folder.rglob("*"), reverse=True):
+        rel = path.relative_to(out).as_posix()
+        if rel in live or path.name.startswith("."):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            if not any(path.iterdir()):
+                path.rmdir()
+        else:
+            site_files.unlink(out, rel)
 
 
-def _rows(conn: sqlite3.Connection, schema: str, table: str, path: str) -> list[tuple]:
-    """The rows of `table` (a `TABLES` one) of the resource at source path `path`, by rowid."""
-    return conn.execute(
-        f"SELECT {_columns(table)} FROM {schema}.{table} t JOIN {schema}.evidence_resource r USING "
-        "(resource_id) WHERE r.source_root_relative_path = ? ORDER BY t.rowid",
-        [path],
+class Records:
+    """Terms' postings encoded as they arrive (rowids ascending per term), cut into records of at most
+    `target` bytes: a larger term continues in further records, whose rowid deltas restart."""
+
+    def __init__(self, limit: int) -> None:
+        self.target = min(SHARD_BYTES, limit // 2)
+        self.parts: dict[str, list[bytearray]] = {}
+        self.last: dict[str, int] = {}
+
+    def add(self, term: str, postings: list[Posting]) -> None:
+        parts = self.parts.setdefault(term, [bytearray()])
+        last = self.last.get(term, 0)
+        for at in range(0, len(postings), RUN):  # encoded a run at a time; records cut between runs
+            run = postings[at : at + RUN]
+            data = _encode_run(run, last)
+            if parts[-1] and len(parts[-1]) + len(data) > self.target:
+                parts.append(bytearray())
+                data = _encode_run(run, 0)
+            if len(data) <= self.target or len(run) == 1:
+                parts[-1] += data
+            else:  # a run larger than a record (many positions): a posting at a time
+                for posting in run:
+                    one = _encode_run([posting], last if parts[-1] else 0)
+                    if parts[-1] and len(parts[-1]) + len(one) > self.target:
+                        parts.append(bytearray())
+                        one = _encode_run([posting], 0)
+                    parts[-1] += one
+                    last = posting[0]
+            last = run[-1][0]
+        self.last[term] = last
+
+    def shards(self, index: _Index) -> list[list]:
+        """The records in term order, cut into shards added to `index`: [[first term, name, continues]]."""
+        out: list[list] = []
+        part: list[tuple[str, bytes]] = []
+        size, previous = 0, None
+
+        def flush() -> None:
+            nonlocal part, size
+            if part:
+                data = _gz(_shard_bytes(part))
+                name = _name("t", data)
+                index.put(name, data)
+                if part[0][0] == previous:  # a continuation: from which rowid on
+                    out.append([part[0][0], name, 1, _read_varint(part[0][1], 0)[0]])
+                else:
+                    out.append([part[0][0], name, 0])
+            part, size = [], 0
+
+        for term in sorted(self.parts, key=term_key):
+            for chunk in self.parts[term]:
+                if not chunk:
+                    continue
+                if size and size + len(chunk) > self.target:
+                    last = part[-1][0]
+                    flush()
+                    previous = last
+                part.append((term, bytes(chunk)))
+                size += len(chunk) + len(term) + 8
+        flush()
+        return out
+
+
+def _whole(conn: sqlite3.Connection, out: Path, limit: int) -> _Index:
+    from mnote_evidence.build.render import search_postings  # numpy: only when the index is written whole
+
+    index = _Index()
+    shards = _Shards(index, min(SHARD_BYTES, limit // 2))
+    for record in search_postings.records(conn, shards.target):
+        shards.add(record)
+        index.flush(out, FLUSH_BYTES)
+    shards.flush()
+    index.shards = shards.entries
+    spans = conn.execute(
+        "SELECT r.source_root_relative_path, min(b.id), max(b.id) FROM evidence_block_row b "
+        "JOIN evidence_resource r USING (resource_id) GROUP BY 1 ORDER BY 1"
     ).fetchall()
+    entries = [_json_bytes(path) + b":" + _json_bytes([lo, hi]) for path, lo, hi in spans]
+    start = 0
+    while start < len(entries):  # parts of at most half the limit before gzip
+        end, size = start + 1, 2 + len(entries[start])
+        while end < len(entries) and size + len(entries[end]) + 1 <= limit // 2:
+            size, end = size + len(entries[end]) + 1, end + 1
+        data = _gz(b"{" + b",".join(entries[start:end]) + b"}")
+        index.resources.append(_name("r", data))
+        index.put(index.resources[-1], data)
+        start = end
+    top = conn.execute("SELECT max(id) FROM evidence_block_row").fetchone()[0] or 0
+    for k in range(top // BUCKET + 1):
+        _write_bucket(conn, k, index)
+        index.flush(out, FLUSH_BYTES)
+    index.flush(out)
+    return index
 
 
-def _columns(table: str) -> str:
-    """`table`'s columns in the copy, as `t.` columns of a join."""
-    return ", ".join(f"t.{c.strip()}" for c in COLUMNS[table].split(",")) if table in COLUMNS else "t.*"
+class _Shards:
+    """Records in term order, cut into shards of about `target` bytes added to `index`; `entries`: the
+    manifest's [first term, name, 0] or, for a shard that goes on with the last term of the one before,
+    [that term, name, 1, the rowid it goes on from]."""
+
+    def __init__(self, index: _Index, target: int) -> None:
+        self.index, self.target = index, target
+        self.entries: list[list] = []
+        self.part: list[Record] = []
+        self.size, self.previous = 0, None
+
+    def add(self, record: Record) -> None:
+        if self.size and self.size + len(record.data) > self.target:
+            self.flush()
+        self.part.append(record)
+        self.size += len(record.data) + len(record.term) + 8
+
+    def flush(self) -> None:
+        if not self.part:
+            return
+        data = _gz(_shard_bytes([(r.term, r.data) for r in self.part]))
+        name = _name("t", data)
+        self.index.put(name, data)
+        first = self.part[0]
+        cont = first.term == self.previous
+        self.entries.append([first.term, name, 1, first.first] if cont else [first.term, name, 0])
+        self.previous = self.part[-1].term
+        self.part, self.size = [], 0
 
 
-def _update(copy: Path, db_path: Path, paths: list[str]) -> bool:
-    """Bring the copy at `copy` in line with `db_path` for the resources at `paths` (rows deleted and
-    inserted, FTS rows with them); whether it then holds what `db_path` does (row counts, FTS totals)."""
-    conn = sqlite3.connect(f"file:{quote(str(copy))}", uri=True)
+def _write_bucket(
+    conn: sqlite3.Connection,
+    k: int,
+    index: _Index,
+    kept: dict[int, str] | None = None,
+    redo: Set[int] = frozenset(),
+) -> None:
+    """Bucket `k` and its fragments into `index`; with `kept` (the previous bucket's fragments), only the
+    fragments in `redo` are read again."""
+    fragments = {f: name for f, name in (kept or {}).items() if f not in redo}
+    for f, data in _fragments(conn, k, None if kept is None else redo).items():
+        name = _name("f", data)
+        index.put(name, data)
+        fragments[f] = name
+    data = _bucket(conn, k, fragments)
+    index.buckets.pop(k, None)
+    if data is not None:
+        name = _name("b", data)
+        index.put(name, data)
+        index.buckets[k] = name
+
+
+# -- the update ----------------------------------------------------------------------------------------------
+DELTA_ROWS = 1024  # a delta of more rows (or of more than an eighth of them) is written whole again
+
+
+def _read(out: Path, name: str, limit: int) -> bytes | None:
+    """The bytes of `_search/<name>` when they hash to the name (never through a link); else None."""
+    if not isinstance(name, str) or "/" not in name or ".." in name:
+        return None
+    data = read_inside(out, out / SEARCH_DIR / name, limit)
+    if data is None or _name(name.split("/")[0], data) != name:
+        return None
+    return data
+
+
+def _updated(
+    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int
+) -> _Index | None:
+    """The previous index brought in line with `conn` for the sources at `paths`; None when the previous
+    index does not check out or its delta outgrew `DELTA_ROWS`."""
     try:
-        conn.execute("PRAGMA journal_mode = OFF")
-        conn.execute("ATTACH DATABASE ? AS src", [f"file:{quote(str(db_path))}?mode=ro"])
-        differ = [
-            path
-            for path in paths
-            if any(_rows(conn, "main", t, path) != _rows(conn, "src", t, path) for t in TABLES)
-        ]
-        with conn:  # every old row out before any new one goes in: a rowid may pass from one file to another
-            for path in differ:
-                conn.executemany(
-                    f"INSERT INTO {FTS} ({FTS}, rowid, text, block_id) VALUES ('delete', ?, ?, '')",
-                    _fts_values(conn, "main", path),
-                )
-                for table in reversed(TABLES):
-                    conn.execute(
-                        f"DELETE FROM main.{table} WHERE resource_id IN (SELECT resource_id FROM "
-                        "main.evidence_resource WHERE source_root_relative_path = ?)",
-                        [path],
-                    )
-            for path in differ:
-                for table in TABLES:
-                    conn.execute(
-                        f"INSERT INTO main.{table} SELECT {_columns(table)} FROM src.{table} t JOIN "
-                        "src.evidence_resource r USING (resource_id) WHERE r.source_root_relative_path = ? "
-                        "ORDER BY t.rowid",
-                        [path],
-                    )
-                conn.executemany(
-                    f"INSERT INTO {FTS} (rowid, text, block_id) VALUES (?, ?, '')",
-                    _fts_values(conn, "main", path),
-                )
-            if differ:  # the segments small writes add stay few, as in evidence.sqlite (`layout.py`)
-                merge_step(conn)
-        same = all(
-            conn.execute(f"SELECT count(*) FROM main.{t}").fetchone()
-            == conn.execute(f"SELECT count(*) FROM src.{t}").fetchone()
-            for t in TABLES
-        ) and _fts_totals(conn, "main") == _fts_totals(conn, "src")
-        conn.execute("DETACH DATABASE src")
-        if same and wants_vacuum(conn):
-            conn.execute("VACUUM")
-        return same
-    except sqlite3.DatabaseError:
-        return False
+        return _update(out, conn, previous, paths, limit)
+    except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, EOFError, zlib.error):
+        return None
+
+
+def _update(
+    out: Path, conn: sqlite3.Connection, previous: str, paths: list[str], limit: int
+) -> _Index | None:
+    """An edit leaves the term shards as they are and rewrites the delta (`delta` in the manifest): every
+    current row of every source changed since the shards were written, as shards of its own (`terms`),
+    with the shards' rows of those sources (`dead`: [first, last] rowids) that the browser drops, and
+    each source's rows now (`paths`). The buckets holding rows that changed, and their fragments that
+    did, are read again from the database."""
+    text = read_inside(out, out / MANIFEST, 1 << 26)
+    if text is None or hashlib.sha256(text).hexdigest() != previous:
+        return None
+    manifest = json.loads(text)
+    if (manifest.get("format"), manifest.get("bucket"), manifest.get("fragment")) != (
+        FORMAT,
+        BUCKET,
+        FRAGMENT,
+    ):
+        return None
+    spans: dict[str, list[int]] = {}
+    for name in manifest["resources"]:
+        data = _read(out, name, limit)
+        if data is None:
+            return None
+        spans |= json.loads(gzip.decompress(data))
+    before = manifest.get("delta") or {"paths": {}, "dead": [], "terms": []}
+    changed = sorted(set(before["paths"]) | set(paths))
+    marks = ",".join("?" * len(changed))
+    rows = conn.execute(
+        "SELECT b.id, b.text, r.source_root_relative_path FROM evidence_block_row b JOIN evidence_resource r "
+        f"USING (resource_id) WHERE r.source_root_relative_path IN ({marks}) ORDER BY b.id",
+        changed,
+    ).fetchall()
+    now: dict[str, list[int]] = {}
+    for rowid, _, path in rows:
+        now.setdefault(path, [rowid, rowid])[1] = rowid
+    if len(rows) > min(DELTA_ROWS, manifest["rows"] // 8):  # an edit costs its delta: fold it in
+        return None
+    tokens = Tokens()
+    try:
+        postings = tokens.postings([(rowid, text) for rowid, text, _ in rows])
     finally:
-        conn.close()
-
-
-def _fts_values(conn: sqlite3.Connection, schema: str, path: str) -> list[tuple[int, str]]:
-    """(rowid, indexed text) of the blocks of the resource at `path`: the segmented text the FTS index
-    holds for each (`segment_for_index`, as the index writer indexes it)."""
-    return [
-        (rowid, segment_for_index(body))
-        for rowid, body in conn.execute(
-            f"SELECT b.id, b.text FROM {schema}.evidence_block_row b JOIN {schema}.evidence_resource r "
-            "USING (resource_id) WHERE r.source_root_relative_path = ?",
-            [path],
-        ).fetchall()
-    ]
-
-
-def _fts_totals(conn: sqlite3.Connection, schema: str) -> bytes | None:
-    """FTS5's averages record (rows and tokens per column: what bm25 reads besides the doclists)."""
-    row = conn.execute(f"SELECT block FROM {schema}.{FTS}_data WHERE id = 1").fetchone()
-    return row[0] if row else None
+        tokens.close()
+    index = _Index(old_manifest=len(text), resources=manifest["resources"])
+    records = Records(limit)
+    for term in sorted(postings, key=term_key):
+        records.add(term, postings[term])
+    terms = records.shards(index)
+    index.shards = manifest["terms"]
+    dead = sorted(spans[p] for p in changed if p in spans)
+    index.delta = {"paths": {p: now.get(p) for p in changed}, "dead": dead, "terms": terms}
+    index.old = {s[1] for s in before["terms"]}
+    # the buckets and fragments of the rows these paths held before and hold now
+    moved: set[int] = set()
+    for p in paths:
+        for span in (before["paths"].get(p) if p in before["paths"] else spans.get(p), now.get(p)):
+            if span:
+                moved.update(range(span[0] // FRAGMENT, span[1] // FRAGMENT + 1))
+    buckets = {int(k): v for k, v in manifest["buckets"].items()}
+    index.buckets = dict(buckets)
+    for k in sorted({f * FRAGMENT // BUCKET for f in moved}):
+        kept = None
+        if k in buckets:
+            data = _read(out, buckets[k], limit)
+            if data is None:
+                return None
+            kept = dict(json.loads(gzip.decompress(data))["fragments"])
+            index.old.add(buckets[k])
+            index.old.update(kept[f] for f in moved if f in kept)
+        _write_bucket(conn, k, index, kept or {}, {f for f in moved if f * FRAGMENT // BUCKET == k})
+    return index

@@ -672,6 +672,16 @@ def render_site(
         )
         if since is not None:  # the pages of a folder whose listing changed show it in their explorer
             todo = _with_changed_folders(site, state, pages, todo)
+        # the search index needs only the database: a large one is written beside the pages
+        finish_search = search_index.start(
+            out,
+            db_path,
+            options.search_file_bytes,
+            search_index.SearchIndexReport.unchanged(state.get("search")),
+            # an excluded source leaves nothing behind: the index is written whole
+            None if since is None or options.excluded else since["resources"],
+            options.jobs,
+        )
         rendering = StageProgress(on_progress, Stage.RENDER, len(todo))
         image_jobs = []
         # the pages that stay (the rest get tombstones): with the last render's paths, only tag pages can go
@@ -789,14 +799,7 @@ def render_site(
             )
             copies.copy_static(_templates_dir(), out)
             site_files.write_text(out, HEADERS_FILE, headers_file())
-        site.report.search = search_index.write(
-            out,
-            db_path,
-            options.search_file_bytes,
-            search_index.SearchIndexReport.unchanged(state.get("search")).sha256 or None,
-            # an excluded source leaves nothing behind: a fresh copy, no freed page or FTS segment holds it
-            None if since is None or options.excluded else since["resources"],
-        )
+        site.report.search = finish_search()
         commit_pending()
         site_state.save(
             out,

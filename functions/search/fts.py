@@ -22,7 +22,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 from mnote_evidence.build.core.model import ROLE_BODY, EvidenceLocator
-from mnote_evidence.build.core.text import fts_any_query, fts_query, is_cjk, meaning_terms, query_terms
+from mnote_evidence.build.core.text import (
+    fts_any_query,
+    fts_query,
+    is_cjk,
+    meaning_terms,
+    nfkc,
+    query_terms,
+)
 
 CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50  # re-ranked together (a chunk): max(this, topK x CANDIDATES_PER_RESULT)
@@ -80,7 +87,10 @@ def flank_weight(text: str, start: int, end: int) -> float:
 
 
 def term_precision(text: str, terms: list[str]) -> float:
-    """1.0 when every CJK term appears standing alone somewhere; less when only inside compounds."""
+    """1.0 when every CJK term appears standing alone somewhere; less when only inside compounds. `text`
+    is read as the index holds it (NFKC), the form the query's terms are in (and the static index's
+    flank bits are computed from)."""
+    text = nfkc(text)
     weights = []
     for term in terms:
         if not is_cjk(term[0]):

@@ -1,9 +1,8 @@
 // mnote-evidence: the site's search box (SPEC §9), one UI over two transports.
 // Served (`mnote-evidence serve`, a page under /-/evidence/site/): the search API. Any other http(s) host:
-// the search index in `_search/` (the search tables of evidence.sqlite in files of a few MiB), queried in the
-// browser (sql.js-httpvfs, vendored in _static/vendor/) with HTTP range requests, or a file at a time where
-// the host does not serve ranges; search_query.js runs
-// the API's query and ranking on it. From file:// browsers allow neither: the box says what to run instead.
+// the search index in `_search/` (term shards, block buckets and text fragments, fetched whole, only those a
+// query needs: search_index.js), on which search_query.js runs the API's query and ranking. From file://
+// browsers allow neither: the box says what to run instead.
 // Results are grouped by file (best passage first, "n more in this file"), show a snippet with the matched
 // terms highlighted, the page and section path, a count and "more results", and open the same anchors.
 // The box searches as you type (debounced; the latest ask's answer wins), `/` and Ctrl-K (Cmd-K) focus it,
@@ -11,8 +10,8 @@
 // readers), and the count is of every matching file and passage (one count statement on either transport).
 (function () {
   "use strict";
-  // Files shown per "More results"; passages asked for at first and added per fetch. On a static host each
-  // candidate passage is a range request or so (the API re-ranks 5 x topK of them), so the first ask is small.
+  // Files shown per "More results"; passages asked for at first and added per fetch (the API re-ranks 5 x
+  // topK candidates; on a static host each passage shown is a small fragment file).
   var PAGE_GROUPS = 10, FETCH = 20;
   // While typing: an ask once the keys pause this long, and only for this many letters or digits (or one CJK
   // character: a Chinese word is often one).
@@ -63,36 +62,17 @@
   }
 
   // The search index (`_search/`, build/render/search_index.py) is opened once per page: its manifest (never
-  // cached: it names this build's files), then the database split over `db.000`, `db.001` … Hosts that serve
-  // byte ranges (`Accept-Ranges: bytes`: GitHub Pages, S3, nginx, Netlify …) give 4 KiB pages on demand;
-  // others (python -m http.server) a whole file each time the query reaches a new one.
+  // cached: it names this build's files), then the files a query needs, each named by its content.
   function openDb(form) {
     if (dbPromise) return dbPromise;
     var manifestUrl = new URL(form.dataset.search, document.baseURI).href;
-    var vendor = new URL(form.dataset.static + "/vendor/sql.js-httpvfs/", document.baseURI).href;
-    dbPromise = fetch(manifestUrl, { cache: "no-store" }).then(function (resp) {
-      if (!resp.ok) throw new Error("the search index (_search/) is not on this host (HTTP " + resp.status + ")");
-      return resp.json();
-    }).then(function (manifest) {
-      var prefix = new URL(manifest.urlPrefix, manifestUrl).href;
-      var first = prefix + "0".repeat(manifest.suffixLength) + "?cb=" + encodeURIComponent(manifest.cacheBust);
-      return fetch(first, { method: "HEAD" }).then(function (resp) {
-        if (!resp.ok) throw new Error("the search index's files are not on this host (HTTP " + resp.status + ")");
-        var encoding = resp.headers.get("content-encoding");
-        if (encoding && encoding !== "identity") {
-          throw new Error("this host compresses the search index (Content-Encoding: " + encoding + "); serve _search/ as is");
-        }
-        var ranges = resp.headers.get("accept-ranges") === "bytes";
-        var config = { serverMode: "chunked", urlPrefix: prefix, suffixLength: manifest.suffixLength,
-                       serverChunkSize: manifest.serverChunkSize, databaseLengthBytes: manifest.databaseLengthBytes,
-                       requestChunkSize: ranges ? manifest.requestChunkSize : manifest.serverChunkSize,
-                       cacheBust: manifest.cacheBust };
-        return loadScript(vendor + "index.js").then(function () {
-          // the vendored worker behind search_worker.js, which reads a span across index files
-          var worker = new URL(form.dataset.static + "/search_worker.js?file=" + manifest.serverChunkSize,
-                               document.baseURI).href;
-          return window.createDbWorker([{ from: "inline", config: config }], worker, vendor + "sql-wasm.wasm");
-        }).then(function (worker) { return { worker: worker, ranges: ranges, length: manifest.databaseLengthBytes }; });
+    var base = new URL(form.dataset.static + "/", document.baseURI).href;
+    var scripts = [loadScript(base + "search_fold.js"), loadScript(base + "search_index.js")];
+    dbPromise = Promise.all(scripts).then(function () {
+      var index = window.mnoteSearchIndex.open(manifestUrl);
+      return index.ready.then(function (m) {
+        if (m.format !== "mnote-search-3") throw new Error("the search index (_search/) is of another version");
+        return index;
       });
     });
     dbPromise.catch(function () { dbPromise = null; });
@@ -102,9 +82,9 @@
   // `exact`: rank the server's 250-row window for the server's totals (tests); the box ranks only what a
   // page needs (docs/performance.md).
   function staticSearch(form, request, exact) {
-    return openDb(form).then(function (h) {
+    return openDb(form).then(function (index) {
       var root = form.dataset.search.replace(/_search\/manifest\.json$/, "");
-      return Q.staticSearch(h.worker.db, request, root, { lean: !exact });
+      return Q.staticSearch(index, request, root, { lean: !exact });
     });
   }
 
@@ -186,7 +166,7 @@
   }
 
   // -- counts: every matching file and passage (search_query.js countQuery), not only those loaded -------------
-  // Served, Datasette's JSON API runs the statement (data-sql); on a static host the worker does.
+  // Served, Datasette's JSON API runs the statement (data-sql); on a static host the index answers the same.
   function sqlJson(form, q) {
     var url = form.dataset.sql + "?" + new URLSearchParams(Object.assign({ sql: q.sql, _shape: "array" }, q.params));
     return fetch(url).then(function (resp) {
@@ -198,10 +178,8 @@
   // {passages, files, more}: `more` when more matched than were counted (both counts are then lower bounds).
   function countMatches(form, request, mode) {
     var q = Q.countQuery(request, mode);
-    var rows = served(form) ? sqlJson(form, q) : openDb(form).then(function (h) {
-      var named = {};
-      Object.keys(q.params).forEach(function (k) { named[":" + k] = q.params[k]; });
-      return h.worker.db.query(q.sql, named);
+    var rows = served(form) ? sqlJson(form, q) : openDb(form).then(function (index) {
+      return Q.staticCount(index, request, mode).then(function (r) { return [r]; });
     });
     return rows.then(function (r) {
       return { passages: r[0].passages, files: r[0].files, more: r[0].matched > q.cap };
@@ -394,7 +372,11 @@
       if (!longEnough(input.value.trim())) { clear(); return; }
       timer = setTimeout(function () { run(true); }, DEBOUNCE_MS);
     });
-    input.addEventListener("focus", open);
+    input.addEventListener("focus", function () {
+      open();
+      // on a static host, the index's engine and manifest load while the query is typed
+      if (!served(form) && window.location.protocol !== "file:") openDb(form).catch(function () {});
+    });
     input.addEventListener("keydown", function (ev) {
       if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
         if (panel.hidden) open();
@@ -446,10 +428,8 @@
     // {passages, files, more} for a request and match mode, as the box counts (benchmarks, tests)
     countMatches: function (request, mode) { return countMatches(document.querySelector("form.search"), request, mode); },
     searchStats: function () {  // bytes and requests the static path has read (benchmarks, tests)
-      return dbPromise ? dbPromise.then(function (h) {
-        return h.worker.worker.getStats().then(function (s) {
-          return Object.assign({ ranges: h.ranges, length: h.length }, s);
-        });
+      return dbPromise ? dbPromise.then(function (index) {
+        return { requests: index.stats.requests, bytes: index.stats.bytes };
       }) : Promise.resolve(null);
     }
   });

@@ -4,8 +4,9 @@
 // Invariants: ftsQuery/queryTerms build exactly what build/core/text.py's fts_query/query_terms build (a
 // Chromium test compares them on a list of inputs); staticSearch ports functions/search/fts.py's `rank` (bm25
 // window of 250, re-ranking in fixed chunks, ties by path, page, position) and functions/search/results.py's
-// `fts_page` (offset/nextOffset, total/totalIsLowerBound, groupBy document) on the same rows (`_search/`), so
-// both paths answer the same request with the same page (a Chromium test compares them, pages and groups).
+// `fts_page` (offset/nextOffset, total/totalIsLowerBound, groupBy document) over the static index
+// (`_search/`, read by search_index.js: the same bm25 over the same tokens), so both paths answer the same
+// request with the same page (a Chromium test compares them, pages and groups).
 // Snippet highlights are UTF-16 offsets of the snippet text (the API's contract); CJK segmentation never
 // reaches a snippet.
 (function () {
@@ -156,28 +157,24 @@
       (!f.resourcePath || path === f.resourcePath);
   }
 
-  function marks(n) { return new Array(n + 1).join(",?").slice(1); }
-
   // fts._ranked_rows: the `win` best FTS matches (ties by rowid) with their light columns; win < 0: all.
   async function rankedRows(db, match, win) {
-    var ranked = await db.query("SELECT rowid AS id, bm25(evidence_fts) AS rank FROM evidence_fts " +
-      "WHERE evidence_fts MATCH ? ORDER BY rank, rowid" + (win < 0 ? "" : " LIMIT " + win), [match]);
-    var info = await blockInfo(db, ranked.map(function (r) { return r.id; }));
+    var ranked = await db.rank(match);
+    if (win >= 0) ranked = ranked.slice(0, win);
+    var info = await db.info(ranked.map(function (r) { return r.id; }));
     return ranked.filter(function (r) { return info[r.id]; }).map(function (r) {
       return Object.assign({ rank: r.rank }, info[r.id]);
     });
   }
 
-  async function blockInfo(db, ids) {  // fts._block_info: light columns by rowid
-    var info = {};
-    for (var at = 0; at < ids.length; at += 500) {
-      var part = ids.slice(at, at + 500);
-      (await db.query("SELECT b.id, r.source_root_relative_path AS path, r.kind, r.status, b.role, b.ordinal, " +
-        "b.page, b.resource_id AS rid, b.section_id AS sid FROM evidence_block_row b JOIN evidence_resource r " +
-        "ON r.resource_id = b.resource_id WHERE b.id IN (" + marks(part.length) + ")", part))
-        .forEach(function (r) { info[r.id] = r; });
-    }
-    return info;
+  // fts.term_precision of each of `ids` (a function of the rowid), from the index's CJK flank bits.
+  async function precision(db, terms, ids) {
+    var cjk = terms.filter(function (t) { return isCjk(t[0]); });
+    if (!cjk.length || !ids.length) return function () { return 1; };
+    var weights = await Promise.all(cjk.map(function (t) { return db.flankWeights(matchTerm(t)); }));
+    return function (id) {
+      return weights.reduce(function (a, w) { return a + (w.get(id) || 0); }, 0) / weights.length;
+    };
   }
 
   // fts.unit_hits: pages (sections) holding every term across blocks none of which holds them all.
@@ -185,29 +182,21 @@
     if (termMatches.length < 2) return [];
     var sets = [];
     for (var t = 0; t < termMatches.length; t++) {
-      var ids = (await db.query("SELECT rowid AS id FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY rowid " +
-        "LIMIT ?", [termMatches[t], UNIT_TERM_CAP + 1])).map(function (r) { return r.id; });
+      var ids = (await db.rowids(termMatches[t])).slice(0, UNIT_TERM_CAP + 1);
       if (ids.length > UNIT_TERM_CAP || !ids.length) return [];
       sets.push(ids);
     }
     var rarest = 0;
     sets.forEach(function (ids, n) { if (ids.length < sets[rarest].length) rarest = n; });
-    var info = await blockInfo(db, sets[rarest]), rids = {};
-    Object.keys(info).forEach(function (k) { rids[info[k].rid] = true; });
-    var spans = [];
-    var ridList = Object.keys(rids).sort(cmpStr);
-    for (var i = 0; i < ridList.length; i++) {
-      var sp = (await db.query("SELECT min(id) AS lo, max(id) AS hi FROM evidence_block_row WHERE resource_id = ?",
-        [ridList[i]]))[0];
-      if (sp && sp.lo != null) spans.push([sp.lo, sp.hi]);
-    }
+    var info = await db.info(sets[rarest]), spans = [];
+    Object.keys(info).forEach(function (k) { spans.push([info[k].lo, info[k].hi]); });
     var wanted = {};
     sets.forEach(function (ids) {
       ids.forEach(function (id) {
         if (!info[id] && spans.some(function (s) { return s[0] <= id && id <= s[1]; })) wanted[id] = true;
       });
     });
-    Object.assign(info, await blockInfo(db, Object.keys(wanted).map(Number).sort(function (a, b) { return a - b; })));
+    Object.assign(info, await db.info(Object.keys(wanted).map(Number).sort(function (a, b) { return a - b; })));
     var held = {};
     sets.forEach(function (ids, n) {
       ids.forEach(function (id) {
@@ -235,16 +224,13 @@
       var x = info[a.best], y = info[b.best];
       return (a.count - b.count) || cmpStr(x.path, y.path) || ((x.page || 0) - (y.page || 0)) || (x.ordinal - y.ordinal);
     });
-    var texts = {}, bestIds = found.map(function (f) { return f.best; });
+    var bestIds = found.map(function (f) { return f.best; });
     var alsoIds = [].concat.apply([], found.map(function (f) { return f.ids.filter(function (id) { return id !== f.best; }); }));
-    for (var at = 0; at < bestIds.length + alsoIds.length; at += 500) {
-      var part = bestIds.concat(alsoIds).slice(at, at + 500);
-      (await db.query("SELECT id, block_id, text FROM evidence_block_row WHERE id IN (" + marks(part.length) + ")", part))
-        .forEach(function (t) { texts[t.id] = t; });
-    }
+    var texts = await db.texts(bestIds.concat(alsoIds));
     return found.map(function (f) {
       var r = info[f.best], t = texts[f.best];
-      return { id: f.best, blockId: t.block_id, path: r.path, kind: r.kind, text: t.text, role: r.role,
+      return { id: f.best, blockId: t.block_id, path: r.path, kind: r.kind, text: t.text, loc: t.loc, role: r.role,
+               rid: r.rid, lo: r.lo, hi: r.hi,
                ordinal: r.ordinal, page: r.page, score: round6(held[f.best].length / sets.length / f.count),
                level: f.level, also: f.ids.filter(function (id) { return id !== f.best; })
                  .map(function (id) { return texts[id].block_id; }) };
@@ -309,22 +295,17 @@
       if (exhausted || found) break;
       win = win * 8 <= MAX_WINDOW ? win * 8 : -1;
     }
-    var chosen = passing.slice(0, want), texts = {};
-    for (var at = 0; at < chosen.length; at += 500) {
-      var ids = chosen.slice(at, at + 500).map(function (r) { return r.id; });
-      (await db.query("SELECT id, block_id, text FROM evidence_block_row WHERE id IN (" + marks(ids.length) +
-        ")", ids)).forEach(function (t) { texts[t.id] = t; });
-    }
+    var chosen = passing.slice(0, want);
+    var prec = await precision(db, terms, chosen.map(function (r) { return r.id; }));
     var hits = [];
     for (var c = 0; c < chosen.length; c += chunk) {
       var part = chosen.slice(c, c + chunk).map(function (r) {
-        var t = texts[r.id];
-        return { id: r.id, blockId: t.block_id, path: r.path, kind: r.kind, text: t.text, role: r.role,
-                 ordinal: r.ordinal, page: r.page, score: round6(-r.rank * (0.5 + termPrecision(t.text, terms))) };
+        return { id: r.id, path: r.path, kind: r.kind, role: r.role, rid: r.rid, lo: r.lo, hi: r.hi,
+                 ordinal: r.ordinal, page: r.page, score: round6(-r.rank * (0.5 + prec(r.id))) };
       });
-      part.sort(function (a, b) {  // ties in document order: path, page (numerically), position, id
+      part.sort(function (a, b) {  // ties in document order: path, page (numerically), position (unique in a file)
         return (b.score - a.score) || cmpStr(a.path, b.path) || ((a.page || 0) - (b.page || 0)) ||
-          (a.ordinal - b.ordinal) || cmpStr(a.blockId, b.blockId);
+          (a.ordinal - b.ordinal);
       });
       hits = hits.concat(part);
     }
@@ -333,14 +314,16 @@
     return { hits: hits, total: passing.length, exhausted: exhausted, perPath: perPath };
   }
 
-  async function countInResource(db, match, path, filters, cap) {  // fts.count_in_resource
-    var row = (await db.query("SELECT min(b.id) AS lo, max(b.id) AS hi, r.resource_id AS rid FROM evidence_resource r " +
-      "JOIN evidence_block_row b USING (resource_id) WHERE r.source_root_relative_path = ?", [path]))[0];
-    if (!row || row.lo == null) return 0;
-    var role = filters.includeFurniture ? "" : " AND b.role = '" + BODY + "'";
-    return (await db.query("SELECT count(*) AS n FROM (SELECT 1 FROM evidence_fts f JOIN evidence_block_row b ON " +
-      "b.id = f.rowid WHERE evidence_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND b.resource_id = ?" + role +
-      " LIMIT ?)", [match, row.lo, row.hi, row.rid, cap]))[0].n;
+  // fts.count_in_resource: matches of `match` in the file of `row` (a hit: its resource's rowid span) passing
+  // the role filter, at most `cap`.
+  async function countInResource(db, match, row, filters, cap) {
+    var ids = (await db.rowids(match)).filter(function (id) { return id >= row.lo && id <= row.hi; });
+    var info = await db.info(ids), n = 0;
+    ids.forEach(function (id) {
+      var r = info[id];
+      if (r && r.rid === row.rid && (filters.includeFurniture || r.role === BODY)) n++;
+    });
+    return Math.min(n, cap);
   }
 
   // functions/core/cleaning.py quote_window: up to 280 characters (code points) around the first term found.
@@ -371,20 +354,15 @@
     return (start ? ELLIPSIS : "") + text.slice(start, end).join("").trim() + (end < text.length ? ELLIPSIS : "");
   }
 
-  // The locators of the hits shown (the evidence_block view computes them: build/core/locator.py), read for
-  // those only: each is a few more pages of the resource and section tables over range requests.
-  async function withLocators(db, hits) {
-    for (var at = 0; at < hits.length; at += 500) {
-      var part = hits.slice(at, at + 500), loc = {};
-      (await db.query("SELECT id, locator_json FROM evidence_block WHERE id IN (" + marks(part.length) + ")",
-        part.map(function (h) { return h.id; }))).forEach(function (t) { loc[t.id] = t.locator_json; });
-      part.forEach(function (h) { h.loc = loc[h.id]; });
-    }
+  // The block id, text and locator of the hits shown (a fragment of `_search/` each), read for those only.
+  async function withTexts(db, hits) {
+    var texts = await db.texts(hits.map(function (h) { return h.id; }));
+    hits.forEach(function (h) { var t = texts[h.id]; h.blockId = t.block_id; h.text = t.text; h.loc = t.loc; });
     return hits;
   }
 
   function resultOf(h, terms, siteRoot) {  // search_results.result
-    var loc = JSON.parse(h.loc);
+    var loc = JSON.parse(JSON.stringify(h.loc));  // the index's copy stays as read
     loc.openAction.url = siteRoot + loc.openAction.url;
     var out = { evidenceId: h.blockId, quote: quoteWindow(h.text, terms), snippet: snippet(h.text, terms), score: Math.round(h.score * 1e4) / 1e4,
                 matchSource: "fts", source: loc };
@@ -432,7 +410,7 @@
     if (!grouped) {
       r = await rank(db, query, offset + topK, chunkSize(topK), filters, null, 1, lean ? 0 : RANK_WINDOW, mode, prefixLast);
       out.match = r.match;
-      var hits = await withLocators(db, r.hits.slice(offset, offset + topK)), end = offset + hits.length;
+      var hits = await withTexts(db, r.hits.slice(offset, offset + topK)), end = offset + hits.length;
       out.results = hits.map(function (h) { return resultOf(h, r.terms, siteRoot); });
       out.total = r.total; out.totalIsLowerBound = !r.exhausted;
       if (hits.length === topK && (end < r.total || (lean && !r.exhausted)) && end < MAX_DEPTH) out.nextOffset = end;
@@ -447,11 +425,11 @@
     });
     out.results = []; out.groups = [];
     var shownPaths = order.slice(offset, offset + topK);
-    await withLocators(db, [].concat.apply([], shownPaths.map(function (p) { return byPath[p].slice(0, perDocument); })));
+    await withTexts(db, [].concat.apply([], shownPaths.map(function (p) { return byPath[p].slice(0, perDocument); })));
     for (var i = offset; i < Math.min(order.length, offset + topK); i++) {
       var path = order[i], shown = byPath[path].slice(0, perDocument), found = r.perPath[path], exact = r.exhausted;
       if (!exact) {
-        found = Math.max(found, await countInResource(db, r.match, path, filters, COUNT_CAP + 1));
+        found = Math.max(found, await countInResource(db, r.match, byPath[path][0], filters, COUNT_CAP + 1));
         exact = found <= COUNT_CAP;
         found = Math.min(found, COUNT_CAP);
       }
@@ -591,7 +569,7 @@
   // chunkSize(topK) matches: the rows the box's ask has just ranked, so a static host has their pages already
   // (counting every match reads a block row per match: megabytes for a frequent word). `matched` over `cap`:
   // more matched, both counts are lower bounds. One statement with named parameters ({sql, params, cap}):
-  // sql.js runs it on a static host, Datasette's JSON API when served, so both paths count alike.
+  // Datasette's JSON API runs it when served; on a static host staticCount answers the same from the index.
   function countQuery(request, mode) {
     var cap = chunkSize(request.topK || DEFAULT_TOP_K);
     var params = { match: matchOf(request.query, mode, !!request.prefixLast)[0] };
@@ -606,10 +584,26 @@
       "CROSS JOIN evidence_resource r ON r.resource_id = b.resource_id WHERE " + where.join(" AND ") };
   }
 
+  // countQuery's answer on the static index: the same counts ({passages, files, matched}) from the same
+  // ranked matches.
+  async function staticCount(db, request, mode) {
+    var cap = chunkSize(request.topK || DEFAULT_TOP_K), kinds = request.resourceKinds || [];
+    var ranked = await db.rank(matchOf(request.query, mode, !!request.prefixLast)[0]);
+    var top = ranked.slice(0, cap).map(function (r) { return r.id; }), info = await db.info(top), files = {}, passages = 0;
+    top.forEach(function (id) {
+      var r = info[id];
+      if (!r || r.status !== "ok" || (!request.includeFurniture && r.role !== BODY) ||
+          (kinds.length && kinds.indexOf(r.kind) < 0)) return;
+      passages++;
+      files[r.rid] = true;
+    });
+    return { cap: cap, passages: passages, files: Object.keys(files).length, matched: Math.min(ranked.length, cap + 1) };
+  }
+
   window.mnoteSearchQuery = {
     ftsQuery: ftsQuery, queryTerms: queryTerms, ftsAnyQuery: ftsAnyQuery, meaningTerms: meaningTerms,
     termPrecision: termPrecision, snippet: snippet, isCjk: isCjk, phraseOf: phraseOf,
     findTerms: function (text, terms) { return findTerms(Array.from(text), terms); }, wordForms: wordForms,
-    staticSearch: staticSearch, countQuery: countQuery
+    staticSearch: staticSearch, countQuery: countQuery, staticCount: staticCount
   };
 })();

@@ -1,21 +1,30 @@
-"""The static search index (`_search/`): files under the size limit, the same FTS answers as
-`evidence.sqlite` (rowids and bm25 scores) after a full build and after edits, only the touched files
-written again, and a tampered or linked `_search/` file never used as the previous copy."""
+"""The static search index (`_search/`): files under the size limit, each named by its bytes; exactly the
+FTS index's tokens (term, rowid, position), token counts and totals, and the database's light columns, text
+and locators, after a full build and after edits; only the touched files written again; a tampered or
+linked `_search/` file never taken for the previous index."""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import random
 import sqlite3
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from mnote_evidence.build.render.search_index import FTS, MANIFEST, TABLES, chunk_name
+from mnote_evidence.build.core.text import is_cjk
+from mnote_evidence.build.render import search_index
+from mnote_evidence.build.render.search_index import (
+    MANIFEST,
+    _decode_postings,
+    _shard_records,
+    term_key,
+)
 from tests.conftest import copy_workspace, run_build, schema_validator
 
-LIMIT_MIB = 1 / 64  # 16 KiB files: the index of this workspace spans many of them
+LIMIT_MIB = 1 / 16  # the smallest limit the build takes: this workspace's index spans many files
 WORDS = "retention archive ledger protocol cipher beacon harbor meadow quartz signal".split()
 HANZI = "线程作用域数据签名证书溶剂光标移动选择输入回车密钥吊销"
 
@@ -37,71 +46,135 @@ def build(root: Path, out: Path):
     return run_build(root, out, site=True, search_file_mib=LIMIT_MIB).site.search
 
 
-def copy_of(out: Path, tmp: Path) -> Path:
-    """The index's files joined into one database, as the browser reads them."""
-    manifest = json.loads((out / MANIFEST).read_text())
-    data = b"".join((out / chunk_name(n)).read_bytes() for n in range(manifest["files"]))
-    assert len(data) == manifest["databaseLengthBytes"]
-    path = tmp / "joined.sqlite"
-    path.write_bytes(data)
-    return path
+def index_files(out: Path) -> dict[str, bytes]:
+    """Every file of `_search/` but the manifest: its name -> its bytes."""
+    folder = out / "_search"
+    return {
+        f.relative_to(folder).as_posix(): f.read_bytes()
+        for f in folder.rglob("*")
+        if f.is_file() and f.name != "manifest.json"
+    }
+
+
+def _json(out: Path, name: str):
+    return json.loads(gzip.decompress((out / "_search" / name).read_bytes()))
 
 
 def search_contents(out: Path) -> dict[str, list]:
-    """What `_search/` holds, as rows: each table's rows by rowid, every FTS term instance, each row's
-    token counts and the totals bm25 reads. A copy updated in place and a fresh copy differ in bytes
-    (page order, free pages, the header's change counter), never in these."""
-    with tempfile.TemporaryDirectory() as tmp:
-        conn = sqlite3.connect(copy_of(out, Path(tmp)))
-        try:
-            rows = {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in TABLES}
-            conn.execute(f"CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, {FTS}, instance)")
-            rows["terms"] = conn.execute("SELECT * FROM temp.terms ORDER BY 1, 2, 3, 4").fetchall()
-            rows["sizes"] = conn.execute(f"SELECT * FROM {FTS}_docsize ORDER BY id").fetchall()
-            rows["totals"] = conn.execute(f"SELECT block FROM {FTS}_data WHERE id = 1").fetchall()
-            rows["schema"] = conn.execute("SELECT type, name, sql FROM sqlite_schema ORDER BY 2").fetchall()
-            return rows
-        finally:
-            conn.close()
-
-
-def files_of(out: Path) -> list[bytes]:
+    """What `_search/` holds, as rows: every term's postings (rowid, token count, positions with their
+    CJK flank bits), every block's light columns, text and locator, and the totals bm25 reads. An index
+    updated in place and one written whole may cut their files elsewhere, never differ in these."""
     manifest = json.loads((out / MANIFEST).read_text())
-    return [(out / chunk_name(n)).read_bytes() for n in range(manifest["files"])]
+    delta = manifest.get("delta") or {"terms": [], "dead": []}
+    dead = {rowid for lo, hi in delta["dead"] for rowid in range(lo, hi + 1)}
+    postings: list[tuple] = []
+    for shards, dropped in ((manifest["terms"], dead), (delta["terms"], set())):
+        for name in (shard[1] for shard in shards):
+            for term, raw in _shard_records(gzip.decompress((out / "_search" / name).read_bytes())):
+                found = _decode_postings(raw)
+                postings += [(term, r, size, tuple(pos)) for r, size, pos in found if r not in dropped]
+    blocks, texts = [], []
+    for k, name in manifest["buckets"].items():
+        body = _json(out, name)
+        rowid = int(k) * manifest["bucket"]
+        for i, delta in enumerate(body["id"]):
+            rowid += delta
+            path, kind, status, lo, hi = body["resources"][body["res"][i]]
+            section = body["section"][i]
+            blocks.append(
+                (
+                    rowid,
+                    path,
+                    kind,
+                    status,
+                    lo,
+                    hi,
+                    body["roles"][body["role"][i]],
+                    body["ordinal"][i],
+                    body["page"][i],
+                    None if section is None else rowid - section,
+                )
+            )
+        for _, fragment in body["fragments"]:
+            texts += [tuple(json.dumps(x, sort_keys=True) for x in row) for row in _json(out, fragment)]
+    return {
+        "postings": sorted(postings, key=lambda p: (term_key(p[0]), p[1])),
+        "blocks": sorted(blocks),
+        "texts": sorted(texts),
+        "totals": [manifest["rows"], manifest["tokens"]],
+    }
 
 
-QUERIES = [
-    '"retention"',
-    '"ledger" AND "beacon"',
-    '"签名"',
-    '"线程 程作"',
-    '"meadow quartz"',
-    '"edited"',
-    '"密" *',
-]
-
-
-def answers(db: Path) -> dict[str, list[tuple]]:
+def database_contents(db: Path) -> dict[str, list]:
+    """The same rows read from `evidence.sqlite` itself: its FTS index's instances (`fts5vocab`) and
+    token counts, its blocks, resources, sections and the `evidence_block` view's locators."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, evidence_fts, instance)")
+        found = conn.execute("SELECT term, doc, offset FROM temp.v").fetchall()
+        sizes, bigram = {}, set()
+        for term, doc, offset in found:
+            sizes[doc] = sizes.get(doc, 0) + 1
+            if len(term) == 2 and is_cjk(term[0]) and is_cjk(term[1]):
+                bigram.add((doc, offset))
+        rows: dict[tuple, list] = {}
+        for term, doc, offset in found:
+            if is_cjk(term[0]):
+                flags = int((doc, offset - 1) not in bigram)
+                if (doc, offset) in bigram:
+                    flags |= int((doc, offset + 1) not in bigram) << 1
+                offset = offset << 2 | flags
+            rows.setdefault((term, doc), []).append(offset)
+        postings = [(t, d, sizes[d], tuple(p)) for (t, d), p in rows.items()]
+        blocks = conn.execute(
+            "SELECT b.id, r.source_root_relative_path, r.kind, r.status, "
+            "(SELECT min(id) FROM evidence_block_row WHERE resource_id = b.resource_id), "
+            "(SELECT max(id) FROM evidence_block_row WHERE resource_id = b.resource_id), b.role, b.ordinal, "
+            "b.page, (SELECT min(id) FROM evidence_block_row s WHERE s.resource_id = b.resource_id "
+            "AND s.section_id = b.section_id) FROM evidence_block_row b JOIN evidence_resource r "
+            "USING (resource_id) ORDER BY b.id"
+        ).fetchall()
+        texts = [
+            tuple(json.dumps(x, sort_keys=True) for x in (i, b, t, json.loads(loc)))
+            for i, b, t, loc in conn.execute("SELECT id, block_id, text, locator_json FROM evidence_block")
+        ]
+        average = conn.execute("SELECT block FROM evidence_fts_data WHERE id = 1").fetchone()[0]
         return {
-            q: conn.execute(
-                "SELECT rowid, bm25(evidence_fts) FROM evidence_fts WHERE evidence_fts MATCH ? ORDER BY 2, 1",
-                [q],
-            ).fetchall()
-            for q in QUERIES
+            "postings": sorted(postings, key=lambda p: (term_key(p[0]), p[1])),
+            "blocks": sorted(blocks),
+            "texts": sorted(texts),
+            "totals": _varints(average)[:2],
         }
     finally:
         conn.close()
 
 
-def assert_same_as_the_index(out: Path, tmp: Path) -> None:
-    joined = copy_of(out, tmp)
-    assert answers(joined) == answers(out / "evidence.sqlite")
-    conn = sqlite3.connect(joined)
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    conn.execute("INSERT INTO evidence_fts(evidence_fts) VALUES ('integrity-check')")
-    conn.close()
+def _varints(data: bytes) -> list[int]:
+    """SQLite varints (FTS5's averages record: rows, then tokens per column)."""
+    out, n = [], 0
+    for b in data:
+        n = (n << 7) | (b & 0x7F)
+        if b < 0x80:
+            out.append(n)
+            n = 0
+    return out
+
+
+def assert_same_as_the_database(out: Path) -> None:
+    assert search_contents(out) == database_contents(out / "evidence.sqlite")
+
+
+def measured(out: Path) -> tuple[int, int, int]:
+    """(files, bytes, largest file) of `_search/`, the manifest included."""
+    sizes = [f.stat().st_size for f in (out / "_search").rglob("*") if f.is_file()]
+    return len(sizes), sum(sizes), max(sizes)
+
+
+def assert_named_by_their_bytes(out: Path, limit: int) -> None:
+    for name, data in index_files(out).items():
+        assert len(data) <= limit, name
+        assert name.split("/")[1] == hashlib.sha256(data).hexdigest()[:12], name
+        gzip.decompress(data)
 
 
 @pytest.fixture(scope="module")
@@ -112,67 +185,98 @@ def workspace(tmp_path_factory) -> tuple[Path, Path]:
     return root, base / "out"
 
 
-def test_files_stay_under_the_limit_and_answer_as_the_index(workspace, tmp_path):
+def test_files_stay_under_the_limit_and_hold_the_fts_index(workspace):
     root, out = workspace
     report = build(root, out)
     manifest = json.loads((out / MANIFEST).read_text())
     schema_validator("search_manifest.schema.json").validate(manifest)
-    sizes = [(out / chunk_name(n)).stat().st_size for n in range(manifest["files"])]
-    assert report.files == manifest["files"] == len(sizes) >= 3
-    assert max(sizes) == report.largest_file <= manifest["serverChunkSize"] == int(LIMIT_MIB * (1 << 20))
-    assert not (out / chunk_name(manifest["files"])).exists()
-    assert sum(sizes) < (out / "evidence.sqlite").stat().st_size  # the search tables only
-    assert manifest["cacheBust"] == report.sha256[:16]
-    assert_same_as_the_index(out, tmp_path)
+    files = index_files(out)
+    assert (report.files, report.bytes, report.largest_file) == measured(out) and len(manifest["terms"]) >= 3
+    assert report.largest_file <= int(LIMIT_MIB * (1 << 20))
+    assert_named_by_their_bytes(out, int(LIMIT_MIB * (1 << 20)))
+    named = {s[1] for s in manifest["terms"]} | set(manifest["buckets"].values()) | set(manifest["resources"])
+    named |= {f for b in manifest["buckets"].values() for _, f in _json(out, b)["fragments"]}
+    assert named == set(files)  # every file named, none left over
+    assert sum(map(len, files.values())) < (out / "evidence.sqlite").stat().st_size
+    assert_same_as_the_database(out)
 
 
-def test_an_edit_rewrites_only_the_files_it_touches_and_answers_stay_the_same(workspace, tmp_path):
+def test_a_term_larger_than_a_shard_continues_in_the_next(tmp_path):
+    root = tmp_path / "ws"
+    (root / "many").mkdir(parents=True)
+    for i in range(60):  # one word 20 times in each of 2,400 blocks: its postings fill several shards
+        text = "\n\n".join(" ".join(["ledger"] * 20) + f" entry {j}" for j in range(40))
+        (root / f"many/n{i:02d}.md").write_text(text, "utf-8")
+    out = tmp_path / "out"
+    run_build(root, out, site=True, search_file_mib=LIMIT_MIB)
+    shards = json.loads((out / MANIFEST).read_text())["terms"]
+    continued = [s for s in shards if s[2]]
+    assert len(continued) >= 3 and {s[0] for s in continued} == {"ledger"}
+    assert [s[3] for s in continued] == sorted(s[3] for s in continued)  # each part's first rowid
+    assert_same_as_the_database(out)
+    before = index_files(out)
+    note = root / "many/n30.md"  # rows in the middle of the word's parts: its part there, and its last
+    note.write_text(note.read_text("utf-8") + "\n\nledger closing entry\n", "utf-8")
+    run_build(root, out, site=True, search_file_mib=LIMIT_MIB)
+    written = [n for n in set(index_files(out)) - set(before) if n.startswith("t/")]
+    assert 0 < len(written) <= 4, written
+    assert_same_as_the_database(out)
+
+
+def test_an_edit_rewrites_only_the_files_it_touches_and_the_index_stays_the_databases(workspace, tmp_path):
     root, out = workspace
     first = build(root, out)
-    before = files_of(out)
+    before = index_files(out)
     note = root / "gen/n03/note-060.md"
-    note.write_text(note.read_text("utf-8") + "\nAn edited paragraph about the ledger.\n", "utf-8")
+    note.write_text(note.read_text("utf-8") + "\nAn edited paragraph about the ledger 密钥.\n", "utf-8")
     edited = build(root, out)
+    after = index_files(out)
     assert edited.updated and edited.sha256 != first.sha256
-    assert edited.files_written == sum(a != b for a, b in zip(before, files_of(out))) + abs(
-        len(before) - edited.files
-    )
-    build(root, tmp_path / "whole")  # the same workspace copied whole: most files move
-    whole = sum(a != b for a, b in zip(before, files_of(tmp_path / "whole")))
-    assert 0 < edited.files_written < whole, (edited, whole)
-    assert_same_as_the_index(out, tmp_path)
-    assert answers(copy_of(out, tmp_path))['"edited"']  # the new words are found
+    assert (edited.files, edited.bytes, edited.largest_file) == measured(out)  # counted, not walked
+    written = set(after) - set(before)
+    assert edited.files_written == len(written) + 1  # and the manifest
+    assert 0 < len(written) < len(after) // 4, (len(written), len(after))
+    assert not set(before) - set(after) - {n for n in before if n not in after}
+    assert_same_as_the_database(out)
+    assert any(p[0] == "edit" for p in search_contents(out)["postings"])  # the new words are there
     (root / "gen/n01/note-021.md").unlink()  # a removed note's rows leave the index
     (root / "gen/n02/note-045.md").rename(root / "gen/n02/moved-045.md")
     for _ in range(2):  # the build that sees a file gone marks it, the next one removes its rows
-        assert build(root, out).updated
-        assert_same_as_the_index(out, tmp_path)
+        report = build(root, out)
+        assert report.updated and (report.files, report.bytes, report.largest_file) == measured(out)
+        assert_same_as_the_database(out)
     settled = build(root, out)
     again = build(root, out)  # nothing changed: nothing written
     assert again.files_written == 0 and again.sha256 == settled.sha256
+    whole = tmp_path / "whole"  # the same database's index written whole: the same contents
+    search_index.write(whole, out / "evidence.sqlite", int(LIMIT_MIB * (1 << 20)))
+    assert search_contents(whole) == search_contents(out)
 
 
-def test_a_tampered_or_linked_index_file_is_not_the_previous_copy(workspace, tmp_path):
+def test_a_tampered_or_linked_index_file_is_not_the_previous_index(workspace, tmp_path):
     root, out = workspace
     build(root, out)
-    target = out / chunk_name(1)
-    target.write_bytes(b"\0" * target.stat().st_size)  # not what the sealed state recorded
+    manifest = json.loads((out / MANIFEST).read_text())
+    target = out / "_search" / manifest["resources"][0]  # what an edit reads: here, not hashing to its name
+    target.write_bytes(gzip.compress(b'{"gen/n00/note-003.md": [0, 0]}'))
     note = root / "gen/n00/note-003.md"
-    note.write_text(note.read_text("utf-8") + "\nA first edited line.\n", "utf-8")
+    note.write_text(note.read_text("utf-8") + "\nA first edited line about a beacon.\n", "utf-8")
     report = build(root, out)
-    assert not report.updated  # copied whole
-    assert_same_as_the_index(out, tmp_path)
+    assert not report.updated  # written whole
+    assert_same_as_the_database(out)
+    manifest = json.loads((out / MANIFEST).read_text())
+    name = manifest["buckets"]["0"]
     outside = tmp_path / "outside.bin"
-    held = (out / chunk_name(0)).read_bytes()
+    held = (out / "_search" / name).read_bytes()
     outside.write_bytes(held)
-    (out / chunk_name(0)).unlink()
-    (out / chunk_name(0)).symlink_to(outside)  # the same bytes, through a link leading out
+    (out / "_search" / name).unlink()
+    (out / "_search" / name).symlink_to(outside)  # the same bytes, through a link leading out
     note.write_text(note.read_text("utf-8") + "\nA second edited line.\n", "utf-8")
     report = build(root, out)
     assert not report.updated
-    assert not (out / chunk_name(0)).is_symlink()
+    assert not any(f.is_symlink() for f in (out / "_search").rglob("*"))
     assert outside.read_bytes() == held  # the link's target is left as it was
-    assert_same_as_the_index(out, tmp_path)
+    assert_same_as_the_database(out)
 
 
 def test_the_same_workspace_gives_the_same_files(workspace, tmp_path):
@@ -180,3 +284,24 @@ def test_the_same_workspace_gives_the_same_files(workspace, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     assert build(root, a).sha256 == build(root, b).sha256
     assert (a / MANIFEST).read_bytes() == (b / MANIFEST).read_bytes()
+    assert index_files(a) == index_files(b)
+
+
+def test_the_rows_map_is_cut_under_the_limit_and_an_edit_reads_every_part(tmp_path):
+    root = tmp_path / "ws"
+    folder = root / ("long-folder-name-" * 6)
+    folder.mkdir(parents=True)
+    for i in range(300):  # paths of ~150 bytes: a map of ~50 KB, over half the smallest limit
+        name = f"{'a-rather-long-note-name-' * 2}{i:03d}.md"
+        (folder / name).write_text(f"# N{i}\n\nledger {i}\n", "utf-8")
+    out = tmp_path / "out"
+    run_build(root, out, site=True, search_file_mib=LIMIT_MIB)
+    parts = json.loads((out / MANIFEST).read_text())["resources"]
+    assert len(parts) >= 2
+    assert all(len((out / "_search" / name).read_bytes()) <= int(LIMIT_MIB * (1 << 20)) for name in parts)
+    last = sorted(folder.iterdir())[-1]  # in the last part of the map
+    last.write_text(last.read_text("utf-8") + "\nquartz\n", "utf-8")
+    report = run_build(root, out, site=True, search_file_mib=LIMIT_MIB).site.search
+    delta = json.loads((out / MANIFEST).read_text())["delta"]
+    assert report.updated and len(delta["dead"]) == 1
+    assert_same_as_the_database(out)
