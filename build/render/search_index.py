@@ -29,21 +29,19 @@ import hashlib
 import json
 import sqlite3
 import zlib
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Set
 from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import chain, groupby, repeat
-from operator import add, itemgetter, lshift, not_, or_, sub
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from mnote_evidence.build.core.defaults import DEFAULT_SEARCH_FILE_MIB
 from mnote_evidence.build.core.fsutil import read_inside, write_named
-from mnote_evidence.build.core.text import is_cjk, segment_for_index
+from mnote_evidence.build.core.text import segment_for_index
 from mnote_evidence.build.core.urls import SEARCH_DIR
+from mnote_evidence.build.index.schema import FTS_TOKENIZE
 from mnote_evidence.build.render import site_files
 
 if TYPE_CHECKING:
@@ -55,7 +53,6 @@ DEFAULT_MAX_FILE_BYTES = int(DEFAULT_SEARCH_FILE_MIB * (1 << 20))
 SHARD_BYTES = 12 << 10  # a term shard's postings before gzip: one or two per query word
 BUCKET = 2048  # rowids per block bucket
 FRAGMENT = 16  # rowids per fragment: a hit shown costs one small file (about 2 KB)
-TOKENIZER = "porter unicode61 remove_diacritics 2"  # evidence_fts's (build/index)
 BATCH = 4000  # rows tokenized at a time
 HASH_CHARS = 12
 
@@ -120,42 +117,6 @@ def _name(folder: str, data: bytes) -> str:
 Posting = tuple[int, int, list[int]]
 
 
-RUN = 128  # postings encoded together
-
-
-def _encode_run(postings: list[Posting], last: int) -> bytes:
-    """Postings after the rowid `last` (0: the first of a record), each as varints: rowid delta, token
-    count, its positions' count and deltas."""
-    flat: list[int] = []
-    add, prev = flat.extend, last
-    for rowid, size, positions in postings:
-        add((rowid - prev, size, len(positions)))
-        add(map(sub, positions, chain((0,), positions)))
-        prev = rowid
-    return _varints(flat)
-
-
-_VARINT = [bytes([n]) for n in range(0x80)] + [
-    bytes([(n & 0x7F) | 0x80, n >> 7]) for n in range(0x80, 0x4000)
-]
-
-
-def _varint_bytes(n: int) -> bytes:
-    if n < 0x4000:
-        return _VARINT[n]
-    out = bytearray()
-    varint(n, out)
-    return bytes(out)
-
-
-def _varints(numbers: list[int]) -> bytes:
-    """`numbers` as varints, a table lookup each (most are below 128: then the bytes themselves)."""
-    top = max(numbers, default=0)
-    if top < 0x80:
-        return bytes(numbers)
-    return b"".join(map(_VARINT.__getitem__ if top < 0x4000 else _varint_bytes, numbers))
-
-
 def _decode_postings(data: bytes) -> list[Posting]:
     out, at, last = [], 0, 0
     while at < len(data):
@@ -193,64 +154,6 @@ def _shard_records(data: bytes) -> Iterator[tuple[str, bytes]]:
         n, at = _read_varint(data, at)
         yield term, data[at : at + n]
         at += n
-
-
-# -- tokens --------------------------------------------------------------------------------------------------
-class Tokens:
-    """Rows' FTS tokens, by the index's own tokenizer: an in-memory FTS5 table of the same segmented text,
-    read back through `fts5vocab` (term, row, position): exactly `evidence_fts`'s tokens."""
-
-    def __init__(self) -> None:
-        self.conn = sqlite3.connect(":memory:")
-        self.conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(text, tokenize='{TOKENIZER}')")
-        self.conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-
-    def postings(self, rows: list[tuple[int, str]]) -> dict[str, list[Posting]]:
-        """term -> its postings among `rows` ((rowid, block text)), rowids ascending."""
-        out: dict[str, list[Posting]] = {}
-        for at in range(0, len(rows), BATCH):
-            self._batch(rows[at : at + BATCH], out)
-        return out
-
-    def _batch(self, rows: list[tuple[int, str]], out: dict[str, list[Posting]]) -> None:
-        conn = self.conn
-        with conn:
-            conn.execute("DELETE FROM t")
-            conn.executemany(
-                "INSERT INTO t (rowid, text) VALUES (?, ?)",
-                [(r, segment_for_index(t or "")) for r, t in rows],
-            )
-        found = conn.execute("SELECT term, doc, offset FROM v").fetchall()  # by term, doc, offset
-        size = Counter(map(itemgetter(1), found))
-        groups = [(term, list(g)) for term, g in groupby(found, key=itemgetter(0))]
-        bigram: set[int] = set()  # doc << 32 | offset of every CJK bigram: what tells a run's ends
-        for term, g in groups:
-            if len(term) == 2 and is_cjk(term[0]) and is_cjk(term[1]):
-                bigram.update(map(add, map(lshift, map(itemgetter(1), g), repeat(32)), map(itemgetter(2), g)))
-        for term, g in groups:  # C-level maps: this runs once per token of the workspace
-            postings = out.setdefault(term, [])
-            docs, offsets = list(map(itemgetter(1), g)), list(map(itemgetter(2), g))
-            if is_cjk(term[0]):  # position << 2 | first of its run | last of its run << 1
-                keys = list(map(add, map(lshift, docs, repeat(32)), offsets))
-                first = map(not_, map(bigram.__contains__, map(sub, keys, repeat(1))))
-                values = map(or_, map(lshift, offsets, repeat(2)), first)
-                if len(term) == 2:
-                    last_ = map(not_, map(bigram.__contains__, map(add, keys, repeat(1))))
-                    values = map(or_, values, map(lshift, last_, repeat(1)))
-                offsets = list(values)
-            if len(set(docs)) == len(docs):  # once in each block: a posting per instance
-                postings += zip(docs, map(size.__getitem__, docs), ([o] for o in offsets))
-                continue
-            last = -1
-            for doc, o in zip(docs, offsets):
-                if doc != last:
-                    positions: list[int] = []
-                    postings.append((doc, size[doc], positions))
-                    last = doc
-                positions.append(o)
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 def _fts_totals(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -525,79 +428,9 @@ def _remove_others(out: Path, live: set[str]) -> None:
             site_files.unlink(out, rel)
 
 
-class Records:
-    """Terms' postings encoded as they arrive (rowids ascending per term), cut into records of at most
-    `target` bytes: a larger term continues in further records, whose rowid deltas restart."""
-
-    def __init__(self, limit: int) -> None:
-        self.target = min(SHARD_BYTES, limit // 2)
-        self.parts: dict[str, list[bytearray]] = {}
-        self.last: dict[str, int] = {}
-
-    def add(self, term: str, postings: list[Posting]) -> None:
-        parts = self.parts.setdefault(term, [bytearray()])
-        last = self.last.get(term, 0)
-        for at in range(0, len(postings), RUN):  # encoded a run at a time; records cut between runs
-            run = postings[at : at + RUN]
-            data = _encode_run(run, last)
-            if parts[-1] and len(parts[-1]) + len(data) > self.target:
-                parts.append(bytearray())
-                data = _encode_run(run, 0)
-            if len(data) <= self.target or len(run) == 1:
-                parts[-1] += data
-            else:  # a run larger than a record (many positions): a posting at a time
-                for posting in run:
-                    one = _encode_run([posting], last if parts[-1] else 0)
-                    if parts[-1] and len(parts[-1]) + len(one) > self.target:
-                        parts.append(bytearray())
-                        one = _encode_run([posting], 0)
-                    parts[-1] += one
-                    last = posting[0]
-            last = run[-1][0]
-        self.last[term] = last
-
-    def shards(self, index: _Index) -> list[list]:
-        """The records in term order, cut into shards added to `index`: [[first term, name, continues]]."""
-        out: list[list] = []
-        part: list[tuple[str, bytes]] = []
-        size, previous = 0, None
-
-        def flush() -> None:
-            nonlocal part, size
-            if part:
-                data = _gz(_shard_bytes(part))
-                name = _name("t", data)
-                index.put(name, data)
-                if part[0][0] == previous:  # a continuation: from which rowid on
-                    out.append([part[0][0], name, 1, _read_varint(part[0][1], 0)[0]])
-                else:
-                    out.append([part[0][0], name, 0])
-            part, size = [], 0
-
-        for term in sorted(self.parts, key=term_key):
-            for chunk in self.parts[term]:
-                if not chunk:
-                    continue
-                if size and size + len(chunk) > self.target:
-                    last = part[-1][0]
-                    flush()
-                    previous = last
-                part.append((term, bytes(chunk)))
-                size += len(chunk) + len(term) + 8
-        flush()
-        return out
-
-
 def _whole(conn: sqlite3.Connection, out: Path, limit: int) -> _Index:
-    from mnote_evidence.build.render import search_postings  # numpy: only when the index is written whole
-
     index = _Index()
-    shards = _Shards(index, min(SHARD_BYTES, limit // 2))
-    for record in search_postings.records(conn, shards.target):
-        shards.add(record)
-        index.flush(out, FLUSH_BYTES)
-    shards.flush()
-    index.shards = shards.entries
+    index.shards = _term_shards(conn, "evidence_fts", index, limit, out)
     spans = conn.execute(
         "SELECT r.source_root_relative_path, min(b.id), max(b.id) FROM evidence_block_row b "
         "JOIN evidence_resource r USING (resource_id) GROUP BY 1 ORDER BY 1"
@@ -618,6 +451,35 @@ def _whole(conn: sqlite3.Connection, out: Path, limit: int) -> _Index:
         index.flush(out, FLUSH_BYTES)
     index.flush(out)
     return index
+
+
+def _term_shards(
+    conn: sqlite3.Connection, table: str, index: _Index, limit: int, out: Path | None = None
+) -> list[list]:
+    """The term shards of FTS5 table `table` into `index` (written as they come when `out` is given);
+    returns the manifest's entries."""
+    from mnote_evidence.build.render import search_postings  # numpy: only when shards are written
+
+    shards = _Shards(index, min(SHARD_BYTES, limit // 2))
+    for record in search_postings.records(conn, shards.target, table):
+        shards.add(record)
+        if out is not None:
+            index.flush(out, FLUSH_BYTES)
+    shards.flush()
+    return shards.entries
+
+
+def _delta_shards(rows: list[tuple[int, str]], index: _Index, limit: int) -> list[list]:
+    """The term shards of `rows` ((rowid, text)): their text segmented and tokenized as `evidence_fts`'s,
+    in an in-memory FTS5 table, then encoded as the whole index's."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE delta USING fts5(text, tokenize='{FTS_TOKENIZE}')")
+        segmented = [(rowid, segment_for_index(text or "")) for rowid, text in rows]
+        conn.executemany("INSERT INTO delta (rowid, text) VALUES (?, ?)", segmented)
+        return _term_shards(conn, "delta", index, limit)
+    finally:
+        conn.close()
 
 
 class _Shards:
@@ -734,16 +596,8 @@ def _update(
         now.setdefault(path, [rowid, rowid])[1] = rowid
     if len(rows) > min(DELTA_ROWS, manifest["rows"] // 8):  # an edit costs its delta: fold it in
         return None
-    tokens = Tokens()
-    try:
-        postings = tokens.postings([(rowid, text) for rowid, text, _ in rows])
-    finally:
-        tokens.close()
     index = _Index(old_manifest=len(text), resources=manifest["resources"])
-    records = Records(limit)
-    for term in sorted(postings, key=term_key):
-        records.add(term, postings[term])
-    terms = records.shards(index)
+    terms = _delta_shards([(rowid, text) for rowid, text, _ in rows], index, limit)
     index.shards = manifest["terms"]
     dead = sorted(spans[p] for p in changed if p in spans)
     index.delta = {"paths": {p: now.get(p) for p in changed}, "dead": dead, "terms": terms}

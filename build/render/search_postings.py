@@ -31,17 +31,18 @@ class Record:
     continues: bool  # the term's earlier postings are in the record before
 
 
-def records(conn: sqlite3.Connection, target: int) -> Iterator[Record]:
-    """Every term of `evidence_fts` in its order (Unicode code points), as records of about `target`
-    bytes at most (a single posting may be larger)."""
+def records(conn: sqlite3.Connection, target: int, table: str = "evidence_fts") -> Iterator[Record]:
+    """Every term of the FTS5 table `table` (of `conn`'s main database) in its order (Unicode code
+    points), as records of about `target` bytes at most (a single posting may be larger)."""
     for name, kind in ((_TERMS, "row"), (_INSTANCES, "instance")):
-        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING fts5vocab(main, evidence_fts, {kind})")
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
+        conn.execute(f"CREATE VIRTUAL TABLE {name} USING fts5vocab(main, {table}, {kind})")
     listing = conn.execute(f"SELECT term, cnt FROM {_TERMS}").fetchall()
     if not listing:
         return
     terms = [t for t, _ in listing]
     counts = np.fromiter((c for _, c in listing), np.int64, len(listing))
-    sizes = doc_sizes(conn)
+    sizes = doc_sizes(conn, table)
     cjk = np.fromiter((is_cjk(t[0]) for t in terms), bool, len(terms))
     bigrams = _Bigrams(conn, terms, counts, cjk, sizes) if cjk.any() else None
     for lo, hi in _batches(counts, np.ones(len(terms), bool)):
@@ -49,12 +50,12 @@ def records(conn: sqlite3.Connection, target: int) -> Iterator[Record]:
         yield from _encode(terms[lo:hi], counts[lo:hi], cjk[lo:hi], docs, offsets, sizes, bigrams, target)
 
 
-def doc_sizes(conn: sqlite3.Connection) -> np.ndarray:
-    """Each block's token count by rowid (`evidence_fts_docsize`: a varint per column, `text` first)."""
-    top = conn.execute("SELECT max(id) FROM evidence_fts_docsize").fetchone()[0] or 0
+def doc_sizes(conn: sqlite3.Connection, table: str) -> np.ndarray:
+    """Each block's token count by rowid (`<table>_docsize`: a varint per column, `text` first)."""
+    top = conn.execute(f"SELECT max(id) FROM {table}_docsize").fetchone()[0] or 0
     sizes = np.zeros(top + 1, np.int64)
     ids, values = [], []
-    for rowid, blob in conn.execute("SELECT id, sz FROM evidence_fts_docsize"):
+    for rowid, blob in conn.execute(f"SELECT id, sz FROM {table}_docsize"):
         n = 0
         for b in blob:
             n = (n << 7) | (b & 0x7F)
