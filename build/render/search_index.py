@@ -29,7 +29,7 @@ import hashlib
 import json
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Set
+from collections.abc import Callable, Iterable, Set
 from concurrent.futures import BrokenExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -88,49 +88,12 @@ def varint(n: int, out: bytearray) -> None:
     out.append(n)
 
 
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    n = shift = 0
-    while True:
-        b = data[at]
-        at += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return n, at
-        shift += 7
-
-
-def term_key(term: str) -> bytes:
-    """The order of terms (Unicode code points: FTS5's own), in which shards are cut and searched."""
-    return term.encode("utf-8", "surrogatepass")
-
-
 def _gz(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0)  # 9 saves under 1 % here, at 1.5x the time
 
 
 def _name(folder: str, data: bytes) -> str:
     return f"{folder}/{hashlib.sha256(data).hexdigest()[:HASH_CHARS]}"
-
-
-# A posting: (rowid, the block's token count, positions); a CJK token's position is `pos << 2 | flags`
-# (bit 0: first bigram of its run, or a run of one character; bit 1: last bigram of its run).
-Posting = tuple[int, int, list[int]]
-
-
-def _decode_postings(data: bytes) -> list[Posting]:
-    out, at, last = [], 0, 0
-    while at < len(data):
-        delta, at = _read_varint(data, at)
-        size, at = _read_varint(data, at)
-        count, at = _read_varint(data, at)
-        positions, prev = [], 0
-        for _ in range(count):
-            d, at = _read_varint(data, at)
-            prev += d
-            positions.append(prev)
-        last += delta
-        out.append((last, size, positions))
-    return out
 
 
 def _shard_bytes(records: list[tuple[str, bytes]]) -> bytes:
@@ -143,17 +106,6 @@ def _shard_bytes(records: list[tuple[str, bytes]]) -> bytes:
         varint(len(postings), out)
         out += postings
     return bytes(out)
-
-
-def _shard_records(data: bytes) -> Iterator[tuple[str, bytes]]:
-    at = 0
-    while at < len(data):
-        n, at = _read_varint(data, at)
-        term = data[at : at + n].decode("utf-8", "surrogatepass")
-        at += n
-        n, at = _read_varint(data, at)
-        yield term, data[at : at + n]
-        at += n
 
 
 def _fts_totals(conn: sqlite3.Connection) -> tuple[int, int]:

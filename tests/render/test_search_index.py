@@ -10,19 +10,65 @@ import hashlib
 import json
 import random
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mnote_evidence.build.core.text import is_cjk
 from mnote_evidence.build.render import search_index
-from mnote_evidence.build.render.search_index import (
-    MANIFEST,
-    _decode_postings,
-    _shard_records,
-    term_key,
-)
+from mnote_evidence.build.render.search_index import MANIFEST
 from tests.conftest import copy_workspace, run_build, schema_validator
+
+
+# -- the format, read back here on its own (search_index.js is the product's reader) -------------
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = data[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, at
+        shift += 7
+
+
+def term_key(term: str) -> bytes:
+    """The order of terms (Unicode code points: FTS5's own), in which shards are cut and searched."""
+    return term.encode("utf-8", "surrogatepass")
+
+
+# A posting: (rowid, the block's token count, positions); a CJK token's position is `pos << 2 | flags`
+# (bit 0: first bigram of its run, or a run of one character; bit 1: last bigram of its run).
+Posting = tuple[int, int, list[int]]
+
+
+def _decode_postings(data: bytes) -> list[Posting]:
+    out, at, last = [], 0, 0
+    while at < len(data):
+        delta, at = _read_varint(data, at)
+        size, at = _read_varint(data, at)
+        count, at = _read_varint(data, at)
+        positions, prev = [], 0
+        for _ in range(count):
+            d, at = _read_varint(data, at)
+            prev += d
+            positions.append(prev)
+        last += delta
+        out.append((last, size, positions))
+    return out
+
+
+def _shard_records(data: bytes) -> Iterator[tuple[str, bytes]]:
+    at = 0
+    while at < len(data):
+        n, at = _read_varint(data, at)
+        term = data[at : at + n].decode("utf-8", "surrogatepass")
+        at += n
+        n, at = _read_varint(data, at)
+        yield term, data[at : at + n]
+        at += n
+
 
 LIMIT_MIB = 1 / 16  # the smallest limit the build takes: this workspace's index spans many files
 WORDS = "retention archive ledger protocol cipher beacon harbor meadow quartz signal".split()
