@@ -2,7 +2,8 @@
 
 A build replaces the file by rename, or (an incremental build) updates it in place
 inside one transaction. Connections are never `immutable=1`: SQLite's shared lock
-makes each query read the state before or after a commit. `LiveConnections` keeps one
+makes each query read the state before or after a commit, and `EvidenceDB.session` makes a whole
+request one read transaction, so it reads one state. `LiveConnections` keeps one
 connection per thread and checks the file's identity (inode and mtime,
 `build/core/sqlite_ro.py` `file_identity`: one `stat`) every time a connection is leased,
 and rolls back a killed build's hot journal first (`recover_hot_journal`: one more `stat`).
@@ -141,14 +142,24 @@ class EvidenceDB:
     @contextmanager
     def session(self) -> Iterator[sqlite3.Connection]:
         """Pin this thread's connection for one request: every `connect()` inside returns it,
-        and once the request ends a replaced file's connection can be closed."""
+        and once the request ends a replaced file's connection can be closed.
+
+        The outermost session is one read transaction: a request runs many statements (match,
+        rank, rows, texts), and an incremental build commits in place, so without it a commit
+        could land between two of them and one answer would mix two states. The shared lock it
+        holds makes the build's commit wait for the request (the writer's busy timeout)."""
         with self.live.lease() as conn:
             outer = getattr(self._held, "scoped", None)
+            begin = outer is None and not conn.in_transaction
+            if begin:
+                conn.execute("BEGIN")
             self._held.scoped = conn
             try:
                 yield conn
             finally:
                 self._held.scoped = outer
+                if begin:
+                    conn.rollback()  # a read transaction: nothing to keep, the shared lock released
 
     def connect(self) -> sqlite3.Connection:
         scoped = getattr(self._held, "scoped", None)

@@ -101,3 +101,24 @@ def test_generations_never_go_backwards_across_threads(tmp_path):
     assert seen and all(got >= floor for floor, got in seen)
     db.live.close_all()
     assert deleted_fds(path) == []
+
+
+def test_a_request_reads_one_state_while_a_build_commits_in_place(tmp_path):
+    """A request runs many statements; an in-place commit waits for it instead of landing between two."""
+    path = tmp_path / "evidence.sqlite"
+    write_db(path, 1)
+    db = EvidenceDB(path)
+    read = "SELECT n FROM g"
+    writer = sqlite3.connect(path, isolation_level=None, timeout=0.2)  # as the build's in-place write
+    with db.session() as conn:
+        assert conn.execute(read).fetchone()[0] == 1
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE g SET n = 2")
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            writer.execute("COMMIT")  # the request holds its state
+        assert conn.execute(read).fetchone()[0] == 1
+    writer.execute("COMMIT")  # the request ended: the commit lands
+    writer.close()
+    with db.session() as conn:
+        assert conn.execute(read).fetchone()[0] == 2
+    db.live.close_all()
