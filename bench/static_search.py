@@ -26,7 +26,8 @@ http.server` (no ranges: each file fetched whole) for the first query of the bas
 fetches whole files anyway).
 
 Per contender: the first query on a fresh page (new context, empty cache): Enter pressed in the box ->
-first result shown (Pagefind: `search()` and its top 10 results' `data()`, as its UI needs them), and the
+first result in the list, timed in the page (Pagefind: `search()` and its top 10 results' `data()`, as its
+UI needs them), and the
 bytes and requests of the search machinery (engine: sql.js-httpvfs / search_index.js and its tokenizer
 table / pagefind.js and wasm; index: the database's files / Pagefind's index and fragments) until the
 network is quiet; then the query set in one
@@ -36,7 +37,10 @@ plus fixed terms. Agreement: the box's top 10 (ids in order) against `mnote-evid
 (functions/handlers/evidence.py `search`, topK 10) in this process. Known-item recall (`--passages`,
 seeded): a body block's own 4-8 consecutive words (a CJK character counts as a word) as the query; a hit
 when the block's page (its `openAction` page) is among the top 10 results' pages (and, for ours, the
-block itself among the top 10 passages). Results: bench/results/static_search.json.
+block itself among the top 10 passages). With `--bucket-rows N`, each synthetic site's `_search/` is also
+written with N rows per block bucket (`search_index.BUCKET`, into a hard-linked copy of the site) and
+its first queries are timed interleaved with the default's (`bucket_variant`). Results:
+bench/results/static_search.json.
 """
 
 from __future__ import annotations
@@ -338,22 +342,39 @@ BOX_JS = """async (q) => {
 }"""
 
 
+# Timed in the page (performance.now): Playwright's own selector polling runs on the page's main thread
+# and would add its CPU to the box's time.
+PAGEFIND_TIMED_JS = (
+    f"async (q) => {{ const t = performance.now(); await ({PAGEFIND_JS})(q); return performance.now() - t; }}"
+)
+ENTER_TO_RESULT_JS = """() => { window.__firstResult = new Promise(done => {
+  let t0 = null;
+  document.querySelector("form.search input").addEventListener("keydown", e => {
+    if (e.key === "Enter" && t0 === null) t0 = performance.now();
+  }, true);
+  new MutationObserver((_, obs) => {
+    if (t0 !== null && document.querySelector("#search-results .result")) {
+      obs.disconnect();
+      done(performance.now() - t0);
+    }
+  }).observe(document.body, { childList: true, subtree: true });
+}); }"""
+
+
 def first_query(browser, net: dict, base: str, query: str, contender: str) -> dict:
-    """A fresh page's first query: ms from Enter (Pagefind: from the call) to the first result, and the
-    search machinery's bytes and requests until the network is quiet."""
+    """A fresh page's first query: ms from Enter (Pagefind: from the call) to the first result, timed in
+    the page, and the search machinery's bytes and requests until the network is quiet."""
     session = Net(browser, net, bypass_csp=contender == "pagefind")
     page = session.page
     page.goto(base + "index.html")
     page.wait_for_load_state("load")
     if contender == "pagefind":
-        t = time.perf_counter()
-        page.evaluate(PAGEFIND_JS, query)
+        ms = page.evaluate(PAGEFIND_TIMED_JS, query)
     else:
+        page.evaluate(ENTER_TO_RESULT_JS)
         page.fill("form.search input", query)
-        t = time.perf_counter()
         page.press("form.search input", "Enter")
-        page.wait_for_selector("#search-results .result", timeout=900_000)
-    ms = (time.perf_counter() - t) * 1000
+        ms = page.evaluate("() => window.__firstResult")
     session.quiet()
     out = {"ms": round(ms), **tally(session.log, INDEX[contender])}
     session.close()
@@ -431,6 +452,33 @@ def contender(browser, net, site: Path, name: str, qs, known, ref, cold: int) ->
     return out
 
 
+def bucket_variant(browser, net: dict, site: Path, rows: int, qs: list[str], cold: int) -> dict:
+    """First queries over `_search/` written with `rows` rows per bucket against the default, interleaved."""
+    alt = site.parent.parent / f"buckets-{rows}"
+    shutil.rmtree(alt, ignore_errors=True)
+    subprocess.run(["cp", "-al", str(site), str(alt)], check=True)  # the pages shared, `_search/` its own
+    shutil.rmtree(alt / "_search")
+    default, search_index.BUCKET = search_index.BUCKET, rows
+    try:
+        search_index.write(alt, alt / "evidence.sqlite", int(DEFAULT_SEARCH_FILE_MIB * 2**20))
+    finally:
+        search_index.BUCKET = default
+    servers = {default: server(site, True), rows: server(alt, True)}
+    runs: dict[int, list[dict]] = {default: [], rows: []}
+    try:
+        for i in range(2 * cold):
+            for k in (default, rows) if i % 2 == 0 else (rows, default):
+                runs[k].append(first_query(browser, net, servers[k][1], qs[i % cold], "search_index"))
+    finally:
+        for proc, _ in servers.values():
+            stop(proc)
+        shutil.rmtree(alt)
+    return {
+        str(k): {f: statistics.median(r[f] for r in v) for f in ("ms", "bytes", "requests")}
+        for k, v in runs.items()
+    }
+
+
 def measure(label: str, sites: tuple[Path, Path], stats: dict, args) -> dict:
     from playwright.sync_api import sync_playwright
 
@@ -465,6 +513,8 @@ def measure(label: str, sites: tuple[Path, Path], stats: dict, args) -> dict:
                     [f for f in (current / "_pagefind").rglob("*") if f.is_file()]
                 )
                 out["pagefind"] = contender(browser, net, current, "pagefind", qs, known, ref, args.cold)
+            if args.bucket_rows and label.startswith("synthetic"):
+                out["bucket_variant"] = bucket_variant(browser, net, current, args.bucket_rows, qs, args.cold)
         finally:
             browser.close()
     return out
@@ -480,6 +530,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=52, help="queries in the warm page")
     ap.add_argument("--passages", type=int, default=50, help="known items for recall")
     ap.add_argument("--cold", type=int, default=3, help="fresh pages per contender (first query)")
+    ap.add_argument(
+        "--bucket-rows", type=int, default=0, help="also time first queries with N rows per bucket"
+    )
     args = ap.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     results = {k: v for k, v in results.items() if k == "network" or "search_index" in v}

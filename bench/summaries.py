@@ -281,6 +281,11 @@ def static_search(d: dict) -> list[str]:
                 f"same top 10 as the API {g(row, f'{name}.warm.same_top10_in_order')}; known item's page "
                 f"{g(row, f'{name}.warm.known_item_page_in_top10')}"
             )
+        for rows, first in (row.get("bucket_variant") or {}).items():
+            out.append(
+                f"  - `_search/` with {rows} rows per bucket: first query {first.get('bytes')} bytes, "
+                f"{first.get('requests')} requests, {first.get('ms')} ms (interleaved)"
+            )
     return out
 
 
