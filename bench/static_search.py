@@ -27,11 +27,10 @@ fetches whole files anyway).
 
 Per contender: the first query on a fresh page (new context, empty cache): Enter pressed in the box ->
 first result in the list, timed in the page (Pagefind: `search()` and its top 10 results' `data()`, as its
-UI needs them), and the
-bytes and requests of the search machinery (engine: sql.js-httpvfs / search_index.js and its tokenizer
-table / pagefind.js and wasm; index: the database's files / Pagefind's index and fragments) until the
-network is quiet; then the query set in one
-warm page, later queries alone (median, p95: bytes, requests, ms). Queries (`--queries`, seeded): Chinese
+UI needs them), and the bytes and requests of the search machinery (engine: sql.js-httpvfs /
+search_index.js and its tokenizer table / pagefind.js and wasm; index: the database's files / Pagefind's
+index and fragments) until the network is quiet; then the query set in one warm page, later queries
+alone (median, p95: bytes, requests, ms). Queries (`--queries`, seeded): Chinese
 substrings of two and four characters, English words and two-word phrases sampled from the indexed text,
 plus fixed terms. Agreement: the box's top 10 (ids in order) against `mnote-evidence search`'s handler
 (functions/handlers/evidence.py `search`, topK 10) in this process. Known-item recall (`--passages`,
